@@ -1,0 +1,44 @@
+// Command operator runs the slipway in-cluster controllers.
+package main
+
+import (
+	"flag"
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/slipway-dev/slipway/internal/operator"
+	"github.com/slipway-dev/slipway/internal/scheme"
+)
+
+// controllers lists every system the operator can host.
+var controllers = []operator.Controller{}
+
+func main() {
+	var opts operator.Options
+	opts.BindFlags(flag.CommandLine, controllers)
+	zapOpts := zap.Options{Development: false}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	ctx := ctrl.SetupSignalHandler()
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		log.Error(err, "Failed to load kubeconfig")
+		os.Exit(1)
+	}
+	mgr, err := operator.NewManager(ctx, cfg, scheme.New(), opts, controllers)
+	if err != nil {
+		log.Error(err, "Failed to set up the operator")
+		os.Exit(1)
+	}
+	log.Info("Starting manager")
+	if err := mgr.Start(ctx); err != nil {
+		log.Error(err, "Manager stopped with an error")
+		os.Exit(1)
+	}
+	log.Info("Stopped")
+}

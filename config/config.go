@@ -1,0 +1,112 @@
+// Package config embeds the generated manifests (CRDs, RBAC) so the test harness and the dev
+// environment install exactly what `make manifests` produced.
+package config
+
+import (
+	"bufio"
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+//go:embed crd/bases/*.yaml rbac/role.yaml rbac/leader_election_role.yaml samples
+var files embed.FS
+
+// CRDs returns every CustomResourceDefinition under crd/bases.
+func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	names, err := fs.Glob(files, "crd/bases/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, name := range names {
+		objs, err := decodeAll[apiextensionsv1.CustomResourceDefinition](name)
+		if err != nil {
+			return nil, err
+		}
+		crds = append(crds, objs...)
+	}
+	return crds, nil
+}
+
+// ManagerRole returns the operator's generated ClusterRole (rbac/role.yaml).
+func ManagerRole() (*rbacv1.ClusterRole, error) {
+	objs, err := decodeAll[rbacv1.ClusterRole]("rbac/role.yaml")
+	if err != nil {
+		return nil, err
+	}
+	if len(objs) != 1 {
+		return nil, fmt.Errorf("rbac/role.yaml: want one ClusterRole, found %d", len(objs))
+	}
+	return objs[0], nil
+}
+
+func decodeAll[T any](name string) ([]*T, error) {
+	data, err := files.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	r := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var out []*T
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", name, err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 || string(bytes.TrimSpace(doc)) == "---" {
+			continue
+		}
+		obj := new(T)
+		if err := sigsyaml.UnmarshalStrict(doc, obj); err != nil {
+			return nil, fmt.Errorf("decoding %s: %w", name, err)
+		}
+		out = append(out, obj)
+	}
+}
+
+// LeaderElectionRole returns the Role the operator needs for its leader-election Lease.
+func LeaderElectionRole() (*rbacv1.Role, error) {
+	objs, err := decodeAll[rbacv1.Role]("rbac/leader_election_role.yaml")
+	if err != nil {
+		return nil, err
+	}
+	if len(objs) != 1 {
+		return nil, fmt.Errorf("rbac/leader_election_role.yaml: want one Role, found %d", len(objs))
+	}
+	return objs[0], nil
+}
+
+// Samples returns the objects in samples/*.yaml (kustomization.yaml aside), in file order.
+func Samples() ([]*unstructured.Unstructured, error) {
+	names, err := fs.Glob(files, "samples/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, name := range names {
+		if path.Base(name) == "kustomization.yaml" {
+			continue
+		}
+		objs, err := decodeAll[map[string]any](name)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			out = append(out, &unstructured.Unstructured{Object: *o})
+		}
+	}
+	return out, nil
+}

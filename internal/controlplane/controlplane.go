@@ -1,0 +1,336 @@
+// Package controlplane starts a real local Kubernetes control plane as processes: etcd and
+// kube-apiserver through envtest, and for the full mode kube-controller-manager, kube-scheduler and
+// kwok with fake nodes, so Deployments become available, Jobs complete, garbage collection and
+// namespace deletion work. The binaries come from hack/controlplane.sh (built from Go modules).
+//
+// Tests use it through the testenv package; `make dev` uses it through cmd/devenv.
+package controlplane
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Mode selects which components run.
+type Mode int
+
+const (
+	// Light runs etcd and kube-apiserver only: enough for controller tests.
+	Light Mode = iota
+	// Full adds kube-controller-manager, kube-scheduler and kwok with fake nodes.
+	Full
+)
+
+func (m Mode) String() string {
+	if m == Full {
+		return "full"
+	}
+	return "light"
+}
+
+// FakeNodeAnnotation marks the Nodes kwok manages.
+const FakeNodeAnnotation = "kwok.x-k8s.io/node"
+
+// Job pod outcome controls understood by the kwok stages (see kwok-stages.yaml).
+const (
+	// FailLabel on a Job's pod template makes its pods fail with exit code 1.
+	FailLabel = "slipway.dev/kwok-fail"
+	// DurationAnnotation on a Job's pod template sets how long its pods run ("5s"); default 0.
+	DurationAnnotation = "slipway.dev/kwok-duration"
+)
+
+//go:embed kwok-stages.yaml
+var kwokStages []byte
+
+// Options configures a control plane.
+type Options struct {
+	Mode Mode
+	// AssetsDir holds the binaries; defaults to $KUBEBUILDER_ASSETS.
+	AssetsDir string
+	// LogDir receives one log file per component; created when missing.
+	LogDir string
+	// CRDs are installed and waited for before Start returns.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// Scheme for the client handed back; defaults to client-go's scheme.
+	Scheme *runtime.Scheme
+	// Nodes is the number of kwok nodes in full mode (default 1).
+	Nodes int
+	// WebhookInstallOptions are passed to envtest (webhook configurations and serving certs).
+	WebhookInstallOptions envtest.WebhookInstallOptions
+}
+
+// ControlPlane is a running control plane.
+type ControlPlane struct {
+	Mode Mode
+	// Config is an admin rest.Config.
+	Config *rest.Config
+	// Client is a client for Config.
+	Client client.Client
+	// Kubeconfig is the path of an admin kubeconfig file (system:masters) in LogDir.
+	Kubeconfig string
+	// LogDir holds the component logs.
+	LogDir string
+	// Env is the underlying envtest environment.
+	Env *envtest.Environment
+
+	assets string
+	procs  []*process
+	files  []*os.File
+}
+
+// Start brings the control plane up and returns once it is usable: the apiserver serves, the CRDs
+// are established and, in full mode, the fake nodes are Ready.
+func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
+	assets := opts.AssetsDir
+	if assets == "" {
+		assets = os.Getenv("KUBEBUILDER_ASSETS")
+	}
+	if assets == "" {
+		return nil, errors.New("no control-plane binaries: set KUBEBUILDER_ASSETS to the directory " +
+			"printed by hack/controlplane.sh (make test and make dev do this)")
+	}
+	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
+		return nil, fmt.Errorf("no kube-apiserver in KUBEBUILDER_ASSETS=%s: run hack/controlplane.sh: %w", assets, err)
+	}
+	if opts.LogDir == "" {
+		return nil, errors.New("controlplane: LogDir is required")
+	}
+	if err := os.MkdirAll(opts.LogDir, 0o755); err != nil {
+		return nil, err
+	}
+	if opts.Nodes == 0 {
+		opts.Nodes = 1
+	}
+	cp = &ControlPlane{Mode: opts.Mode, LogDir: opts.LogDir, assets: assets}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, cp.Stop())
+			cp = nil
+		}
+	}()
+
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    assets,
+		CRDs:                     opts.CRDs,
+		ErrorIfCRDPathMissing:    true,
+		Scheme:                   opts.Scheme,
+		WebhookInstallOptions:    opts.WebhookInstallOptions,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
+	if env.Scheme == nil {
+		env.Scheme = defaultScheme()
+	}
+	apiserver := env.ControlPlane.GetAPIServer()
+	apiserver.Out, apiserver.Err = cp.logFile("kube-apiserver.log"), cp.logFile("kube-apiserver.log")
+	etcd := env.ControlPlane.Etcd
+	if etcd == nil {
+		etcd = &envtest.Etcd{}
+		env.ControlPlane.Etcd = etcd
+	}
+	etcd.Out, etcd.Err = cp.logFile("etcd.log"), cp.logFile("etcd.log")
+	// Objects the test suites and benchmarks create add up; give etcd room.
+	etcd.Configure().Set("quota-backend-bytes", "8589934592")
+	cp.Env = env
+
+	cfg, err := env.Start()
+	if err != nil {
+		return cp, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	cp.Config = cfg
+	if cp.Client, err = client.New(cfg, client.Options{Scheme: env.Scheme}); err != nil {
+		return cp, err
+	}
+	if cp.Kubeconfig, err = cp.WriteKubeconfig(filepath.Join(opts.LogDir, "kubeconfig"), "slipway-admin"); err != nil {
+		return cp, err
+	}
+	if opts.Mode == Full {
+		if err := cp.startFull(ctx, opts.Nodes); err != nil {
+			return cp, err
+		}
+	}
+	return cp, nil
+}
+
+// WriteKubeconfig writes a kubeconfig for a new system:masters user to path and returns the path.
+func (cp *ControlPlane) WriteKubeconfig(path, user string) (string, error) {
+	return cp.writeUserKubeconfig(path, envtest.User{Name: user, Groups: []string{"system:masters"}})
+}
+
+// WriteUserKubeconfig writes a kubeconfig for the given user and groups (client-certificate auth).
+func (cp *ControlPlane) writeUserKubeconfig(path string, u envtest.User) (string, error) {
+	au, err := cp.Env.AddUser(u, nil)
+	if err != nil {
+		return "", fmt.Errorf("adding user %s: %w", u.Name, err)
+	}
+	data, err := au.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// UserKubeconfig writes a kubeconfig for a user with the given groups (RBAC applies to it).
+func (cp *ControlPlane) UserKubeconfig(path, user string, groups ...string) (string, error) {
+	return cp.writeUserKubeconfig(path, envtest.User{Name: user, Groups: groups})
+}
+
+func (cp *ControlPlane) startFull(ctx context.Context, nodes int) error {
+	stages := filepath.Join(cp.LogDir, "kwok-stages.yaml")
+	if err := os.WriteFile(stages, kwokStages, 0o644); err != nil {
+		return err
+	}
+	kcm := &process{name: "kube-controller-manager", path: filepath.Join(cp.assets, "kube-controller-manager"), args: []string{
+		"--kubeconfig=" + cp.Kubeconfig,
+		"--leader-elect=false",
+		"--controllers=*,-serviceaccount-token",
+		"--use-service-account-credentials=false",
+		"--secure-port=0",
+		// Faster feedback than the production defaults: Deployments, Jobs, GC and namespaces settle in seconds.
+		"--concurrent-deployment-syncs=10",
+		"--concurrent-replicaset-syncs=10",
+		"--concurrent-job-syncs=10",
+		"--concurrent-gc-syncs=20",
+		"--concurrent-namespace-syncs=10",
+		"--kube-api-qps=200",
+		"--kube-api-burst=400",
+	}}
+	sched := &process{name: "kube-scheduler", path: filepath.Join(cp.assets, "kube-scheduler"), args: []string{
+		"--kubeconfig=" + cp.Kubeconfig,
+		"--authentication-kubeconfig=" + cp.Kubeconfig,
+		"--authorization-kubeconfig=" + cp.Kubeconfig,
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port=0",
+		"--kube-api-qps=200",
+		"--kube-api-burst=400",
+	}}
+	kwok := &process{name: "kwok", path: filepath.Join(cp.assets, "kwok"), args: []string{
+		"--kubeconfig=" + cp.Kubeconfig,
+		"--config=" + stages,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=" + FakeNodeAnnotation + "=fake",
+		"--server-address=127.0.0.1:0",
+	}}
+	for _, p := range []*process{kcm, sched, kwok} {
+		if err := p.start(cp.logFile(p.name + ".log")); err != nil {
+			return err
+		}
+		cp.procs = append(cp.procs, p)
+	}
+	for i := range nodes {
+		if err := cp.Client.Create(ctx, FakeNode(fmt.Sprintf("kwok-node-%d", i))); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating fake node: %w", err)
+		}
+	}
+	return cp.waitNodesReady(ctx, nodes)
+}
+
+// FakeNode returns a Node that kwok manages, with room for many pods.
+func FakeNode(name string) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Annotations: map[string]string{FakeNodeAnnotation: "fake"},
+			Labels: map[string]string{
+				"type":                   "kwok",
+				"kubernetes.io/hostname": name,
+				"kubernetes.io/os":       "linux",
+				"kubernetes.io/arch":     "amd64",
+			},
+		},
+		Status: corev1.NodeStatus{
+			Allocatable: corev1.ResourceList{
+				corev1.ResourceCPU:    resourceQuantity("1000"),
+				corev1.ResourceMemory: resourceQuantity("4Ti"),
+				corev1.ResourcePods:   resourceQuantity("20000"),
+			},
+			Capacity: corev1.ResourceList{
+				corev1.ResourceCPU:    resourceQuantity("1000"),
+				corev1.ResourceMemory: resourceQuantity("4Ti"),
+				corev1.ResourcePods:   resourceQuantity("20000"),
+			},
+		},
+	}
+}
+
+func (cp *ControlPlane) waitNodesReady(ctx context.Context, want int) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		var nodes corev1.NodeList
+		if err := cp.Client.List(ctx, &nodes); err == nil && countReady(nodes.Items) >= want {
+			return nil
+		}
+		for _, p := range cp.procs {
+			if exited, err := p.exited(); exited {
+				return fmt.Errorf("%s exited while waiting for nodes (see %s): %w", p.name, cp.LogDir, err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d Ready kwok node(s): %w (logs in %s)", want, ctx.Err(), cp.LogDir)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func countReady(nodes []corev1.Node) int {
+	n := 0
+	for _, node := range nodes {
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Stop stops every process in reverse start order, then the apiserver and etcd. It is safe to call
+// more than once and on a partly started control plane.
+func (cp *ControlPlane) Stop() error {
+	var errs []error
+	for i := len(cp.procs) - 1; i >= 0; i-- {
+		errs = append(errs, cp.procs[i].stop(10*time.Second))
+	}
+	cp.procs = nil
+	if cp.Env != nil && cp.Config != nil {
+		errs = append(errs, cp.Env.Stop())
+		cp.Config = nil
+	}
+	for _, f := range cp.files {
+		_ = f.Close()
+	}
+	cp.files = nil
+	return errors.Join(errs...)
+}
+
+// logFile opens (appending) a log file in LogDir; files are closed by Stop.
+func (cp *ControlPlane) logFile(name string) *os.File {
+	f, err := os.OpenFile(filepath.Join(cp.LogDir, name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		// LogDir was created by Start; failing here means the disk is gone. Discard output.
+		f, _ = os.Open(os.DevNull)
+	}
+	cp.files = append(cp.files, f)
+	return f
+}

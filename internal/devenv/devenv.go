@@ -1,0 +1,233 @@
+// Package devenv runs the whole product on one machine with no cluster and no container engine:
+// the full local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok
+// with a fake node), a local OCI registry, the CRDs and RBAC, the operator as a process under its
+// own RBAC-limited identity, and the samples from config/samples. Pods are simulated by kwok: no
+// container runs.
+package devenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/slipway-dev/slipway/config"
+	"github.com/slipway-dev/slipway/internal/controlplane"
+	"github.com/slipway-dev/slipway/internal/scheme"
+)
+
+// Options configure the dev environment.
+type Options struct {
+	// Dir is the state directory (kubeconfig, logs, pid file): .slipway/dev.
+	Dir string
+	// RegistryAddr is where the local OCI registry listens.
+	RegistryAddr string
+	// ProbeAddr and MetricsAddr are the operator's endpoints.
+	ProbeAddr   string
+	MetricsAddr string
+	// OperatorBinary is the operator executable; built from ./cmd/operator when empty.
+	OperatorBinary string
+	// Out receives progress and the status display.
+	Out io.Writer
+}
+
+// Files in the state directory.
+const (
+	kubeconfigFile = "kubeconfig"
+	pidFile        = "devenv.pid"
+	readyFile      = "ready"
+	logFile        = "devenv.log"
+)
+
+// Env is a running dev environment.
+type Env struct {
+	opts     Options
+	cp       *controlplane.ControlPlane
+	registry *http.Server
+	operator *exec.Cmd
+	opDone   chan error
+	samples  []sampleRef
+}
+
+// Start brings everything up and returns once the node is Ready, the operator answers /healthz
+// and the samples are applied.
+func Start(ctx context.Context, opts Options) (env *Env, err error) {
+	if err := os.MkdirAll(filepath.Join(opts.Dir, "logs"), 0o755); err != nil {
+		return nil, err
+	}
+	_ = os.Remove(filepath.Join(opts.Dir, readyFile))
+	env = &Env{opts: opts}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, env.Stop())
+			env = nil
+		}
+	}()
+	step := func(format string, args ...any) {
+		fmt.Fprintf(opts.Out, "==> "+format+"\n", args...)
+	}
+
+	crds, err := config.CRDs()
+	if err != nil {
+		return env, err
+	}
+	step("Starting the control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)")
+	start := time.Now()
+	env.cp, err = controlplane.Start(ctx, controlplane.Options{
+		Mode:   controlplane.Full,
+		LogDir: filepath.Join(opts.Dir, "logs"),
+		CRDs:   crds,
+		Scheme: scheme.New(),
+	})
+	if err != nil {
+		return env, err
+	}
+	kubeconfig := filepath.Join(opts.Dir, kubeconfigFile)
+	if _, err := env.cp.WriteKubeconfig(kubeconfig, "dev-admin"); err != nil {
+		return env, err
+	}
+	step("Control plane ready in %s; kwok node Ready", time.Since(start).Round(100*time.Millisecond))
+
+	step("Starting the OCI registry on %s", opts.RegistryAddr)
+	if env.registry, err = startRegistry(opts.RegistryAddr, filepath.Join(opts.Dir, "logs", "registry.log")); err != nil {
+		return env, err
+	}
+
+	step("Installing RBAC for the operator")
+	operatorKubeconfig, err := env.installOperatorIdentity(ctx)
+	if err != nil {
+		return env, err
+	}
+
+	step("Starting the operator (health on %s, metrics on %s)", opts.ProbeAddr, opts.MetricsAddr)
+	if err := env.startOperator(ctx, operatorKubeconfig); err != nil {
+		return env, err
+	}
+
+	if env.samples, err = applySamples(ctx, env.cp.Client); err != nil {
+		return env, err
+	}
+	step("Applied %d sample(s) from config/samples", len(env.samples))
+
+	if err := os.WriteFile(filepath.Join(opts.Dir, readyFile), []byte(time.Now().Format(time.RFC3339)), 0o644); err != nil {
+		return env, err
+	}
+	abs, _ := filepath.Abs(kubeconfig)
+	kubectl := filepath.Join(opts.Dir, "..", "bin", "kubectl")
+	_ = os.Remove(kubectl)
+	if err := os.Symlink(filepath.Join(env.cp.Env.BinaryAssetsDirectory, "kubectl"), kubectl); err != nil {
+		kubectl = filepath.Join(env.cp.Env.BinaryAssetsDirectory, "kubectl")
+	}
+	fmt.Fprintf(opts.Out, "\nReady in %s. Pods are simulated by kwok: no container runs.\n", time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintf(opts.Out, "  kubeconfig: %s\n", abs)
+	fmt.Fprintf(opts.Out, "  try:        %s --kubeconfig %s get nodes\n", filepath.Clean(kubectl), kubeconfig)
+	fmt.Fprintf(opts.Out, "  registry:   %s\n  operator:   http://%s/healthz  http://%s/metrics\n  logs:       %s\n\n",
+		opts.RegistryAddr, opts.ProbeAddr, opts.MetricsAddr, filepath.Join(opts.Dir, "logs"))
+	return env, nil
+}
+
+// OperatorExited is closed (with the operator's exit error) when the operator process ends.
+func (e *Env) OperatorExited() <-chan error { return e.opDone }
+
+// Stop stops the operator (gracefully), the registry and the control plane.
+func (e *Env) Stop() error {
+	var errs []error
+	if e.operator != nil && e.operator.Process != nil {
+		_ = e.operator.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-e.opDone:
+		case <-time.After(45 * time.Second):
+			_ = e.operator.Process.Kill()
+			<-e.opDone
+		}
+	}
+	if e.registry != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, e.registry.Shutdown(ctx))
+		cancel()
+	}
+	if e.cp != nil {
+		errs = append(errs, e.cp.Stop())
+	}
+	_ = os.Remove(filepath.Join(e.opts.Dir, readyFile))
+	return errors.Join(errs...)
+}
+
+func (e *Env) startOperator(ctx context.Context, kubeconfig string) error {
+	bin := e.opts.OperatorBinary
+	if bin == "" {
+		bin = filepath.Join(e.opts.Dir, "bin", "operator")
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/operator")
+		build.Stdout, build.Stderr = e.opts.Out, e.opts.Out
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("building the operator: %w", err)
+		}
+	}
+	logf, err := os.OpenFile(filepath.Join(e.opts.Dir, "logs", "operator.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin,
+		"--kubeconfig="+kubeconfig,
+		"--namespace="+operatorNamespace,
+		"--health-probe-bind-address="+e.opts.ProbeAddr,
+		"--metrics-bind-address="+e.opts.MetricsAddr,
+		"--metrics-secure=false",
+		"--leader-elect=true",
+	)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		_ = logf.Close()
+		return fmt.Errorf("starting the operator: %w", err)
+	}
+	e.operator = cmd
+	e.opDone = make(chan error, 1)
+	go func() { e.opDone <- cmd.Wait(); close(e.opDone); _ = logf.Close() }()
+	return e.waitHealthy(ctx)
+}
+
+func (e *Env) waitHealthy(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	url := "http://" + e.opts.ProbeAddr + "/healthz"
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case err := <-e.opDone:
+			return fmt.Errorf("the operator exited (see %s): %v", filepath.Join(e.opts.Dir, "logs", "operator.log"), err)
+		case <-ctx.Done():
+			return fmt.Errorf("the operator did not answer %s: %w", url, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func startRegistry(addr, logPath string) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("registry: %w (is another dev environment running? make dev-down)", err)
+	}
+	srv := &http.Server{Handler: newRegistryHandler(logPath), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			ctrl.Log.Error(err, "Registry stopped")
+		}
+	}()
+	return srv, nil
+}

@@ -1,0 +1,173 @@
+// Package operator assembles the slipway operator: one controller-runtime manager hosting the
+// in-cluster controllers (WerfBundle, WebApp, Project/Environment), each enabled by a flag, with
+// JSON logs, Prometheus metrics, health and readiness probes, leader election through a Lease and a
+// graceful shutdown that lets in-flight reconciles finish.
+package operator
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+)
+
+// Controller is one system the operator can host.
+type Controller struct {
+	// Name is what --controllers accepts.
+	Name string
+	// Setup registers the system's reconcilers (and webhooks) with the manager.
+	Setup func(ctx context.Context, mgr ctrl.Manager, opts Options) error
+}
+
+// Options are the operator's settings, bound to command-line flags by BindFlags.
+type Options struct {
+	Controllers             []string
+	MetricsAddr             string
+	SecureMetrics           bool
+	ProbeAddr               string
+	WebhookPort             int
+	WebhookCertDir          string
+	LeaderElect             bool
+	LeaderElectionID        string
+	LeaderElectionNamespace string
+	LeaseDuration           time.Duration
+	RenewDeadline           time.Duration
+	RetryPeriod             time.Duration
+	GracefulShutdownTimeout time.Duration
+	// Namespace is where the operator runs; used for its own objects (leases, logs).
+	Namespace string
+}
+
+// BindFlags registers the options on fs with production defaults.
+func (o *Options) BindFlags(fs *flag.FlagSet, available []Controller) {
+	names := controllerNames(available)
+	fs.Func("controllers", fmt.Sprintf("comma-separated controllers to run, from %s (default: all)", strings.Join(names, ", ")),
+		func(s string) error {
+			o.Controllers = nil
+			for _, n := range strings.Split(s, ",") {
+				if n = strings.TrimSpace(n); n != "" {
+					o.Controllers = append(o.Controllers, n)
+				}
+			}
+			return nil
+		})
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8443", "address the metrics endpoint binds to; \"0\" disables it")
+	fs.BoolVar(&o.SecureMetrics, "metrics-secure", true, "serve metrics over HTTPS with authentication and authorization by the API server")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz probes bind to")
+	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "port the webhook server listens on")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory of the webhook serving certificate (tls.crt, tls.key)")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader through a Lease so only one replica reconciles")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", "slipway-operator.slipway.dev", "name of the leader-election Lease")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the operator's namespace)")
+	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a non-leader waits before taking over an expired lease")
+	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long the leader retries renewing before giving up")
+	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 2*time.Second, "how often leader-election actions are retried")
+	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "how long in-flight reconciles may take to finish on shutdown")
+	fs.StringVar(&o.Namespace, "namespace", "slipway-system", "namespace the operator runs in")
+}
+
+// Select returns the controllers named in o.Controllers (all when empty), or an error naming the
+// unknown ones.
+func (o *Options) Select(available []Controller) ([]Controller, error) {
+	if len(o.Controllers) == 0 {
+		return available, nil
+	}
+	var selected []Controller
+	var unknown []string
+	for _, name := range o.Controllers {
+		i := slices.IndexFunc(available, func(c Controller) bool { return c.Name == name })
+		if i < 0 {
+			unknown = append(unknown, name)
+			continue
+		}
+		if !slices.ContainsFunc(selected, func(c Controller) bool { return c.Name == name }) {
+			selected = append(selected, available[i])
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("unknown controllers %q; available: %s", unknown, strings.Join(controllerNames(available), ", "))
+	}
+	return selected, nil
+}
+
+func controllerNames(cs []Controller) []string {
+	names := make([]string, 0, len(cs))
+	for _, c := range cs {
+		names = append(names, c.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// NewManager builds the manager and sets up the selected controllers on it.
+func NewManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts Options, available []Controller) (ctrl.Manager, error) {
+	selected, err := opts.Select(available)
+	if err != nil {
+		return nil, err
+	}
+	if opts.LeaderElectionNamespace == "" {
+		opts.LeaderElectionNamespace = opts.Namespace
+	}
+	// HTTP/2 is off for the metrics and webhook servers (CVE-2023-44487, CVE-2023-39325).
+	disableHTTP2 := func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
+	metricsOpts := metricsserver.Options{
+		BindAddress:   opts.MetricsAddr,
+		SecureServing: opts.SecureMetrics,
+		TLSOpts:       []func(*tls.Config){disableHTTP2},
+	}
+	if opts.SecureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	leaseDuration, renewDeadline, retryPeriod := opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsOpts,
+		HealthProbeBindAddress:        opts.ProbeAddr,
+		LeaderElection:                opts.LeaderElect,
+		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &leaseDuration,
+		RenewDeadline:                 &renewDeadline,
+		RetryPeriod:                   &retryPeriod,
+		GracefulShutdownTimeout:       &opts.GracefulShutdownTimeout,
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Port:    opts.WebhookPort,
+			CertDir: opts.WebhookCertDir,
+			TLSOpts: []func(*tls.Config){disableHTTP2},
+		}),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, c := range selected {
+		if err := c.Setup(ctx, mgr, opts); err != nil {
+			errs = append(errs, fmt.Errorf("setting up %s controller: %w", c.Name, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	ctrl.Log.WithName("setup").Info("Configured controllers", "controllers", controllerNames(selected))
+	return mgr, nil
+}
