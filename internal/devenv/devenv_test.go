@@ -1,0 +1,147 @@
+//go:build e2e
+
+package devenv_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/slipway-dev/slipway/internal/devenv"
+)
+
+// TestDevEnv_StartsEverythingAndLeavesNothingBehind is what `make dev-up` and `make dev-down` do:
+// the node is Ready through the written kubeconfig, the operator answers /healthz under its own
+// RBAC-limited identity, the registry serves /v2/, and Stop leaves no child process.
+func TestDevEnv_StartsEverythingAndLeavesNothingBehind(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "operator")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/operator")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the operator: %v\n%s", err, out)
+	}
+	var out bytes.Buffer
+	opts := devenv.Options{
+		Dir:            filepath.Join(dir, "dev"),
+		RegistryAddr:   freeAddr(t),
+		ProbeAddr:      freeAddr(t),
+		MetricsAddr:    freeAddr(t),
+		OperatorBinary: bin,
+		Out:            &out,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env, err := devenv.Start(ctx, opts)
+	if err != nil {
+		t.Fatalf("start: %v\n%s", err, out.String())
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = env.Stop()
+		}
+	}()
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(opts.Dir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 1 || !ready(nodes.Items[0]) {
+		t.Fatalf("want one Ready node, got %+v", nodes.Items)
+	}
+	for _, url := range []string{"http://" + opts.ProbeAddr + "/healthz", "http://" + opts.RegistryAddr + "/v2/"} {
+		if code := get(url); code != http.StatusOK {
+			t.Errorf("GET %s = %d, want 200", url, code)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(opts.Dir, "ready")); err != nil {
+		t.Errorf("no ready marker: %v", err)
+	}
+	if !strings.Contains(out.String(), "Pods are simulated by kwok") {
+		t.Errorf("the banner does not say pods are simulated:\n%s", out.String())
+	}
+
+	if err := env.Stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	stopped = true
+	if kids := children(t); len(kids) > 0 {
+		t.Errorf("processes left behind: %v", kids)
+	}
+	if code := get("http://" + opts.ProbeAddr + "/healthz"); code != 0 {
+		t.Errorf("operator still answers after Stop (%d)", code)
+	}
+}
+
+func ready(n corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func get(url string) int {
+	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// children lists the live child processes of this test binary, from /proc.
+func children(t *testing.T) []string {
+	t.Helper()
+	self := strconv.Itoa(os.Getpid())
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kids []string
+	for _, e := range entries {
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		s := string(stat)
+		i := strings.LastIndexByte(s, ')')
+		fields := strings.Fields(s[i+1:])
+		if len(fields) > 2 && fields[1] == self && fields[0] != "Z" {
+			kids = append(kids, e.Name()+" "+s[strings.IndexByte(s, '(')+1:i])
+		}
+	}
+	return kids
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
