@@ -6,7 +6,7 @@ SHELL := /usr/bin/env bash
 GO            ?= go
 TOOLS         := $(GO) tool -modfile=hack/tools/go.mod
 CONTROLLER_GEN = $(TOOLS) controller-gen
-GOLANGCI_LINT  = $(TOOLS) golangci-lint
+GOLANGCI_LINT  = $(GO) tool -modfile=hack/tools/lint/go.mod golangci-lint
 # Control-plane binaries live in a cache outside the repository (see hack/controlplane.sh).
 ASSETS_CMD     = hack/controlplane.sh
 TEST_FLAGS    ?= -count=1 -timeout=45m

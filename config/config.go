@@ -39,16 +39,27 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return crds, nil
 }
 
-// ManagerRole returns the operator's generated ClusterRole (rbac/role.yaml).
-func ManagerRole() (*rbacv1.ClusterRole, error) {
-	objs, err := decodeAll[rbacv1.ClusterRole]("rbac/role.yaml")
+// ManagerRoles returns the operator's generated ClusterRole and the Roles it needs in its own
+// namespace (rbac/role.yaml).
+func ManagerRoles() (*rbacv1.ClusterRole, []*rbacv1.Role, error) {
+	docs, err := decodeAll[rbacv1.Role]("rbac/role.yaml")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if len(objs) != 1 {
-		return nil, fmt.Errorf("rbac/role.yaml: want one ClusterRole, found %d", len(objs))
+	var cluster *rbacv1.ClusterRole
+	var roles []*rbacv1.Role
+	for _, d := range docs {
+		switch d.Kind {
+		case "ClusterRole":
+			cluster = &rbacv1.ClusterRole{TypeMeta: d.TypeMeta, ObjectMeta: d.ObjectMeta, Rules: d.Rules}
+		case "Role":
+			roles = append(roles, d)
+		}
 	}
-	return objs[0], nil
+	if cluster == nil {
+		return nil, nil, fmt.Errorf("rbac/role.yaml holds no ClusterRole")
+	}
+	return cluster, roles, nil
 }
 
 func decodeAll[T any](name string) ([]*T, error) {

@@ -8,12 +8,15 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/slipway-dev/slipway/internal/controller/werfbundle"
 	"github.com/slipway-dev/slipway/internal/operator"
 	"github.com/slipway-dev/slipway/internal/scheme"
 )
 
 // controllers lists every system the operator can host.
-var controllers = []operator.Controller{}
+var controllers = []operator.Controller{
+	werfbundle.Controller(),
+}
 
 func main() {
 	var opts operator.Options

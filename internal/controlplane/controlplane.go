@@ -51,6 +51,8 @@ const (
 	FailLabel = "slipway.dev/kwok-fail"
 	// DurationAnnotation on a Job's pod template sets how long its pods run ("5s"); default 0.
 	DurationAnnotation = "slipway.dev/kwok-duration"
+	// ExitCodeAnnotation on a failing Job's pod template sets the container's exit code (default 1).
+	ExitCodeAnnotation = "slipway.dev/kwok-exit-code"
 )
 
 //go:embed kwok-stages.yaml

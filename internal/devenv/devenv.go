@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -101,6 +102,11 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if env.registry, err = startRegistry(opts.RegistryAddr, filepath.Join(opts.Dir, "logs", "registry.log")); err != nil {
 		return env, err
 	}
+
+	if err := publishSampleBundle(ctx, opts.RegistryAddr); err != nil {
+		return env, err
+	}
+	step("Published the sample bundle %s/%s (tags %s)", opts.RegistryAddr, sampleRepo, strings.Join(sampleTags, ", "))
 
 	step("Installing RBAC for the operator")
 	operatorKubeconfig, err := env.installOperatorIdentity(ctx)

@@ -24,7 +24,7 @@ const (
 // exactly the permissions the manifests grant, so a missing RBAC marker shows up in dev.
 func (e *Env) installOperatorIdentity(ctx context.Context) (string, error) {
 	c := e.cp.Client
-	role, err := config.ManagerRole()
+	role, nsRoles, err := config.ManagerRoles()
 	if err != nil {
 		return "", err
 	}
@@ -48,6 +48,13 @@ func (e *Env) installOperatorIdentity(ctx context.Context) (string, error) {
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: leaderRole.Name},
 			Subjects:   subject,
 		},
+	}
+	for _, r := range nsRoles {
+		objs = append(objs, r, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: r.Name},
+			Subjects:   subject,
+		})
 	}
 	for _, o := range objs {
 		if err := c.Create(ctx, o); err != nil {

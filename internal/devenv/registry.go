@@ -1,11 +1,15 @@
 package devenv
 
 import (
+	"context"
+	"fmt"
 	"log"
 	"net/http"
 	"os"
 
-	"github.com/google/go-containerregistry/pkg/registry"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+
+	"github.com/slipway-dev/slipway/internal/registry"
 )
 
 // newRegistryHandler is an in-memory OCI distribution registry (go-containerregistry) that logs
@@ -15,5 +19,22 @@ func newRegistryHandler(logPath string) http.Handler {
 	if err != nil {
 		out = os.Stderr
 	}
-	return registry.New(registry.Logger(log.New(out, "", log.LstdFlags)))
+	return ggcrregistry.New(ggcrregistry.Logger(log.New(out, "", log.LstdFlags)))
+}
+
+// The sample bundle config/samples deploys.
+const sampleRepo = "samples/hello"
+
+var sampleTags = []string{"1.0.0", "1.1.0", "2.0.0-rc.1"}
+
+// publishSampleBundle pushes a real Helm chart artifact, several semver tags of it, to the local
+// registry, as `werf bundle publish` would.
+func publishSampleBundle(ctx context.Context, addr string) error {
+	for _, tag := range sampleTags {
+		ref := addr + "/" + sampleRepo + ":" + tag
+		if _, err := registry.PushChart(ctx, ref, registry.MinimalChart("hello", tag), true, nil); err != nil {
+			return fmt.Errorf("publishing the sample bundle: %w", err)
+		}
+	}
+	return nil
 }

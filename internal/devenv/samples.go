@@ -82,6 +82,9 @@ func (e *Env) statusTable(ctx context.Context) string {
 		fmt.Fprintf(w, "Node\t\t%s\t%s\tkwok\n", n.Name, status)
 	}
 	for _, s := range e.samples {
+		if s.gvk.Group == "" {
+			continue // namespaces, ServiceAccounts, ConfigMaps: supporting objects
+		}
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(s.gvk)
 		err := e.cp.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: s.name}, u)

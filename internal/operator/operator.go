@@ -15,9 +15,14 @@ import (
 	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -28,6 +33,8 @@ import (
 type Controller struct {
 	// Name is what --controllers accepts.
 	Name string
+	// BindFlags, when set, registers the system's own flags.
+	BindFlags func(fs *flag.FlagSet)
 	// Setup registers the system's reconcilers (and webhooks) with the manager.
 	Setup func(ctx context.Context, mgr ctrl.Manager, opts Options) error
 }
@@ -49,6 +56,9 @@ type Options struct {
 	GracefulShutdownTimeout time.Duration
 	// Namespace is where the operator runs; used for its own objects (leases, logs).
 	Namespace string
+	// QPS and Burst limit the operator's requests to the API server.
+	QPS   float64
+	Burst int
 }
 
 // BindFlags registers the options on fs with production defaults.
@@ -77,6 +87,13 @@ func (o *Options) BindFlags(fs *flag.FlagSet, available []Controller) {
 	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 2*time.Second, "how often leader-election actions are retried")
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "how long in-flight reconciles may take to finish on shutdown")
 	fs.StringVar(&o.Namespace, "namespace", "slipway-system", "namespace the operator runs in")
+	fs.Float64Var(&o.QPS, "kube-api-qps", 50, "requests per second to the API server")
+	fs.IntVar(&o.Burst, "kube-api-burst", 100, "request burst to the API server")
+	for _, c := range available {
+		if c.BindFlags != nil {
+			c.BindFlags(fs)
+		}
+	}
 }
 
 // Select returns the controllers named in o.Controllers (all when empty), or an error naming the
@@ -121,6 +138,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 	if opts.LeaderElectionNamespace == "" {
 		opts.LeaderElectionNamespace = opts.Namespace
 	}
+	if opts.QPS > 0 {
+		cfg = rest.CopyConfig(cfg)
+		cfg.QPS, cfg.Burst = float32(opts.QPS), opts.Burst
+	}
 	// HTTP/2 is off for the metrics and webhook servers (CVE-2023-44487, CVE-2023-39325).
 	disableHTTP2 := func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
 	metricsOpts := metricsserver.Options{
@@ -134,6 +155,8 @@ func NewManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 	leaseDuration, renewDeadline, retryPeriod := opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
+		Cache:                         cacheOptions(),
+		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: uncached}},
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		LeaderElection:                opts.LeaderElect,
@@ -170,4 +193,19 @@ func NewManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 	}
 	ctrl.Log.WithName("setup").Info("Configured controllers", "controllers", controllerNames(selected))
 	return mgr, nil
+}
+
+// ManagedByLabel marks every object slipway creates; the operator caches only such Jobs.
+const ManagedByLabel, ManagedByValue = "app.kubernetes.io/managed-by", "slipway"
+
+// uncached kinds are always read from the API server: caching every Secret and ConfigMap of a
+// cluster would cost memory and hold secrets in the operator for no gain. Controllers that react
+// to their changes watch metadata only.
+var uncached = []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}
+
+// cacheOptions limits the Job cache to slipway's own Jobs.
+func cacheOptions() cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&batchv1.Job{}: {Label: labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue})},
+	}}
 }

@@ -52,7 +52,7 @@ type RegistrySpec struct {
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="pollInterval must be at least 10s"
 	// +optional
-	PollInterval metav1.Duration `json:"pollInterval,omitempty"`
+	PollInterval *metav1.Duration `json:"pollInterval,omitempty"`
 
 	// VersionConstraint is a semver range (Masterminds syntax, e.g. ">=1.0.0 <2.0.0" or "~1.2").
 	// Only tags that satisfy it are deployed; prereleases only when the range names one.
@@ -143,7 +143,7 @@ type DriftDetection struct {
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="driftDetection.interval must be at least 1m"
 	// +optional
-	Interval metav1.Duration `json:"interval,omitempty"`
+	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// MaxRetries is how many corrections in a row are attempted before giving up.
 	// +kubebuilder:default=5
@@ -221,12 +221,81 @@ type WerfBundleStatus struct {
 	// +optional
 	ConsecutiveFailures int32 `json:"consecutiveFailures,omitempty"`
 
+	// LastAppliedRevision identifies what was deployed last with success: a hash of the tag, the
+	// merged values and the converge settings. A change to any of them makes a new revision.
+	// +optional
+	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
+
+	// LastFailedRevision is the revision whose deploy failed last. It is not retried until the tag,
+	// the values or the spec change, or a reconcile is requested with the werf.io/reconcile-now
+	// annotation.
+	// +optional
+	LastFailedRevision string `json:"lastFailedRevision,omitempty"`
+
+	// ActiveJob is the converge or drift-check Job running now, in the target namespace.
+	// +optional
+	ActiveJob string `json:"activeJob,omitempty"`
+
+	// LastFinishedJob is the last Job whose outcome is recorded here.
+	// +optional
+	LastFinishedJob string `json:"lastFinishedJob,omitempty"`
+
+	// LastJobLog names the ConfigMap in the operator's namespace that holds the log of the last
+	// finished Job (kept for logRetentionDays).
+	// +optional
+	LastJobLog string `json:"lastJobLog,omitempty"`
+
+	// Registry is what the last successful poll saw.
+	// +optional
+	Registry *RegistryStatus `json:"registry,omitempty"`
+
+	// Drift is the state of drift detection.
+	// +optional
+	Drift *DriftStatus `json:"drift,omitempty"`
+
+	// LastHandledReconcileNow is the last value of the werf.io/reconcile-now annotation acted on.
+	// +optional
+	LastHandledReconcileNow string `json:"lastHandledReconcileNow,omitempty"`
+
 	// Conditions: Ready, Reconciling, Stalled, DriftDetected.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// RegistryStatus records the last successful poll of the registry.
+type RegistryStatus struct {
+	// URL and VersionConstraint the poll was made for; the ETag is only reused while they match.
+	URL               string `json:"url,omitempty"`
+	VersionConstraint string `json:"versionConstraint,omitempty"`
+	// ETag the registry returned for the tag list, sent back as If-None-Match.
+	// +optional
+	ETag string `json:"etag,omitempty"`
+	// LatestTag is the highest tag matching the constraint.
+	// +optional
+	LatestTag string `json:"latestTag,omitempty"`
+}
+
+// DriftStatus records drift detection.
+type DriftStatus struct {
+	// LastCheckTime is when the last drift check finished.
+	// +optional
+	LastCheckTime *metav1.Time `json:"lastCheckTime,omitempty"`
+	// Corrections counts re-applies in a row made to correct drift; reset when a check finds none.
+	// +optional
+	Corrections int32 `json:"corrections,omitempty"`
+	// Summary of the last drift found.
+	// +optional
+	Summary string `json:"summary,omitempty"`
+}
+
+// Annotations understood on a WerfBundle.
+const (
+	// ReconcileNowAnnotation requests an immediate poll and retries a failed revision when its
+	// value changes (e.g. kubectl annotate werfbundle x werf.io/reconcile-now="$(date +%s)" --overwrite).
+	ReconcileNowAnnotation = "werf.io/reconcile-now"
+)
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

@@ -1,0 +1,364 @@
+//go:build e2e
+
+package werfbundle_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
+	"github.com/slipway-dev/slipway/internal/controller/werfbundle"
+	"github.com/slipway-dev/slipway/internal/controller/werfbundle/receiver"
+	"github.com/slipway-dev/slipway/internal/operator"
+	"github.com/slipway-dev/slipway/internal/registry/registrytest"
+	"github.com/slipway-dev/slipway/internal/scheme"
+)
+
+// BenchmarkWerfBundle_Scale runs N WerfBundles against one registry on the full control plane
+// and reports: time until every first Job exists, time until all are Synced, operator heap and
+// RSS at steady state, API writes and registry requests in one no-op poll round, p99 reconcile
+// time without registry time, and push-webhook-to-Job latency. Run with make bench
+// BENCH=WerfBundle_Scale; WERFBUNDLE_BENCH_SIZES=1000,10000 picks the sizes (default 1000).
+func BenchmarkWerfBundle_Scale(b *testing.B) {
+	sizes := []int{1000}
+	if v := os.Getenv("WERFBUNDLE_BENCH_SIZES"); v != "" {
+		sizes = nil
+		for _, s := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil {
+				b.Fatal(err)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("bundles=%d", n), func(b *testing.B) {
+			for range b.N {
+				benchScale(b, n)
+			}
+		})
+	}
+}
+
+const benchPerNamespace = 100
+
+func benchScale(b *testing.B, n int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 2000, 4000
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := registrytest.StartDistribution(b)
+	for _, tag := range []string{"1.0.0", "1.1.0"} {
+		registrytest.PushBundle(b, reg.Host, "bench/app", tag)
+	}
+	proxy := registrytest.NewFaultProxy(b, reg.URL)
+	repo := proxy.Repository("bench/app")
+	run := fmt.Sprintf("b%d-%d", n, time.Now().Unix()%100000)
+	opNS := run + "-op"
+	interval := 2 * time.Minute
+
+	// Namespaces with their ServiceAccount, then the bundles, created in parallel.
+	nsCount := (n + benchPerNamespace - 1) / benchPerNamespace
+	mustCreate(ctx, b, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opNS}})
+	parallel(b, nsCount, func(i int) error {
+		ns := fmt.Sprintf("%s-%d", run, i)
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return err
+		}
+		return c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "werf-converge", Namespace: ns}})
+	})
+	parallel(b, n, func(i int) error {
+		return c.Create(ctx, &werfv1.WerfBundle{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", i), Namespace: fmt.Sprintf("%s-%d", run, i/benchPerNamespace)},
+			Spec: werfv1.WerfBundleSpec{
+				Registry: werfv1.RegistrySpec{URL: repo, Insecure: true, PollInterval: &metav1.Duration{Duration: interval}},
+				Converge: werfv1.ConvergeSpec{ServiceAccountName: "werf-converge"},
+			},
+		})
+	})
+
+	var writes atomic.Int64
+	r := &werfbundle.Reconciler{OperatorNamespace: opNS, Logs: fakeLogs{}}
+	runtime.GC()
+	baseRSS := rssBytes()
+	mgrCtx, stopMgr := context.WithCancel(ctx)
+	defer stopMgr()
+	opts := operator.Options{MetricsAddr: "0", ProbeAddr: "0", Namespace: opNS, QPS: 1000, Burst: 2000, GracefulShutdownTimeout: 10 * time.Second}
+	mgr, err := operator.NewManager(mgrCtx, env.Config, scheme.New(), opts, []operator.Controller{{
+		Name: "werfbundle",
+		Setup: func(ctx context.Context, mgr ctrl.Manager, _ operator.Options) error {
+			r.Client = &countingClient{Client: mgr.GetClient(), n: &writes}
+			r.APIReader, r.Recorder = mgr.GetAPIReader(), mgr.GetEventRecorder("werfbundle-bench")
+			return r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 16, SkipNameValidation: ptr.To(true)})
+		},
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	reconcileBase := histogram(b)
+	start := time.Now()
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(mgrCtx) }()
+	defer func() { stopMgr(); <-done }()
+
+	created := until(ctx, b, "every first Job exists", func() bool { return jobsCreated(b) >= reconcileBase.jobs+float64(n) })
+	firstJobs := created.Sub(start)
+	synced := until(ctx, b, "every bundle is Synced", func() bool { return countPhase(ctx, b, c, run, werfv1.PhaseSynced) >= n })
+	allSynced := synced.Sub(start)
+
+	// Steady state: a full poll round with nothing new.
+	writes.Store(0)
+	proxy.ResetStats()
+	time.Sleep(interval + interval/10 + 5*time.Second)
+	roundWrites := writes.Load()
+	stats := proxy.Stats()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	rss := rssBytes()
+	p99 := histogram(b).p99Since(reconcileBase)
+
+	// Push webhook: a new tag for one bundle's repository, from the notification to its Job.
+	registrytest.PushBundle(b, reg.Host, "bench/hot", "1.0.0")
+	hot := &werfv1.WerfBundle{
+		ObjectMeta: metav1.ObjectMeta{Name: "hot", Namespace: run + "-0"},
+		Spec: werfv1.WerfBundleSpec{
+			Registry: werfv1.RegistrySpec{URL: proxy.Repository("bench/hot"), Insecure: true, PollInterval: &metav1.Duration{Duration: time.Hour}},
+			Converge: werfv1.ConvergeSpec{ServiceAccountName: "werf-converge"},
+		},
+	}
+	mustCreate(ctx, b, c, hot)
+	until(ctx, b, "hot is Synced", func() bool { return phaseOf(ctx, c, hot) == werfv1.PhaseSynced })
+	registrytest.PushBundle(b, reg.Host, "bench/hot", "1.1.0")
+	srv := receiver.New(receiver.Options{Secret: []byte("s"), Trigger: r})
+	pushed := time.Now()
+	req := httptest.NewRequest(http.MethodPost, "/hook", bytes.NewReader([]byte(`{"repository":"`+proxy.Repository("bench/hot")+`","tag":"1.1.0"}`)))
+	req.Header.Set("Authorization", "Bearer s")
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusAccepted {
+		b.Fatalf("webhook: %d %s", rec.Code, rec.Body.String())
+	}
+	jobAt := until(ctx, b, "the pushed tag has a Job", func() bool {
+		var jobs batchv1.JobList
+		_ = c.List(ctx, &jobs, client.InNamespace(hot.Namespace), client.MatchingLabels{werfbundle.LabelBundleName: "hot"})
+		for _, j := range jobs.Items {
+			if j.Annotations[werfbundle.AnnotationTag] == "1.1.0" {
+				return true
+			}
+		}
+		return false
+	})
+
+	b.ReportMetric(firstJobs.Seconds(), "s-first-jobs")
+	b.ReportMetric(allSynced.Seconds(), "s-all-synced")
+	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "MiB-heap")
+	b.ReportMetric(float64(rss)/(1<<20), "MiB-rss")
+	b.ReportMetric(float64(rss-baseRSS)/(1<<20), "MiB-rss-operator")
+	b.ReportMetric(float64(roundWrites)/float64(n), "writes/noop-bundle")
+	b.ReportMetric(float64(stats.Total)/float64(n), "registry-req/bundle/interval")
+	b.ReportMetric(float64(stats.ByStatus[304])/float64(max(stats.Total, 1)), "frac-304")
+	b.ReportMetric(p99*1000, "ms-p99-reconcile-excl-registry")
+	b.ReportMetric(jobAt.Sub(pushed).Seconds()*1000, "ms-push-to-job")
+}
+
+func mustCreate(ctx context.Context, b *testing.B, c client.Client, o client.Object) {
+	if err := c.Create(ctx, o); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// parallel runs f(0..n-1) on 32 workers and fails on the first error.
+func parallel(b *testing.B, n int, f func(int) error) {
+	var wg sync.WaitGroup
+	var first atomic.Value
+	next := atomic.Int64{}
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := f(i); err != nil {
+					first.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := first.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func until(ctx context.Context, b *testing.B, what string, cond func() bool) time.Time {
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			b.Fatalf("timed out waiting until %s", what)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return time.Now()
+}
+
+func countPhase(ctx context.Context, b *testing.B, c client.Client, run string, phase werfv1.Phase) int {
+	var list werfv1.WerfBundleList
+	if err := c.List(ctx, &list); err != nil {
+		b.Log(err)
+		return 0
+	}
+	n := 0
+	for _, wb := range list.Items {
+		if strings.HasPrefix(wb.Namespace, run+"-") && wb.Status.Phase == phase {
+			n++
+		}
+	}
+	return n
+}
+
+func phaseOf(ctx context.Context, c client.Client, wb *werfv1.WerfBundle) werfv1.Phase {
+	got := &werfv1.WerfBundle{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(wb), got); err != nil {
+		return ""
+	}
+	return got.Status.Phase
+}
+
+// countingClient counts every write the reconciler sends.
+type countingClient struct {
+	client.Client
+	n *atomic.Int64
+}
+
+func (c *countingClient) Create(ctx context.Context, o client.Object, opts ...client.CreateOption) error {
+	c.n.Add(1)
+	return c.Client.Create(ctx, o, opts...)
+}
+
+func (c *countingClient) Update(ctx context.Context, o client.Object, opts ...client.UpdateOption) error {
+	c.n.Add(1)
+	return c.Client.Update(ctx, o, opts...)
+}
+
+func (c *countingClient) Patch(ctx context.Context, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+	c.n.Add(1)
+	return c.Client.Patch(ctx, o, p, opts...)
+}
+
+func (c *countingClient) Delete(ctx context.Context, o client.Object, opts ...client.DeleteOption) error {
+	c.n.Add(1)
+	return c.Client.Delete(ctx, o, opts...)
+}
+
+func (c *countingClient) Status() client.SubResourceWriter {
+	return &countingStatus{SubResourceWriter: c.Client.Status(), n: c.n}
+}
+
+type countingStatus struct {
+	client.SubResourceWriter
+	n *atomic.Int64
+}
+
+func (c *countingStatus) Patch(ctx context.Context, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+	c.n.Add(1)
+	return c.SubResourceWriter.Patch(ctx, o, p, opts...)
+}
+
+func (c *countingStatus) Update(ctx context.Context, o client.Object, opts ...client.SubResourceUpdateOption) error {
+	c.n.Add(1)
+	return c.SubResourceWriter.Update(ctx, o, opts...)
+}
+
+// jobsCreated reads slipway_werfbundle_jobs_created_total{kind="apply"}.
+func jobsCreated(b *testing.B) float64 {
+	return histogram(b).jobs
+}
+
+type snapshot struct {
+	jobs    float64
+	buckets []*dto.Bucket
+	count   uint64
+}
+
+func histogram(b *testing.B) snapshot {
+	var s snapshot
+	m := &dto.Metric{}
+	if err := werfbundle.ReconcileWithoutRegistry.Write(m); err != nil {
+		b.Fatal(err)
+	}
+	s.buckets = m.GetHistogram().GetBucket()
+	s.count = m.GetHistogram().GetSampleCount()
+	s.jobs = werfbundle.JobsCreatedTotal()
+	return s
+}
+
+// p99Since estimates the 99th percentile (bucket upper bound) of observations since base.
+func (s snapshot) p99Since(base snapshot) float64 {
+	total := s.count - base.count
+	if total == 0 {
+		return 0
+	}
+	target := uint64(float64(total) * 0.99)
+	bounds := make([]float64, len(s.buckets))
+	for i, bk := range s.buckets {
+		bounds[i] = bk.GetUpperBound()
+	}
+	sort.Float64s(bounds)
+	for i, bk := range s.buckets {
+		c := bk.GetCumulativeCount()
+		if i < len(base.buckets) {
+			c -= base.buckets[i].GetCumulativeCount()
+		}
+		if c >= target {
+			return bk.GetUpperBound()
+		}
+	}
+	return bounds[len(bounds)-1]
+}
+
+// rssBytes is this process's resident set size.
+func rssBytes() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			f := strings.Fields(line)
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}

@@ -1,0 +1,92 @@
+package werfbundle
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/slipway-dev/slipway/internal/controller/werfbundle/receiver"
+	"github.com/slipway-dev/slipway/internal/operator"
+	"github.com/slipway-dev/slipway/internal/registry"
+)
+
+// Config holds the werfbundle flags.
+type Config struct {
+	WerfImage         string
+	MaxInFlight       int
+	Concurrency       int
+	JobDeadline       time.Duration
+	LogPruneEvery     time.Duration
+	WebhookAddr       string
+	WebhookSecretFile string
+}
+
+// Controller returns the WerfBundle system for the operator binary.
+func Controller() operator.Controller {
+	cfg := &Config{}
+	return operator.Controller{
+		Name: "werfbundle",
+		BindFlags: func(fs *flag.FlagSet) {
+			fs.StringVar(&cfg.WerfImage, "werfbundle-werf-image", DefaultWerfImage, "werf image the converge Jobs run")
+			fs.IntVar(&cfg.MaxInFlight, "werfbundle-registry-max-in-flight", DefaultMaxInFlight, "registry operations in flight across all bundles")
+			fs.IntVar(&cfg.Concurrency, "werfbundle-concurrency", 8, "WerfBundles reconciled in parallel")
+			fs.DurationVar(&cfg.JobDeadline, "werfbundle-job-deadline", DefaultJobDeadline, "activeDeadlineSeconds of converge Jobs")
+			fs.DurationVar(&cfg.LogPruneEvery, "werfbundle-log-prune-interval", 10*time.Minute, "how often expired Job logs are deleted")
+			fs.StringVar(&cfg.WebhookAddr, "werfbundle-webhook-bind-address", "", "address of the registry push webhook receiver (e.g. :9292); empty disables it")
+			fs.StringVar(&cfg.WebhookSecretFile, "werfbundle-webhook-secret-file", "", "file holding the webhook shared secret")
+		},
+		Setup: func(ctx context.Context, mgr ctrl.Manager, opts operator.Options) error {
+			return cfg.setup(ctx, mgr, opts)
+		},
+	}
+}
+
+func (cfg *Config) setup(ctx context.Context, mgr ctrl.Manager, opts operator.Options) error {
+	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{
+		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
+		Recorder:          mgr.GetEventRecorder("werfbundle-controller"),
+		Limiter:           registry.NewLimiter(cfg.MaxInFlight),
+		Logs:              PodLogs{Clientset: cs},
+		OperatorNamespace: opts.Namespace,
+		WerfImage:         cfg.WerfImage,
+		JobDeadline:       cfg.JobDeadline,
+	}
+	if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: cfg.Concurrency}); err != nil {
+		return err
+	}
+	if err := mgr.Add(&LogPruner{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: opts.Namespace,
+		Every: cfg.LogPruneEvery, Now: time.Now}); err != nil {
+		return err
+	}
+	if cfg.WebhookAddr == "" {
+		return nil
+	}
+	if cfg.WebhookSecretFile == "" {
+		return errors.New("--werfbundle-webhook-secret-file is required with --werfbundle-webhook-bind-address")
+	}
+	secret, err := os.ReadFile(cfg.WebhookSecretFile)
+	if err != nil {
+		return err
+	}
+	return mgr.Add(receiver.New(receiver.Options{
+		Addr: cfg.WebhookAddr, Secret: trimSpace(secret), Trigger: r, Logger: mgr.GetLogger().WithName("werfbundle-webhook"),
+	}))
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return b
+}

@@ -1,0 +1,260 @@
+package werfbundle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
+	"github.com/slipway-dev/slipway/internal/patch"
+	"github.com/slipway-dev/slipway/internal/registry"
+)
+
+// +kubebuilder:rbac:groups=werf.io,resources=werfbundles,verbs=get;list;watch
+// +kubebuilder:rbac:groups=werf.io,resources=werfbundles/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=create;get;list;watch;delete
+// +kubebuilder:rbac:groups=core,resources=configmaps;secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core,resources=secrets,verbs=create;update;delete
+// +kubebuilder:rbac:groups=core,resources=configmaps,verbs=create;delete,namespace=slipway-system
+// +kubebuilder:rbac:groups=core,resources=namespaces;serviceaccounts,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core,resources=pods,verbs=list
+// +kubebuilder:rbac:groups=core,resources=pods/log,verbs=get
+
+// Defaults for the Reconciler.
+const (
+	DefaultWerfImage        = "registry.werf.io/werf/werf:2-stable"
+	DefaultMaxInFlight      = 10
+	DefaultJobDeadline      = 30 * time.Minute
+	DefaultJobBackoffLimit  = 1
+	DefaultJobHistory       = 3
+	DefaultLogBytes         = 64 << 10
+	indexValuesSource       = "werf.io/values-source"
+	indexRepository         = "werf.io/repository"
+	fieldOwner              = client.FieldOwner("slipway-werfbundle")
+	maxConsecutiveFailures  = 5
+	prerequisiteRetryPeriod = time.Minute
+)
+
+// TagLister lists a repository's tags; *registry.Client is the production one.
+type TagLister interface {
+	ListTags(ctx context.Context, repository, etag string) (registry.TagList, error)
+}
+
+// RegistryFactory makes a TagLister for one bundle's registry settings.
+type RegistryFactory func(opts registry.Options, limiter *registry.Limiter) (TagLister, error)
+
+// Reconciler reconciles WerfBundles: it polls the registry, runs one converge Job at a time per
+// bundle in the target namespace, records the outcome, keeps Job logs and checks for drift.
+type Reconciler struct {
+	client.Client
+	// APIReader reads what is not cached: values sources, registry Secrets, namespaces, pods.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Clock     clock.PassiveClock
+
+	// Registry makes registry clients; Limiter bounds registry operations in flight across bundles.
+	Registry RegistryFactory
+	Limiter  *registry.Limiter
+	// Logs reads a finished Job's pod log.
+	Logs LogReader
+
+	// OperatorNamespace holds the Job log store.
+	OperatorNamespace string
+	WerfImage         string
+	JobDeadline       time.Duration
+	JobBackoffLimit   int32
+	JobHistory        int
+	LogBytes          int64
+	// DecoratePod, when set, adjusts every Job's pod template (tests use it to steer kwok).
+	DecoratePod func(JobKind, *corev1.PodTemplateSpec)
+
+	once     sync.Once
+	polls    *pollTracker
+	triggers chan event.GenericEvent
+	clientCache
+}
+
+func (r *Reconciler) defaults() {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.Registry == nil {
+		r.Registry = func(o registry.Options, l *registry.Limiter) (TagLister, error) { return registry.NewClient(o, l) }
+	}
+	if r.Limiter == nil {
+		r.Limiter = registry.NewLimiter(DefaultMaxInFlight)
+	}
+	if r.WerfImage == "" {
+		r.WerfImage = DefaultWerfImage
+	}
+	if r.JobDeadline == 0 {
+		r.JobDeadline = DefaultJobDeadline
+	}
+	if r.JobBackoffLimit == 0 {
+		r.JobBackoffLimit = DefaultJobBackoffLimit
+	}
+	if r.JobHistory == 0 {
+		r.JobHistory = DefaultJobHistory
+	}
+	if r.LogBytes == 0 {
+		r.LogBytes = DefaultLogBytes
+	}
+	if r.polls == nil {
+		r.polls = newPollTracker()
+	}
+	if r.triggers == nil {
+		r.triggers = make(chan event.GenericEvent, 1024)
+	}
+}
+
+// SetupWithManager registers the controller: WerfBundles, their Jobs (matched by label, as they
+// may live in another namespace) and the ConfigMaps and Secrets their values come from.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	r.once.Do(r.defaults)
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &werfv1.WerfBundle{}, indexValuesSource, valuesSourceKeys); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &werfv1.WerfBundle{}, indexRepository, repositoryKeys); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("werfbundle").
+		For(&werfv1.WerfBundle{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobToBundle),
+			builder.WithPredicates(managedJobs)).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.valuesSourceToBundles("ConfigMap")),
+			builder.OnlyMetadata).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.valuesSourceToBundles("Secret")),
+			builder.OnlyMetadata).
+		WatchesRawSource(source.Channel(r.triggers, &handler.EnqueueRequestForObject{})).
+		WithOptions(opts).
+		Complete(r)
+}
+
+var managedJobs = predicate.NewPredicateFuncs(func(o client.Object) bool {
+	l := o.GetLabels()
+	return l[LabelComponent] == ComponentValue && l[LabelBundleName] != ""
+})
+
+func jobToBundle(_ context.Context, o client.Object) []reconcile.Request {
+	l := o.GetLabels()
+	if l[LabelComponent] != ComponentValue || l[LabelBundleName] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[LabelBundleNamespace], Name: l[LabelBundleName]}}}
+}
+
+// Reconcile follows one shape: read, snapshot for the patch, run the steps, compute the status in
+// one place and write it once (nothing when nothing changed).
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	r.once.Do(r.defaults)
+	start := time.Now()
+	bundle := &werfv1.WerfBundle{}
+	if err := r.Get(ctx, req.NamespacedName, bundle); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.polls.forget(req.NamespacedName)
+			return ctrl.Result{}, r.cleanupDeleted(ctx, req.NamespacedName)
+		}
+		return ctrl.Result{}, err
+	}
+	if !bundle.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	helper := patch.NewHelper(bundle, r.Client)
+	s := newScope(bundle, r.Clock.Now())
+	defer func() {
+		r.computeStatus(s)
+		if err := helper.Patch(ctx, bundle); err != nil && !apierrors.IsNotFound(err) {
+			retErr = kerrors.NewAggregate([]error{retErr, err})
+		}
+		r.emitEvents(s)
+		observeReconcile(s, time.Since(start))
+		if retErr == nil {
+			result = s.result()
+		}
+	}()
+
+	if bundle.Spec.Suspend {
+		s.suspended = true
+		return ctrl.Result{}, nil
+	}
+	for _, step := range []func(context.Context, *scope) error{
+		r.stepResolve,
+		r.stepPoll,
+		r.stepJobs,
+		r.stepDeploy,
+		r.stepDrift,
+	} {
+		if err := step(ctx, s); err != nil {
+			var stop *stopError
+			if errors.As(err, &stop) {
+				return ctrl.Result{}, nil
+			}
+			return ctrl.Result{}, err
+		}
+	}
+	s.reconciled = true
+	return ctrl.Result{}, nil
+}
+
+// stopError ends the step list without an error: the scope already says why (a failure recorded
+// in status, or work in progress) and when to come back.
+type stopError struct{ reason string }
+
+func (e *stopError) Error() string { return "stopped: " + e.reason }
+
+func stop(reason string) error { return &stopError{reason: reason} }
+
+// cleanupDeleted removes what a deleted bundle left in other namespaces: Jobs (their values
+// Secrets go with them by owner reference) and logs. Jobs in the bundle's own namespace would be
+// garbage collected too, but Jobs elsewhere cannot carry an owner reference to the bundle.
+func (r *Reconciler) cleanupDeleted(ctx context.Context, key types.NamespacedName) error {
+	sel := client.MatchingLabels{LabelComponent: ComponentValue, LabelBundleNamespace: key.Namespace, LabelBundleName: key.Name}
+	var jobs batchv1.JobList
+	if err := r.List(ctx, &jobs, sel); err != nil {
+		return err
+	}
+	var errs []error
+	for i := range jobs.Items {
+		if err := r.Delete(ctx, &jobs.Items[i], client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, err)
+		}
+	}
+	if r.OperatorNamespace != "" {
+		var logs corev1.ConfigMapList
+		if err := r.APIReader.List(ctx, &logs, client.InNamespace(r.OperatorNamespace), sel); err != nil {
+			errs = append(errs, fmt.Errorf("listing logs: %w", err))
+		}
+		for i := range logs.Items {
+			if err := r.Delete(ctx, &logs.Items[i]); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, fmt.Errorf("deleting log %s: %w", logs.Items[i].Name, err))
+			}
+		}
+	}
+	return kerrors.NewAggregate(errs)
+}

@@ -1,0 +1,153 @@
+package werfbundle
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
+	"github.com/slipway-dev/slipway/internal/conditions"
+)
+
+// DriftDetected is True while the live release differs from the bundle.
+const DriftDetected = "DriftDetected"
+
+// computeStatus derives phase, conditions and lastErrorMessage from the reconcile's facts. It is
+// the only place they are decided.
+func (r *Reconciler) computeStatus(s *scope) {
+	b := s.bundle
+	st := &b.Status
+	gen := b.Generation
+	prev := st.Phase
+
+	if s.suspended {
+		conditions.Remove(&st.Conditions, conditions.Reconciling)
+		conditions.Set(&st.Conditions, gen, conditions.Ready, readyStatus(st.Conditions), ReasonSuspended,
+			"Suspended: no polling, deploys or drift correction until spec.suspend is false")
+		return
+	}
+
+	r.computeDrift(s)
+	working := s.active != nil || s.created != nil
+	switch {
+	case s.failure != nil && !working:
+		st.Phase = werfv1.PhaseFailed
+		st.LastErrorMessage = s.failure.message
+		conditions.Set(&st.Conditions, gen, conditions.Ready, metav1.ConditionFalse, s.failure.reason, s.failure.message)
+		conditions.Remove(&st.Conditions, conditions.Reconciling)
+		if s.failure.stalled {
+			conditions.Set(&st.Conditions, gen, conditions.Stalled, metav1.ConditionTrue, s.failure.reason, s.failure.message)
+		} else {
+			conditions.Remove(&st.Conditions, conditions.Stalled)
+		}
+	case working:
+		st.Phase = werfv1.PhaseSyncing
+		job := s.active
+		if job == nil {
+			job = s.created
+		}
+		msg := fmt.Sprintf("Running %s Job %s/%s for tag %s", job.Labels[LabelJobKind], job.Namespace, job.Name, job.Annotations[AnnotationTag])
+		conditions.Set(&st.Conditions, gen, conditions.Reconciling, metav1.ConditionTrue, ReasonProgressing, msg)
+		conditions.Remove(&st.Conditions, conditions.Stalled)
+		if !conditions.IsTrue(st.Conditions, conditions.Ready) || job.Labels[LabelJobKind] == string(KindApply) {
+			conditions.Set(&st.Conditions, gen, conditions.Ready, metav1.ConditionFalse, ReasonProgressing, msg)
+		}
+	case s.revision != "" && s.revision == st.LastAppliedRevision:
+		st.Phase = werfv1.PhaseSynced
+		st.LastErrorMessage = ""
+		msg := fmt.Sprintf("Deployed tag %s", st.LastAppliedTag)
+		conditions.Set(&st.Conditions, gen, conditions.Ready, metav1.ConditionTrue, ReasonSucceeded, msg)
+		conditions.Remove(&st.Conditions, conditions.Stalled)
+		if s.registryRetry != "" {
+			conditions.Set(&st.Conditions, gen, conditions.Reconciling, metav1.ConditionTrue, ReasonRegistryRetrying, s.registryRetry)
+		} else {
+			conditions.Remove(&st.Conditions, conditions.Reconciling)
+		}
+	}
+	if s.registryRetry != "" && s.failure == nil && !working && st.Phase != werfv1.PhaseSynced {
+		// Not deployed yet and the registry is failing, under the failure threshold.
+		if st.Phase == "" {
+			st.Phase = werfv1.PhaseSyncing
+		}
+		conditions.Set(&st.Conditions, gen, conditions.Ready, metav1.ConditionFalse, ReasonRegistryRetrying, s.registryRetry)
+		conditions.Set(&st.Conditions, gen, conditions.Reconciling, metav1.ConditionTrue, ReasonRegistryRetrying, s.registryRetry)
+	}
+	if s.registryRetry != "" && st.Phase != werfv1.PhaseFailed {
+		st.LastErrorMessage = s.registryRetry
+	}
+	if s.reconciled || s.failure != nil || working {
+		st.ObservedGeneration = gen
+	}
+	if st.Phase != prev && st.Phase != "" {
+		warning := st.Phase == werfv1.PhaseFailed
+		msg := conditions.Get(st.Conditions, conditions.Ready).Message
+		s.eventf(warning, "Phase"+string(st.Phase), fmt.Sprintf("Phase %s -> %s: %s", orNone(string(prev)), st.Phase, msg))
+	}
+	phaseGauge(b)
+}
+
+// computeDrift sets DriftDetected from what the drift step saw; correction that gave up makes the
+// bundle Failed.
+func (r *Reconciler) computeDrift(s *scope) {
+	b := s.bundle
+	st := &b.Status
+	dd := b.Spec.Converge.DriftDetection
+	if !dd.Enabled {
+		conditions.Remove(&st.Conditions, DriftDetected)
+		return
+	}
+	gen := b.Generation
+	switch {
+	case s.driftClean:
+		conditions.Set(&st.Conditions, gen, DriftDetected, metav1.ConditionFalse, ReasonNoDrift, "The live release matches the bundle")
+	case s.driftCheckErr != "":
+		conditions.Set(&st.Conditions, gen, DriftDetected, metav1.ConditionUnknown, ReasonDriftCheckFailed, s.driftCheckErr)
+	case s.driftFound != "" || exhausted(st):
+		d := st.Drift
+		if d.Corrections >= dd.MaxRetries && s.created == nil && s.active == nil {
+			if s.driftFound == "" {
+				s.driftFound = d.Summary
+			}
+			msg := fmt.Sprintf("drift remains after %d corrections; inspect the release (log %s) and re-apply with the %s annotation: %s",
+				d.Corrections, st.LastJobLog, werfv1.ReconcileNowAnnotation, s.driftFound)
+			conditions.Set(&st.Conditions, gen, DriftDetected, metav1.ConditionTrue, ReasonDriftNotCorrected, msg)
+			s.fail(&failure{reason: ReasonDriftNotCorrected, message: msg, stalled: true})
+			return
+		}
+		conditions.Set(&st.Conditions, gen, DriftDetected, metav1.ConditionTrue, ReasonDriftCorrecting, "Drift found, re-applying: "+s.driftFound)
+	}
+}
+
+// exhausted reports a drift that correction gave up on, kept until a check finds none.
+func exhausted(st *werfv1.WerfBundleStatus) bool {
+	c := conditions.Get(st.Conditions, DriftDetected)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonDriftNotCorrected
+}
+
+func readyStatus(conds []metav1.Condition) metav1.ConditionStatus {
+	if c := conditions.Get(conds, conditions.Ready); c != nil {
+		return c.Status
+	}
+	return metav1.ConditionUnknown
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// emitEvents records the reconcile's events on the bundle.
+func (r *Reconciler) emitEvents(s *scope) {
+	if r.Recorder == nil {
+		return
+	}
+	for _, e := range s.events {
+		typ := "Normal"
+		if e.warning {
+			typ = "Warning"
+		}
+		r.Recorder.Eventf(s.bundle, nil, typ, e.reason, "Reconcile", "%s", e.message)
+	}
+}
