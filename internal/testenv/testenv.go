@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	batchv1 "k8s.io/api/batch/v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -85,7 +86,7 @@ func run(m *testing.M, mode controlplane.Mode, setup func(*Env)) int {
 
 func start(mode controlplane.Mode, logDir string) (*Env, error) {
 	// Controller logs go to stderr, which go test shows for failing packages and with -v.
-	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
+	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.Level(zapcore.InfoLevel)))
 	crds, err := config.CRDs()
 	if err != nil {
 		return nil, err

@@ -98,6 +98,7 @@ type jobSpec struct {
 	targetNS    string
 	release     string
 	image       string
+	hasValues   bool
 	hasDocker   bool
 	hasCA       bool
 	deadline    int64
@@ -130,8 +131,10 @@ func buildJob(js jobSpec, req jobRequest) *batchv1.Job {
 		"--tag=" + req.Tag,
 		"--release=" + js.release,
 		"--namespace=" + js.targetNS,
-		"--values=" + valuesDir + "/values.yaml",
 		"--log-color-mode=off",
+	}
+	if js.hasValues {
+		args = append(args, "--values="+valuesDir+"/values.yaml")
 	}
 	if req.Kind == KindCheck {
 		args = append(args, "--exit-code")
@@ -140,15 +143,13 @@ func buildJob(js jobSpec, req jobRequest) *batchv1.Job {
 		args = append(args, "--insecure-registry")
 	}
 	env := []corev1.EnvVar{{Name: "HOME", Value: "/tmp"}, {Name: "WERF_TMP_DIR", Value: "/tmp"}}
-	mounts := []corev1.VolumeMount{
-		{Name: "values", MountPath: valuesDir, ReadOnly: true},
-		{Name: "tmp", MountPath: "/tmp"},
-	}
-	volumes := []corev1.Volume{
-		{Name: "values", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+	mounts := []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}
+	volumes := []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	if js.hasValues {
+		mounts = append(mounts, corev1.VolumeMount{Name: "values", MountPath: valuesDir, ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: "values", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName: js.secretName, Items: []corev1.KeyToPath{{Key: secretKeyValues, Path: "values.yaml"}},
-		}}},
-		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		}}})
 	}
 	if js.hasDocker {
 		args = append(args, "--docker-config="+dockerDir)

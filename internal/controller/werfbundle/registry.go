@@ -132,7 +132,10 @@ func (r *Reconciler) jobSecretData(ctx context.Context, s *scope) (map[string][]
 		}
 		return nil, err
 	}
-	data := map[string][]byte{secretKeyValues: s.valuesYAML}
+	data := map[string][]byte{}
+	if len(s.valuesYAML) > 0 {
+		data[secretKeyValues] = s.valuesYAML
+	}
 	if c := a.opts.Credentials; !c.IsAnonymous() {
 		cfg, err := dockerConfig(a.host, c)
 		if err != nil {

@@ -57,6 +57,9 @@ func (r *Reconciler) loadValues(ctx context.Context, s *scope) (*mergedValues, e
 		}
 		layers = append(layers, layer)
 	}
+	if len(layers) == 0 {
+		return &mergedValues{}, nil
+	}
 	out, hash, err := values.Render(values.Merge(layers...))
 	if err != nil {
 		s.fail(&failure{reason: ReasonValuesInvalid, stalled: true, message: err.Error()})

@@ -4,6 +4,7 @@ package werfbundle_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -47,7 +48,7 @@ func TestWerfBundle_ValuesMergedIntoMountedFile(t *testing.T) {
 		t.Fatalf("%d Jobs, want 1", len(jobs))
 	}
 	j := jobs[0]
-	if strings.Contains(argsOf(&j), "s3cr3t") || strings.Contains(argsOf(&j), "--set") {
+	if a := argsOf(&j); strings.Contains(a, "s3cr3t") || strings.Contains(a, "--set") || !strings.Contains(a, "--values=/werf/values/values.yaml") {
 		t.Errorf("values reached the command line: %s", argsOf(&j))
 	}
 	var secret corev1.Secret
@@ -179,4 +180,69 @@ func TestWerfBundle_PushWebhookDeploysAtOnce(t *testing.T) {
 		t.Fatalf("webhook answered %d %s", rec.Code, rec.Body.String())
 	}
 	f.waitPhase(b, werfv1.PhaseSynced, "1.1.0")
+}
+
+// TestWerfBundle_RollbackOnFailureRedeploysLastGoodTag: 1.1.0 fails, 1.0.0 is re-deployed, and
+// 1.1.0 is not retried in a loop.
+func TestWerfBundle_RollbackOnFailureRedeploysLastGoodTag(t *testing.T) {
+	f := newFixture(t)
+	reg := registrytest.StartDistribution(t)
+	registrytest.PushBundle(t, reg.Host, "demo/app", "1.0.0")
+	b := f.bundle("app", reg.Repository("demo/app"))
+	b.Spec.Converge.RollbackOnFailure = true
+	f.create(b)
+	f.start()
+	f.waitPhase(b, werfv1.PhaseSynced, "1.0.0")
+
+	f.outcomes.failTag("1.1.0")
+	registrytest.PushBundle(t, reg.Host, "demo/app", "1.1.0")
+	got := f.get(b)
+	got.Annotations = map[string]string{werfv1.ReconcileNowAnnotation: "push"}
+	if err := f.c.Update(f.ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	got = f.waitFor(b, "rolled back to 1.0.0", func(got *werfv1.WerfBundle) bool {
+		return strings.Contains(got.Status.LastErrorMessage, "rolled back to tag 1.0.0") && got.Status.ActiveJob == ""
+	})
+	if got.Status.Phase != werfv1.PhaseFailed || got.Status.LastAppliedTag != "1.0.0" {
+		t.Errorf("after rollback: phase %s, tag %s", got.Status.Phase, got.Status.LastAppliedTag)
+	}
+	time.Sleep(3 * time.Second)
+	if n := len(f.jobs(b)); n != 3 {
+		t.Errorf("%d Jobs, want 3 (1.0.0, failed 1.1.0, rollback): 1.1.0 must not be retried in a loop", n)
+	}
+}
+
+// TestWerfBundle_RegistryCredentialsStayOutOfJobArgs: a registry behind basic auth is polled with
+// the Secret's credentials; the Job gets them as a mounted docker config, never as arguments.
+func TestWerfBundle_RegistryCredentialsStayOutOfJobArgs(t *testing.T) {
+	f := newFixture(t)
+	reg := registrytest.StartDistribution(t, registrytest.WithBasicAuth("robot", "pa55-w0rd"))
+	registrytest.PushBundle(t, reg.Host, "demo/app", "1.0.0", registrytest.WithPushAuth("robot", "pa55-w0rd"))
+	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "registry-creds", Namespace: f.ns},
+		Data: map[string][]byte{"username": []byte("robot"), "password": []byte("pa55-w0rd")}})
+	b := f.bundle("app", reg.Repository("demo/app"))
+	b.Spec.Registry.SecretRef = &corev1.LocalObjectReference{Name: "registry-creds"}
+	f.create(b)
+	f.start()
+	got := f.waitPhase(b, werfv1.PhaseSynced, "1.0.0")
+	j := f.jobs(b)[0]
+	if args := argsOf(&j); strings.Contains(args, "pa55") || !strings.Contains(args, "--docker-config=/werf/docker") {
+		t.Errorf("Job args: %s", args)
+	}
+	var secret corev1.Secret
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: j.Namespace, Name: j.Name}, &secret); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(secret.Data["config.json"]), reg.Host) {
+		t.Errorf("docker config lacks the registry: %s", secret.Data["config.json"])
+	}
+	if s := fmt.Sprintf("%+v", got.Status); strings.Contains(s, "pa55") {
+		t.Error("status carries the password")
+	}
+	for _, e := range eventsOf(f, b) {
+		if strings.Contains(e, "pa55") {
+			t.Errorf("event carries the password: %s", e)
+		}
+	}
 }

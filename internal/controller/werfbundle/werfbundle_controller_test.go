@@ -47,10 +47,13 @@ func TestWerfBundle_NewTagCreatesOneJobAndSyncs(t *testing.T) {
 	j := jobs[0]
 	args := argsOf(&j)
 	for _, want := range []string{"bundle apply", "--repo=" + reg.Repository("demo/app"), "--tag=1.1.0",
-		"--release=app", "--namespace=" + f.target, "--values=/werf/values/values.yaml", "--insecure-registry"} {
+		"--release=app", "--namespace=" + f.target, "--insecure-registry"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("Job args %q lack %q", args, want)
 		}
+	}
+	if strings.Contains(args, "--values") || len(j.Spec.Template.Spec.Volumes) != 1 {
+		t.Errorf("a bundle without values got a values file: %q %+v", args, j.Spec.Template.Spec.Volumes)
 	}
 	spec := j.Spec.Template.Spec
 	if spec.ServiceAccountName != "werf-converge" || j.Namespace != f.target {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -246,6 +247,14 @@ func (r *Reconciler) recordJob(ctx context.Context, s *scope, j *batchv1.Job) er
 	switch {
 	case kind == KindCheck:
 		r.recordCheck(s, j, ok, exit, logTail)
+	case ok && j.Annotations[AnnotationRollback] != "":
+		// The last good tag is back; the failed revision stays failed until something changes.
+		b.Status.LastAppliedTag = tag
+		b.Status.LastAppliedRevision = j.Labels[LabelRevision]
+		b.Status.LastSyncTime = completionTime(j, s.now)
+		b.Status.LastFailedRevision = j.Annotations[AnnotationRollback]
+		b.Status.LastErrorMessage = strings.TrimSpace(b.Status.LastErrorMessage + "\nrolled back to tag " + tag)
+		s.eventf(false, ReasonRollingBack, fmt.Sprintf("Rolled back to tag %s with Job %s/%s", tag, j.Namespace, j.Name))
 	case ok:
 		b.Status.LastAppliedTag = tag
 		b.Status.LastAppliedRevision = j.Labels[LabelRevision]
@@ -355,6 +364,7 @@ func (r *Reconciler) createJob(ctx context.Context, s *scope, req jobRequest) er
 	}
 	js := jobSpec{
 		bundle: b, targetNS: s.targetNS, release: s.release, image: r.WerfImage,
+		hasValues: len(secretData[secretKeyValues]) > 0,
 		hasDocker: len(secretData[secretKeyDocker]) > 0, hasCA: len(secretData[secretKeyCA]) > 0,
 		deadline: int64(r.JobDeadline.Seconds()), backoff: r.JobBackoffLimit, decorate: r.DecoratePod,
 		repoForWerf: b.Spec.Registry.URL,
@@ -373,8 +383,11 @@ func (r *Reconciler) createJob(ctx context.Context, s *scope, req jobRequest) er
 		jobsCreated.WithLabelValues(string(req.Kind)).Inc()
 		s.eventf(false, ReasonJobCreated, fmt.Sprintf("Created %s Job %s/%s for tag %s", req.Kind, job.Namespace, job.Name, req.Tag))
 	}
-	if err := r.ensureJobSecret(ctx, job, secretData); err != nil {
-		return err
+	// No values, credentials or CA: nothing to mount, no Secret to write.
+	if len(secretData) > 0 {
+		if err := r.ensureJobSecret(ctx, job, secretData); err != nil {
+			return err
+		}
 	}
 	s.created = job
 	b.Status.ActiveJob = job.Name
