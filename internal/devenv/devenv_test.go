@@ -5,7 +5,6 @@ package devenv_test
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/slipway-dev/slipway/internal/devenv"
+	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
 // TestDevEnv_StartsEverythingAndLeavesNothingBehind is what `make dev-up` and `make dev-down` do:
@@ -35,9 +35,9 @@ func TestDevEnv_StartsEverythingAndLeavesNothingBehind(t *testing.T) {
 	var out bytes.Buffer
 	opts := devenv.Options{
 		Dir:            filepath.Join(dir, "dev"),
-		RegistryAddr:   freeAddr(t),
-		ProbeAddr:      freeAddr(t),
-		MetricsAddr:    freeAddr(t),
+		RegistryAddr:   testenv.FreeAddr(t),
+		ProbeAddr:      testenv.FreeAddr(t),
+		MetricsAddr:    testenv.FreeAddr(t),
 		OperatorBinary: bin,
 		Out:            &out,
 	}
@@ -134,14 +134,4 @@ func children(t *testing.T) []string {
 		}
 	}
 	return kids
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

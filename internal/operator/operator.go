@@ -203,9 +203,25 @@ const ManagedByLabel, ManagedByValue = "app.kubernetes.io/managed-by", "slipway"
 // to their changes watch metadata only.
 var uncached = []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}
 
-// cacheOptions limits the Job cache to slipway's own Jobs.
+// cacheOptions keeps the cache small: managed fields are dropped from every cached object, only
+// slipway's own Jobs are cached, and without their pod template (controllers read a Job's
+// metadata and status; the template is what they wrote).
 func cacheOptions() cache.Options {
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&batchv1.Job{}: {Label: labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue})},
-	}}
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&batchv1.Job{}: {
+				Label:     labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue}),
+				Transform: stripJob,
+			},
+		},
+	}
+}
+
+func stripJob(obj any) (any, error) {
+	if j, ok := obj.(*batchv1.Job); ok {
+		j.ManagedFields = nil
+		j.Spec.Template = corev1.PodTemplateSpec{}
+	}
+	return obj, nil
 }

@@ -3,7 +3,6 @@ package operator_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -80,7 +79,7 @@ func TestManager_ProbesLeaseAndGracefulStop(t *testing.T) {
 	if err := env.Client.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	probe := freeAddr(t)
+	probe := testenv.FreeAddr(t)
 	var calls []string
 	opts := operator.Options{
 		Controllers:             []string{"webapp"},
@@ -144,14 +143,4 @@ func TestManager_ProbesLeaseAndGracefulStop(t *testing.T) {
 	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
 		t.Errorf("lease still held by %q after shutdown", *lease.Spec.HolderIdentity)
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

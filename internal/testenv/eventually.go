@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 )
@@ -23,4 +24,15 @@ func Eventually(ctx context.Context, t testing.TB, what string, check func() (do
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// FreeAddr returns a free 127.0.0.1 TCP address for a server the test starts.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

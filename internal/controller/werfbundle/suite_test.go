@@ -5,7 +5,6 @@ package werfbundle_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -264,16 +263,6 @@ type fakeLogs struct{}
 
 func (fakeLogs) Tail(_ context.Context, namespace, pod, container string, _ int64) (string, error) {
 	return fmt.Sprintf("werf: release applied\nlast line of %s/%s (%s)\n", namespace, pod, container), nil
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func condition(b *werfv1.WerfBundle, typ string) *metav1.Condition {

@@ -1,9 +1,11 @@
 package werfbundle
 
 import (
+	"context"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/conditions"
@@ -28,7 +30,12 @@ func (r *Reconciler) computeStatus(s *scope) {
 	}
 
 	r.computeDrift(s)
-	working := s.active != nil || s.created != nil
+	// A running drift check leaves phase and readiness alone; only a deploy is Syncing.
+	job := s.active
+	if job == nil {
+		job = s.created
+	}
+	working := job != nil && job.Labels[LabelJobKind] == string(KindApply)
 	switch {
 	case s.failure != nil && !working:
 		st.Phase = werfv1.PhaseFailed
@@ -42,16 +49,10 @@ func (r *Reconciler) computeStatus(s *scope) {
 		}
 	case working:
 		st.Phase = werfv1.PhaseSyncing
-		job := s.active
-		if job == nil {
-			job = s.created
-		}
-		msg := fmt.Sprintf("Running %s Job %s/%s for tag %s", job.Labels[LabelJobKind], job.Namespace, job.Name, job.Annotations[AnnotationTag])
+		msg := fmt.Sprintf("Running apply Job %s/%s for tag %s", job.Namespace, job.Name, job.Annotations[AnnotationTag])
 		conditions.Set(&st.Conditions, gen, conditions.Reconciling, metav1.ConditionTrue, ReasonProgressing, msg)
 		conditions.Remove(&st.Conditions, conditions.Stalled)
-		if !conditions.IsTrue(st.Conditions, conditions.Ready) || job.Labels[LabelJobKind] == string(KindApply) {
-			conditions.Set(&st.Conditions, gen, conditions.Ready, metav1.ConditionFalse, ReasonProgressing, msg)
-		}
+		conditions.Set(&st.Conditions, gen, conditions.Ready, metav1.ConditionFalse, ReasonProgressing, msg)
 	case s.revision != "" && s.revision == st.LastAppliedRevision:
 		st.Phase = werfv1.PhaseSynced
 		st.LastErrorMessage = ""
@@ -75,7 +76,7 @@ func (r *Reconciler) computeStatus(s *scope) {
 	if s.registryRetry != "" && st.Phase != werfv1.PhaseFailed {
 		st.LastErrorMessage = s.registryRetry
 	}
-	if s.reconciled || s.failure != nil || working {
+	if s.reconciled || s.failure != nil || job != nil {
 		st.ObservedGeneration = gen
 	}
 	if st.Phase != prev && st.Phase != "" {
@@ -138,16 +139,18 @@ func orNone(s string) string {
 	return s
 }
 
-// emitEvents records the reconcile's events on the bundle.
-func (r *Reconciler) emitEvents(s *scope) {
-	if r.Recorder == nil {
-		return
-	}
+// emitEvents records the reconcile's events on the bundle and logs them (JSON, with the bundle,
+// its namespace and the operation).
+func (r *Reconciler) emitEvents(ctx context.Context, s *scope) {
+	log := ctrl.LoggerFrom(ctx)
 	for _, e := range s.events {
 		typ := "Normal"
 		if e.warning {
 			typ = "Warning"
 		}
-		r.Recorder.Eventf(s.bundle, nil, typ, e.reason, "Reconcile", "%s", e.message)
+		log.Info(e.message, "operation", e.reason, "eventType", typ)
+		if r.Recorder != nil {
+			r.Recorder.Eventf(s.bundle, nil, typ, e.reason, "Reconcile", "%s", e.message)
+		}
 	}
 }

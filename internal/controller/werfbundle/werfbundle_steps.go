@@ -191,7 +191,9 @@ func hint(reason string) string {
 func (r *Reconciler) stepJobs(ctx context.Context, s *scope) error {
 	b := s.bundle
 	var list batchv1.JobList
-	if err := r.List(ctx, &list, client.MatchingLabels{
+	// Jobs run in the target namespace; listing only there keeps this a namespace-index lookup
+	// in the cache instead of a scan of every Job.
+	if err := r.List(ctx, &list, client.InNamespace(s.targetNS), client.MatchingLabels{
 		LabelComponent: ComponentValue, LabelBundleNamespace: b.Namespace, LabelBundleName: b.Name,
 	}); err != nil {
 		return fmt.Errorf("listing Jobs: %w", err)
