@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -179,7 +180,7 @@ func buildJob(js jobSpec, req jobRequest) *batchv1.Job {
 	}
 
 	tpl := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: copyMap(labels), Annotations: copyMap(annotations)},
+		ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(labels), Annotations: maps.Clone(annotations)},
 		Spec: corev1.PodSpec{
 			ServiceAccountName:           b.Spec.Converge.ServiceAccountName,
 			AutomountServiceAccountToken: ptr.To(true),
@@ -239,14 +240,6 @@ func buildJob(js jobSpec, req jobRequest) *batchv1.Job {
 		}}}
 	}
 	return job
-}
-
-func copyMap(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // jobFinished reports whether the Job ended and whether it succeeded.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 
@@ -166,7 +167,7 @@ func dockerConfig(host string, c registry.Credentials) ([]byte, error) {
 func (r *Reconciler) ensureJobSecret(ctx context.Context, job *batchv1.Job, data map[string][]byte) error {
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: job.Name, Namespace: job.Namespace, Labels: copyMap(job.Labels),
+			Name: job.Name, Namespace: job.Namespace, Labels: maps.Clone(job.Labels),
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID,
 				BlockOwnerDeletion: ptr.To(false),

@@ -1,6 +1,7 @@
 package werfbundle
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -80,13 +81,6 @@ func (cfg *Config) setup(ctx context.Context, mgr ctrl.Manager, opts operator.Op
 		return err
 	}
 	return mgr.Add(receiver.New(receiver.Options{
-		Addr: cfg.WebhookAddr, Secret: trimSpace(secret), Trigger: r, Logger: mgr.GetLogger().WithName("werfbundle-webhook"),
+		Addr: cfg.WebhookAddr, Secret: bytes.TrimSpace(secret), Trigger: r, Logger: mgr.GetLogger().WithName("werfbundle-webhook"),
 	}))
-}
-
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == ' ') {
-		b = b[:len(b)-1]
-	}
-	return b
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -71,7 +72,7 @@ func (r *Reconciler) loadValues(ctx context.Context, s *scope) (*mergedValues, e
 // readValuesSource returns the data of a ConfigMap or Secret from the first namespace that has
 // it, read uncached (Secrets are never cached by the operator). nil data means not found.
 func (r *Reconciler) readValuesSource(ctx context.Context, kind, name string, namespaces ...string) (map[string][]byte, string, error) {
-	for _, ns := range uniq(namespaces) {
+	for _, ns := range slices.Compact(slices.Clone(namespaces)) {
 		key := types.NamespacedName{Namespace: ns, Name: name}
 		switch kind {
 		case "Secret":
@@ -104,16 +105,6 @@ func (r *Reconciler) readValuesSource(ctx context.Context, kind, name string, na
 	return nil, "", nil
 }
 
-func uniq(ss []string) []string {
-	out := ss[:0:0]
-	for _, s := range ss {
-		if len(out) == 0 || out[len(out)-1] != s {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // valuesSourceKeys indexes a bundle by the ConfigMaps and Secrets it reads values from, in both
 // namespaces it looks in: "ConfigMap/<ns>/<name>".
 func valuesSourceKeys(o client.Object) []string {
@@ -131,7 +122,7 @@ func valuesSourceKeys(o client.Object) []string {
 		if src == nil {
 			continue
 		}
-		for _, ns := range uniq([]string{b.Namespace, target}) {
+		for _, ns := range slices.Compact([]string{b.Namespace, target}) {
 			keys = append(keys, kind+"/"+ns+"/"+src.Name)
 		}
 	}
