@@ -1,7 +1,6 @@
 package werfbundle
 
 import (
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -86,10 +85,7 @@ func init() {
 func observePoll(list registry.TagList, err error, d time.Duration) {
 	pollDuration.Observe(d.Seconds())
 	registryRequests.Add(float64(list.Requests))
-	var rerr *registry.Error
 	switch {
-	case err != nil && errors.As(err, &rerr):
-		registryPolls.WithLabelValues("error").Inc()
 	case err != nil:
 		registryPolls.WithLabelValues("error").Inc()
 	case list.NotModified:

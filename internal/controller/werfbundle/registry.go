@@ -42,8 +42,23 @@ type registryAccess struct {
 	host string
 }
 
-// access reads the bundle's registry Secret and CA Secret (uncached) into client options.
-func (r *Reconciler) access(ctx context.Context, b *werfv1.WerfBundle) (registryAccess, error) {
+// access returns the bundle's registry settings, read once per reconcile: the poll and the Job's
+// Secret use the same read.
+func (r *Reconciler) access(ctx context.Context, s *scope) (registryAccess, error) {
+	if s.access == nil {
+		a, err := r.readAccess(ctx, s.bundle)
+		s.access = &accessResult{a, err}
+	}
+	return s.access.access, s.access.err
+}
+
+type accessResult struct {
+	access registryAccess
+	err    error
+}
+
+// readAccess reads the bundle's registry Secret and CA Secret (uncached) into client options.
+func (r *Reconciler) readAccess(ctx context.Context, b *werfv1.WerfBundle) (registryAccess, error) {
 	host := strings.SplitN(b.Spec.Registry.URL, "/", 2)[0]
 	a := registryAccess{host: host, opts: registry.Options{Insecure: b.Spec.Registry.Insecure, UserAgent: "slipway-werfbundle"}}
 	if ref := b.Spec.Registry.SecretRef; ref != nil {
@@ -84,8 +99,8 @@ func (r *Reconciler) readSecret(ctx context.Context, ns, name, field string) (*c
 
 // registryClient returns a client for the bundle, shared by bundles with the same settings so
 // connections and bearer tokens are reused.
-func (r *Reconciler) registryClient(ctx context.Context, b *werfv1.WerfBundle) (TagLister, error) {
-	a, err := r.access(ctx, b)
+func (r *Reconciler) registryClient(ctx context.Context, s *scope) (TagLister, error) {
+	a, err := r.access(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +140,7 @@ type clientCache struct {
 // registry credentials and the CA. Returns nil data (and records a failure) when the registry
 // Secret is unusable.
 func (r *Reconciler) jobSecretData(ctx context.Context, s *scope) (map[string][]byte, error) {
-	a, err := r.access(ctx, s.bundle)
+	a, err := r.access(ctx, s)
 	if err != nil {
 		if errors.Is(err, errCredentials) {
 			s.fail(&failure{reason: ReasonCredentialsInvalid, message: err.Error(), stalled: true})

@@ -64,8 +64,7 @@ func within(t *testing.T, what string, got, want time.Duration) {
 // TestWerfBundle_RegistryFailuresBackOffThenFail: 500s back off 30s, 1m, 2m, 4m, 8m (±10 %),
 // consecutiveFailures counts them, the fifth makes the bundle Failed, and a success resets it.
 func TestWerfBundle_RegistryFailuresBackOffThenFail(t *testing.T) {
-	reg := registrytest.StartDistribution(t)
-	registrytest.PushBundle(t, reg.Host, "demo/app", "1.0.0")
+	reg := startRegistry(t, "1.0.0")
 	proxy := registrytest.NewFaultProxy(t, reg.URL)
 	d := newDirect(t, proxy.Repository("demo/app"))
 	proxy.Inject(registrytest.ServerError, 0)
@@ -104,8 +103,7 @@ func TestWerfBundle_RegistryFailuresBackOffThenFail(t *testing.T) {
 
 // TestWerfBundle_TooManyRequestsHonoursRetryAfter: a 429 waits what Retry-After says.
 func TestWerfBundle_TooManyRequestsHonoursRetryAfter(t *testing.T) {
-	reg := registrytest.StartDistribution(t)
-	registrytest.PushBundle(t, reg.Host, "demo/app", "1.0.0")
+	reg := startRegistry(t, "1.0.0")
 	proxy := registrytest.NewFaultProxy(t, reg.URL)
 	d := newDirect(t, proxy.Repository("demo/app"))
 	proxy.Add(registrytest.Rule{Fault: registrytest.TooManyRequests, RetryAfter: "120", Times: 1})
@@ -115,8 +113,7 @@ func TestWerfBundle_TooManyRequestsHonoursRetryAfter(t *testing.T) {
 // TestWerfBundle_FaultsNeverCrashAndStayBounded: hangs, resets, malformed JSON and a 64 MiB body
 // are each one counted failure; the operator's heap does not grow with the body.
 func TestWerfBundle_FaultsNeverCrashAndStayBounded(t *testing.T) {
-	reg := registrytest.StartDistribution(t)
-	registrytest.PushBundle(t, reg.Host, "demo/app", "1.0.0")
+	reg := startRegistry(t, "1.0.0")
 	proxy := registrytest.NewFaultProxy(t, reg.URL)
 	d := newDirect(t, proxy.Repository("demo/app"))
 	var before runtime.MemStats
@@ -152,10 +149,7 @@ func TestWerfBundle_FaultsNeverCrashAndStayBounded(t *testing.T) {
 // TestWerfBundle_NoOpPollIsOneConditionalRequestAndNoWrite: between polls a reconcile asks nothing;
 // at the interval one request with If-None-Match gets a 304 and nothing is written.
 func TestWerfBundle_NoOpPollIsOneConditionalRequestAndNoWrite(t *testing.T) {
-	reg := registrytest.StartDistribution(t)
-	for _, tag := range []string{"1.0.0", "1.1.0"} {
-		registrytest.PushBundle(t, reg.Host, "demo/app", tag)
-	}
+	reg := startRegistry(t, "1.0.0", "1.1.0")
 	proxy := registrytest.NewFaultProxy(t, reg.URL)
 	d := newDirect(t, proxy.Repository("demo/app"))
 	d.b.Spec.Registry.PollInterval = &metav1.Duration{Duration: time.Minute}

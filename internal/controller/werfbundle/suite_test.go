@@ -27,6 +27,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/controller/werfbundle"
 	"github.com/slipway-dev/slipway/internal/controlplane"
 	"github.com/slipway-dev/slipway/internal/operator"
+	"github.com/slipway-dev/slipway/internal/registry/registrytest"
 	"github.com/slipway-dev/slipway/internal/scheme"
 	"github.com/slipway-dev/slipway/internal/testenv"
 )
@@ -288,4 +289,14 @@ func jobDone(j *batchv1.Job) bool {
 		}
 	}
 	return false
+}
+
+// startRegistry runs a real registry holding the bundle demo/app at the given tags.
+func startRegistry(t *testing.T, tags ...string) *registrytest.Registry {
+	t.Helper()
+	reg := registrytest.StartDistribution(t)
+	for _, tag := range tags {
+		registrytest.PushBundle(t, reg.Host, "demo/app", tag)
+	}
+	return reg
 }

@@ -28,8 +28,7 @@ import (
 // a source redeploys; a missing optional source is skipped and a missing required one fails.
 func TestWerfBundle_ValuesMergedIntoMountedFile(t *testing.T) {
 	f := newFixture(t)
-	reg := registrytest.StartDistribution(t)
-	registrytest.PushBundle(t, reg.Host, "demo/app", "1.0.0")
+	reg := startRegistry(t, "1.0.0")
 	f.create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-values", Namespace: f.ns},
 		Data: map[string]string{"values.yaml": "replicas: 2\ndb:\n  host: db.local\n  password: placeholder\n"}})
 	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app-secrets", Namespace: f.target},
@@ -113,8 +112,7 @@ func eventsOf(f *fixture, b *werfv1.WerfBundle) []string {
 // planned) sets DriftDetected and re-applies, at most maxRetries times in a row; a clean check
 // clears it.
 func TestWerfBundle_DriftIsDetectedAndCorrectedThenGivesUp(t *testing.T) {
-	reg := registrytest.StartDistribution(t)
-	registrytest.PushBundle(t, reg.Host, "demo/app", "1.0.0")
+	reg := startRegistry(t, "1.0.0")
 	d := newDirect(t, reg.Repository("demo/app"), withDrift(2))
 	d.r.DecoratePod = d.outcomes.decorate
 	waitSynced(d)
@@ -160,8 +158,7 @@ func TestWerfBundle_DriftIsDetectedAndCorrectedThenGivesUp(t *testing.T) {
 // poll now instead of at its (long) interval.
 func TestWerfBundle_PushWebhookDeploysAtOnce(t *testing.T) {
 	f := newFixture(t)
-	reg := registrytest.StartDistribution(t)
-	registrytest.PushBundle(t, reg.Host, "demo/app", "1.0.0")
+	reg := startRegistry(t, "1.0.0")
 	b := f.bundle("app", reg.Repository("demo/app"))
 	b.Spec.Registry.PollInterval = &metav1.Duration{Duration: time.Hour}
 	f.create(b)
@@ -186,8 +183,7 @@ func TestWerfBundle_PushWebhookDeploysAtOnce(t *testing.T) {
 // 1.1.0 is not retried in a loop.
 func TestWerfBundle_RollbackOnFailureRedeploysLastGoodTag(t *testing.T) {
 	f := newFixture(t)
-	reg := registrytest.StartDistribution(t)
-	registrytest.PushBundle(t, reg.Host, "demo/app", "1.0.0")
+	reg := startRegistry(t, "1.0.0")
 	b := f.bundle("app", reg.Repository("demo/app"))
 	b.Spec.Converge.RollbackOnFailure = true
 	f.create(b)

@@ -22,10 +22,7 @@ import (
 // deployed by exactly one Job that kwok completes; the bundle ends Synced and kstatus Current.
 func TestWerfBundle_NewTagCreatesOneJobAndSyncs(t *testing.T) {
 	f := newFixture(t)
-	reg := registrytest.StartDistribution(t)
-	for _, tag := range []string{"1.0.0", "1.1.0", "2.0.0-rc.1", "latest"} {
-		registrytest.PushBundle(t, reg.Host, "demo/app", tag)
-	}
+	reg := startRegistry(t, "1.0.0", "1.1.0", "2.0.0-rc.1", "latest")
 	b := f.bundle("app", reg.Repository("demo/app"), withConstraint(">=1.0.0"))
 	f.create(b)
 	f.start()
@@ -85,8 +82,7 @@ func TestWerfBundle_NewTagCreatesOneJobAndSyncs(t *testing.T) {
 // saying what to create.
 func TestWerfBundle_FailsFastWithoutNamespaceOrServiceAccount(t *testing.T) {
 	f := newFixture(t)
-	reg := registrytest.StartDistribution(t)
-	registrytest.PushBundle(t, reg.Host, "demo/app", "1.0.0")
+	reg := startRegistry(t, "1.0.0")
 	noNS := f.bundle("no-ns", reg.Repository("demo/app"), withTarget("does-not-exist"))
 	noSA := f.bundle("no-sa", reg.Repository("demo/app"))
 	noSA.Spec.Converge.ServiceAccountName = "missing"
@@ -123,8 +119,7 @@ func TestWerfBundle_FailsFastWithoutNamespaceOrServiceAccount(t *testing.T) {
 // Failed with the reason and the log tail; the same revision is not retried.
 func TestWerfBundle_FailedJobIsFailedWithLogAndNotRetried(t *testing.T) {
 	f := newFixture(t)
-	reg := registrytest.StartDistribution(t)
-	registrytest.PushBundle(t, reg.Host, "demo/app", "1.0.0")
+	reg := startRegistry(t, "1.0.0")
 	f.outcomes.failTag("1.0.0")
 	b := f.bundle("app", reg.Repository("demo/app"))
 	f.create(b)
@@ -169,8 +164,7 @@ func TestWerfBundle_FailedJobIsFailedWithLogAndNotRetried(t *testing.T) {
 // deployed after it.
 func TestWerfBundle_NewerTagWaitsForRunningJob(t *testing.T) {
 	f := newFixture(t)
-	reg := registrytest.StartDistribution(t)
-	registrytest.PushBundle(t, reg.Host, "demo/app", "1.0.0")
+	reg := startRegistry(t, "1.0.0")
 	f.outcomes.setDuration(6 * time.Second)
 	b := f.bundle("app", reg.Repository("demo/app"))
 	b.Spec.Registry.PollInterval = &metav1.Duration{Duration: 10 * time.Second}
@@ -209,8 +203,7 @@ func TestWerfBundle_NewerTagWaitsForRunningJob(t *testing.T) {
 // finds the Job, makes no second one and records the outcome.
 func TestWerfBundle_RestartMidDeployMakesNoDuplicate(t *testing.T) {
 	f := newFixture(t)
-	reg := registrytest.StartDistribution(t)
-	registrytest.PushBundle(t, reg.Host, "demo/app", "1.0.0")
+	reg := startRegistry(t, "1.0.0")
 	f.outcomes.setDuration(8 * time.Second)
 	b := f.bundle("app", reg.Repository("demo/app"))
 	f.create(b)
@@ -228,10 +221,7 @@ func TestWerfBundle_RestartMidDeployMakesNoDuplicate(t *testing.T) {
 // failure count.
 func TestWerfBundle_NoMatchingTagIsACondition(t *testing.T) {
 	f := newFixture(t)
-	reg := registrytest.StartDistribution(t)
-	for _, tag := range []string{"1.0.0", "2.0.0-rc.1", "latest"} {
-		registrytest.PushBundle(t, reg.Host, "demo/app", tag)
-	}
+	reg := startRegistry(t, "1.0.0", "2.0.0-rc.1", "latest")
 	b := f.bundle("app", reg.Repository("demo/app"), withConstraint(">=2.0.0"))
 	f.create(b)
 	f.start()
@@ -252,8 +242,7 @@ func TestWerfBundle_NoMatchingTagIsACondition(t *testing.T) {
 // the bundle.
 func TestWerfBundle_DeletionCleansUpJobsAndLogs(t *testing.T) {
 	f := newFixture(t)
-	reg := registrytest.StartDistribution(t)
-	registrytest.PushBundle(t, reg.Host, "demo/app", "1.0.0")
+	reg := startRegistry(t, "1.0.0")
 	b := f.bundle("app", reg.Repository("demo/app"))
 	f.create(b)
 	f.start()

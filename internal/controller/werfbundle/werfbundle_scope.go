@@ -22,7 +22,8 @@ type scope struct {
 	constraint *tags.Constraint
 
 	// registry
-	polled       bool // a registry request was made in this reconcile
+	access       *accessResult // registry settings, read once
+	polled       bool          // a registry request was made in this reconcile
 	registryTime time.Duration
 	notModified  bool   // ... and answered 304
 	latestTag    string // highest matching tag known

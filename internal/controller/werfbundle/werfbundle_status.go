@@ -65,16 +65,17 @@ func (r *Reconciler) computeStatus(s *scope) {
 			conditions.Remove(&st.Conditions, conditions.Reconciling)
 		}
 	}
-	if s.registryRetry != "" && s.failure == nil && !working && st.Phase != werfv1.PhaseSynced {
-		// Not deployed yet and the registry is failing, under the failure threshold.
-		if st.Phase == "" {
-			st.Phase = werfv1.PhaseSyncing
-		}
-		conditions.Set(&st.Conditions, gen, conditions.Ready, metav1.ConditionFalse, ReasonRegistryRetrying, s.registryRetry)
-		conditions.Set(&st.Conditions, gen, conditions.Reconciling, metav1.ConditionTrue, ReasonRegistryRetrying, s.registryRetry)
-	}
-	if s.registryRetry != "" && st.Phase != werfv1.PhaseFailed {
+	if s.registryRetry != "" && s.failure == nil {
+		// The registry is failing, under the failure threshold.
 		st.LastErrorMessage = s.registryRetry
+		if !working && st.Phase != werfv1.PhaseSynced {
+			// Nothing deployed yet: trying to sync.
+			if st.Phase == "" {
+				st.Phase = werfv1.PhaseSyncing
+			}
+			conditions.Set(&st.Conditions, gen, conditions.Ready, metav1.ConditionFalse, ReasonRegistryRetrying, s.registryRetry)
+			conditions.Set(&st.Conditions, gen, conditions.Reconciling, metav1.ConditionTrue, ReasonRegistryRetrying, s.registryRetry)
+		}
 	}
 	if s.reconciled || s.failure != nil || job != nil {
 		st.ObservedGeneration = gen

@@ -90,7 +90,7 @@ func (r *Reconciler) stepPoll(ctx context.Context, s *scope) error {
 		return nil
 	}
 
-	lister, err := r.registryClient(ctx, b)
+	lister, err := r.registryClient(ctx, s)
 	if err != nil {
 		return r.pollFailed(s, err)
 	}
