@@ -8,6 +8,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
 	werfv1alpha1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 )
@@ -19,5 +20,6 @@ func New() *runtime.Scheme {
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(werfv1alpha1.AddToScheme(s))
 	utilruntime.Must(webappv1.AddToScheme(s))
+	utilruntime.Must(catalystv1alpha1.AddToScheme(s))
 	return s
 }
