@@ -109,7 +109,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	step("Published the sample bundle %s/%s (tags %s)", opts.RegistryAddr, sampleRepo, strings.Join(sampleTags, ", "))
 
 	step("Installing RBAC for the operator")
-	operatorKubeconfig, err := env.installOperatorIdentity(ctx)
+	operatorKubeconfig, err := env.cp.InstallOperatorIdentity(ctx, filepath.Join(opts.Dir, "operator.kubeconfig"))
 	if err != nil {
 		return env, err
 	}
@@ -184,7 +184,7 @@ func (e *Env) startOperator(ctx context.Context, kubeconfig string) error {
 	}
 	cmd := exec.Command(bin,
 		"--kubeconfig="+kubeconfig,
-		"--namespace="+operatorNamespace,
+		"--namespace="+controlplane.OperatorNamespace,
 		"--health-probe-bind-address="+e.opts.ProbeAddr,
 		"--metrics-bind-address="+e.opts.MetricsAddr,
 		"--metrics-secure=false",

@@ -15,18 +15,23 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/time/rate"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/slipway-dev/slipway/internal/webhookcert"
 )
 
 // Controller is one system the operator can host.
@@ -47,6 +52,7 @@ type Options struct {
 	ProbeAddr               string
 	WebhookPort             int
 	WebhookCertDir          string
+	WebhookCert             WebhookCertOptions
 	LeaderElect             bool
 	LeaderElectionID        string
 	LeaderElectionNamespace string
@@ -59,6 +65,14 @@ type Options struct {
 	// QPS and Burst limit the operator's requests to the API server.
 	QPS   float64
 	Burst int
+	// EventQPS and EventBurst limit the Events the controllers record (see EventRecorder).
+	EventQPS   float64
+	EventBurst int
+	// SkipControllerNameValidation lets a process build several managers with the same
+	// controllers (tests); controller names must otherwise be unique per process.
+	SkipControllerNameValidation bool
+
+	eventLimiter *rate.Limiter
 }
 
 // BindFlags registers the options on fs with production defaults.
@@ -78,7 +92,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet, available []Controller) {
 	fs.BoolVar(&o.SecureMetrics, "metrics-secure", true, "serve metrics over HTTPS with authentication and authorization by the API server")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz probes bind to")
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "port the webhook server listens on")
-	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory of the webhook serving certificate (tls.crt, tls.key)")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory of the webhook serving certificate (tls.crt, tls.key); default "+webhookcert.DefaultCertDir())
+	o.WebhookCert.bindFlags(fs)
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader through a Lease so only one replica reconciles")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", "slipway-operator.slipway.dev", "name of the leader-election Lease")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the operator's namespace)")
@@ -89,6 +104,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet, available []Controller) {
 	fs.StringVar(&o.Namespace, "namespace", "slipway-system", "namespace the operator runs in")
 	fs.Float64Var(&o.QPS, "kube-api-qps", 50, "requests per second to the API server")
 	fs.IntVar(&o.Burst, "kube-api-burst", 100, "request burst to the API server")
+	bindEventFlags(fs, o)
 	for _, c := range available {
 		if c.BindFlags != nil {
 			c.BindFlags(fs)
@@ -153,6 +169,15 @@ func NewManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 	leaseDuration, renewDeadline, retryPeriod := opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod
+	if opts.WebhookCertDir == "" {
+		opts.WebhookCertDir = webhookcert.DefaultCertDir()
+	}
+	// Every replica serves webhooks; the server starts once the certificate is in the cert dir.
+	webhookServer := webhookcert.NewServer(webhook.Options{
+		Port:    opts.WebhookPort,
+		CertDir: opts.WebhookCertDir,
+		TLSOpts: []func(*tls.Config){disableHTTP2},
+	})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         cacheOptions(),
@@ -167,11 +192,8 @@ func NewManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 		RenewDeadline:                 &renewDeadline,
 		RetryPeriod:                   &retryPeriod,
 		GracefulShutdownTimeout:       &opts.GracefulShutdownTimeout,
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Port:    opts.WebhookPort,
-			CertDir: opts.WebhookCertDir,
-			TLSOpts: []func(*tls.Config){disableHTTP2},
-		}),
+		WebhookServer:                 webhookServer,
+		Controller:                    config.Controller{SkipNameValidation: &opts.SkipControllerNameValidation},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
@@ -182,6 +204,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, err
 	}
+	opts.eventLimiter = newEventLimiter(opts.EventQPS, opts.EventBurst)
 	var errs []error
 	for _, c := range selected {
 		if err := c.Setup(ctx, mgr, opts); err != nil {
@@ -189,6 +212,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := setupWebhookServing(mgr, webhookServer, opts); err != nil {
 		return nil, err
 	}
 	ctrl.Log.WithName("setup").Info("Configured controllers", "controllers", controllerNames(selected))
@@ -204,8 +230,8 @@ const ManagedByLabel, ManagedByValue = "app.kubernetes.io/managed-by", "slipway"
 var uncached = []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}
 
 // cacheOptions keeps the cache small: managed fields are dropped from every cached object, only
-// slipway's own Jobs are cached, and without their pod template (controllers read a Job's
-// metadata and status; the template is what they wrote).
+// slipway's own Jobs are cached, and without their spec (controllers read a cached Job's metadata
+// and status; the spec is what they wrote).
 func cacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
@@ -214,14 +240,26 @@ func cacheOptions() cache.Options {
 				Label:     labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue}),
 				Transform: stripJob,
 			},
+			// ConfigMaps and Secrets are watched (metadata only) for what users write: slipway's
+			// own outputs (Job logs, Job values) are left out, so they cost no memory.
+			&corev1.ConfigMap{}: {Label: notManaged},
+			&corev1.Secret{}:    {Label: notManaged},
 		},
 	}
 }
 
+var notManaged = func() labels.Selector {
+	r, err := labels.NewRequirement(ManagedByLabel, selection.NotEquals, []string{ManagedByValue})
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*r)
+}()
+
 func stripJob(obj any) (any, error) {
 	if j, ok := obj.(*batchv1.Job); ok {
 		j.ManagedFields = nil
-		j.Spec.Template = corev1.PodTemplateSpec{}
+		j.Spec = batchv1.JobSpec{}
 	}
 	return obj, nil
 }
