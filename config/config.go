@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"path"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,7 +20,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
-//go:embed crd/bases/*.yaml rbac/role.yaml rbac/leader_election_role.yaml samples
+//go:embed crd/bases/*.yaml rbac/role.yaml rbac/leader_election_role.yaml webhook/manifests.yaml samples
 var files embed.FS
 
 // CRDs returns every CustomResourceDefinition under crd/bases.
@@ -86,6 +87,56 @@ func decodeAll[T any](name string) ([]*T, error) {
 		}
 		out = append(out, obj)
 	}
+}
+
+// WebhookConfigurations returns the generated webhook configurations (webhook/manifests.yaml).
+// With a non-empty base URL such as https://localhost:9443, every webhook calls base + its path
+// instead of the operator's Service: for an operator run outside the cluster.
+func WebhookConfigurations(base string) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	const name = "webhook/manifests.yaml"
+	docs, err := decodeAll[map[string]any](name)
+	if err != nil {
+		return nil, nil, err
+	}
+	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	var found int
+	for _, d := range docs {
+		data, err := sigsyaml.Marshal(*d)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch (*d)["kind"] {
+		case "MutatingWebhookConfiguration":
+			err = sigsyaml.UnmarshalStrict(data, mutating)
+			for i := range mutating.Webhooks {
+				mutating.Webhooks[i].ClientConfig = clientConfig(base, mutating.Webhooks[i].ClientConfig)
+			}
+		case "ValidatingWebhookConfiguration":
+			err = sigsyaml.UnmarshalStrict(data, validating)
+			for i := range validating.Webhooks {
+				validating.Webhooks[i].ClientConfig = clientConfig(base, validating.Webhooks[i].ClientConfig)
+			}
+		default:
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("decoding %s: %w", name, err)
+		}
+		found++
+	}
+	if found != 2 {
+		return nil, nil, fmt.Errorf("%s: want a mutating and a validating configuration, found %d configurations", name, found)
+	}
+	return mutating, validating, nil
+}
+
+func clientConfig(base string, cc admissionregistrationv1.WebhookClientConfig) admissionregistrationv1.WebhookClientConfig {
+	if base == "" || cc.Service == nil || cc.Service.Path == nil {
+		return cc
+	}
+	url := base + *cc.Service.Path
+	return admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: cc.CABundle}
 }
 
 // LeaderElectionRole returns the Role the operator needs for its leader-election Lease.

@@ -37,6 +37,7 @@ func main() {
 	fs.StringVar(&opts.RegistryAddr, "registry-addr", "127.0.0.1:5001", "address of the local OCI registry")
 	fs.StringVar(&opts.ProbeAddr, "probe-addr", "127.0.0.1:8081", "operator health probe address")
 	fs.StringVar(&opts.MetricsAddr, "metrics-addr", "127.0.0.1:8080", "operator metrics address")
+	fs.IntVar(&opts.WebhookPort, "webhook-port", 9443, "port of the operator's webhook server (the API server calls https://127.0.0.1:<port>)")
 	fs.StringVar(&opts.OperatorBinary, "operator", "", "operator binary (default: build ./cmd/operator)")
 	_ = fs.Parse(os.Args[2:])
 	ctrl.SetLogger(zap.New())
@@ -100,7 +101,8 @@ func serve(opts devenv.Options) error {
 func serveCmd(opts devenv.Options) *exec.Cmd {
 	self, _ := os.Executable()
 	return exec.Command(self, "serve", "--dir="+opts.Dir, "--registry-addr="+opts.RegistryAddr,
-		"--probe-addr="+opts.ProbeAddr, "--metrics-addr="+opts.MetricsAddr, "--operator="+opts.OperatorBinary)
+		"--probe-addr="+opts.ProbeAddr, "--metrics-addr="+opts.MetricsAddr, "--webhook-port="+strconv.Itoa(opts.WebhookPort),
+		"--operator="+opts.OperatorBinary)
 }
 
 // supervise runs serve in the foreground, in its own process group so Ctrl-C reaches only this

@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/slipway-dev/slipway/internal/controller/webapp"
 	"github.com/slipway-dev/slipway/internal/controller/werfbundle"
 	"github.com/slipway-dev/slipway/internal/operator"
 	"github.com/slipway-dev/slipway/internal/scheme"
@@ -16,6 +17,7 @@ import (
 // controllers lists every system the operator can host.
 var controllers = []operator.Controller{
 	werfbundle.Controller(),
+	webapp.Controller(),
 }
 
 func main() {
@@ -26,6 +28,9 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
+	if limit := operator.SetMemoryLimit(0.9); limit > 0 {
+		log.Info("Set the Go memory limit from the container's", "bytes", limit)
+	}
 
 	ctx := ctrl.SetupSignalHandler()
 	cfg, err := ctrl.GetConfig()

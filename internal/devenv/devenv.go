@@ -15,11 +15,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/slipway-dev/slipway/config"
 	"github.com/slipway-dev/slipway/internal/controlplane"
@@ -35,6 +37,8 @@ type Options struct {
 	// ProbeAddr and MetricsAddr are the operator's endpoints.
 	ProbeAddr   string
 	MetricsAddr string
+	// WebhookPort is the operator's webhook server port; the API server calls it on 127.0.0.1.
+	WebhookPort int
 	// OperatorBinary is the operator executable; built from ./cmd/operator when empty.
 	OperatorBinary string
 	// Out receives progress and the status display.
@@ -59,7 +63,7 @@ type Env struct {
 	samples  []sampleRef
 }
 
-// Start brings everything up and returns once the node is Ready, the operator answers /healthz
+// Start brings everything up and returns once the node is Ready, the operator answers /readyz
 // and the samples are applied.
 func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if err := os.MkdirAll(filepath.Join(opts.Dir, "logs"), 0o755); err != nil {
@@ -114,7 +118,12 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		return env, err
 	}
 
-	step("Starting the operator (health on %s, metrics on %s)", opts.ProbeAddr, opts.MetricsAddr)
+	step("Installing the webhook configurations (https://127.0.0.1:%d)", opts.WebhookPort)
+	if err := installWebhooks(ctx, env.cp.Client, opts.WebhookPort); err != nil {
+		return env, err
+	}
+
+	step("Starting the operator (health on %s, metrics on %s, webhooks on :%d)", opts.ProbeAddr, opts.MetricsAddr, opts.WebhookPort)
 	if err := env.startOperator(ctx, operatorKubeconfig); err != nil {
 		return env, err
 	}
@@ -189,6 +198,12 @@ func (e *Env) startOperator(ctx context.Context, kubeconfig string) error {
 		"--metrics-bind-address="+e.opts.MetricsAddr,
 		"--metrics-secure=false",
 		"--leader-elect=true",
+		// Outside a cluster nothing mounts the certificate Secret: the operator writes it to
+		// its cert dir itself, for the API server calling it on 127.0.0.1.
+		"--webhook-port="+strconv.Itoa(e.opts.WebhookPort),
+		"--webhook-cert-dir="+filepath.Join(e.opts.Dir, "webhook-certs"),
+		"--webhook-cert-mirror=true",
+		"--webhook-cert-dns-names=localhost,127.0.0.1",
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
@@ -199,13 +214,15 @@ func (e *Env) startOperator(ctx context.Context, kubeconfig string) error {
 	e.operator = cmd
 	e.opDone = make(chan error, 1)
 	go func() { e.opDone <- cmd.Wait(); close(e.opDone); _ = logf.Close() }()
-	return e.waitHealthy(ctx)
+	return e.waitReady(ctx)
 }
 
-func (e *Env) waitHealthy(ctx context.Context) error {
+// waitReady waits for the operator's /readyz, which includes its webhook server serving a
+// certificate the API server trusts.
+func (e *Env) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	url := "http://" + e.opts.ProbeAddr + "/healthz"
+	url := "http://" + e.opts.ProbeAddr + "/readyz"
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
@@ -222,6 +239,21 @@ func (e *Env) waitHealthy(ctx context.Context) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// installWebhooks creates the generated webhook configurations, pointed at the operator on
+// 127.0.0.1; the operator injects its CA into them.
+func installWebhooks(ctx context.Context, c client.Client, port int) error {
+	m, v, err := config.WebhookConfigurations(fmt.Sprintf("https://127.0.0.1:%d", port))
+	if err != nil {
+		return err
+	}
+	for _, o := range []client.Object{m, v} {
+		if err := c.Create(ctx, o); err != nil {
+			return fmt.Errorf("creating %s: %w", o.GetName(), err)
+		}
+	}
+	return nil
 }
 
 func startRegistry(addr, logPath string) (*http.Server, error) {

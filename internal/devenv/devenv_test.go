@@ -5,6 +5,7 @@ package devenv_test
 import (
 	"bytes"
 	"context"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,10 +16,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
 	"github.com/slipway-dev/slipway/internal/devenv"
+	"github.com/slipway-dev/slipway/internal/scheme"
 	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
@@ -38,6 +42,7 @@ func TestDevEnv_StartsEverythingAndLeavesNothingBehind(t *testing.T) {
 		RegistryAddr:   testenv.FreeAddr(t),
 		ProbeAddr:      testenv.FreeAddr(t),
 		MetricsAddr:    testenv.FreeAddr(t),
+		WebhookPort:    webhookPort(t),
 		OperatorBinary: bin,
 		Out:            &out,
 	}
@@ -58,7 +63,7 @@ func TestDevEnv_StartsEverythingAndLeavesNothingBehind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(cfg, client.Options{})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +79,22 @@ func TestDevEnv_StartsEverythingAndLeavesNothingBehind(t *testing.T) {
 			t.Errorf("GET %s = %d, want 200", url, code)
 		}
 	}
+	// The webhooks are live: an image without a tag is refused by the validating webhook, and the
+	// sample WebApp reaches Ready on kwok's pods.
+	bad := &webappv1.WebApp{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-tag", Namespace: "webapp-demo"},
+		Spec:       webappv1.WebAppSpec{Image: "nginx"},
+	}
+	if err := c.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "admission webhook") || !strings.Contains(err.Error(), "tag or a digest") {
+		t.Errorf("creating a WebApp without an image tag: %v, want the webhook's refusal", err)
+	}
+	testenv.Eventually(ctx, t, "the sample WebApp is Ready", func() (bool, error) {
+		var list webappv1.WebAppList
+		if err := c.List(ctx, &list, client.InNamespace("webapp-demo")); err != nil {
+			return false, err
+		}
+		return len(list.Items) == 1 && list.Items[0].Status.Phase == webappv1.PhaseReady, nil
+	})
 	if _, err := os.Stat(filepath.Join(opts.Dir, "ready")); err != nil {
 		t.Errorf("no ready marker: %v", err)
 	}
@@ -91,6 +112,15 @@ func TestDevEnv_StartsEverythingAndLeavesNothingBehind(t *testing.T) {
 	if code := get("http://" + opts.ProbeAddr + "/healthz"); code != 0 {
 		t.Errorf("operator still answers after Stop (%d)", code)
 	}
+}
+
+func webhookPort(t *testing.T) int {
+	_, port, err := net.SplitHostPort(testenv.FreeAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	return p
 }
 
 func ready(n corev1.Node) bool {

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/controller/werfbundle"
@@ -65,6 +67,9 @@ func BenchmarkWerfBundle_Scale(b *testing.B) {
 const benchPerNamespace = 100
 
 func benchScale(b *testing.B, n int) {
+	if os.Getenv("WERFBUNDLE_BENCH_HEAPPROFILE") != "" {
+		runtime.MemProfileRate = 4096
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	cfg := rest.CopyConfig(env.Config)
@@ -109,12 +114,13 @@ func benchScale(b *testing.B, n int) {
 	baseRSS := rssBytes()
 	mgrCtx, stopMgr := context.WithCancel(ctx)
 	defer stopMgr()
-	opts := operator.Options{MetricsAddr: "0", ProbeAddr: "0", Namespace: opNS, QPS: 1000, Burst: 2000, GracefulShutdownTimeout: 10 * time.Second}
+	opts := operator.Options{MetricsAddr: "0", ProbeAddr: "0", Namespace: opNS, QPS: 1000, Burst: 2000, GracefulShutdownTimeout: 10 * time.Second,
+		EventQPS: operator.DefaultEventQPS, EventBurst: operator.DefaultEventBurst}
 	mgr, err := operator.NewManager(mgrCtx, env.Config, scheme.New(), opts, []operator.Controller{{
 		Name: "werfbundle",
-		Setup: func(ctx context.Context, mgr ctrl.Manager, _ operator.Options) error {
+		Setup: func(ctx context.Context, mgr ctrl.Manager, opts operator.Options) error {
 			r.Client = &countingClient{Client: mgr.GetClient(), n: &writes}
-			r.APIReader, r.Recorder = mgr.GetAPIReader(), mgr.GetEventRecorder("werfbundle-bench")
+			r.APIReader, r.Recorder = mgr.GetAPIReader(), opts.EventRecorder(mgr, "werfbundle-bench")
 			return r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 16, SkipNameValidation: ptr.To(true)})
 		},
 	}})
@@ -129,7 +135,7 @@ func benchScale(b *testing.B, n int) {
 
 	created := until(ctx, b, "every first Job exists", func() bool { return jobsCreated(b) >= reconcileBase.jobs+float64(n) })
 	firstJobs := created.Sub(start)
-	synced := until(ctx, b, "every bundle is Synced", func() bool { return countPhase(ctx, b, c, run, werfv1.PhaseSynced) >= n })
+	synced := until(ctx, b, "every bundle is Synced", func() bool { return countPhase(b, run, werfv1.PhaseSynced) >= n })
 	allSynced := synced.Sub(start)
 
 	// Steady state: a full poll round with nothing new.
@@ -137,7 +143,10 @@ func benchScale(b *testing.B, n int) {
 	steadyBase := histogram(b)
 	writes.Store(0)
 	proxy.ResetStats()
-	time.Sleep(interval + interval/10 + 5*time.Second)
+	// The window covers every bundle's jittered interval (±10 %), so some bundles poll twice in
+	// it: the request count is scaled to one interval.
+	window := interval + interval/10 + 5*time.Second
+	time.Sleep(window)
 	roundWrites := writes.Load()
 	stats := proxy.Stats()
 	runtime.GC()
@@ -145,6 +154,9 @@ func benchScale(b *testing.B, n int) {
 	runtime.ReadMemStats(&ms)
 	rss := rssBytes()
 	steadyP99 := histogram(b).p99Since(steadyBase)
+	if path := os.Getenv("WERFBUNDLE_BENCH_HEAPPROFILE"); path != "" {
+		writeHeapProfile(b, path)
+	}
 
 	// Push webhook: a new tag for one bundle's repository, from the notification to its Job.
 	registrytest.PushBundle(b, reg.Host, "bench/hot", "1.0.0")
@@ -184,7 +196,7 @@ func benchScale(b *testing.B, n int) {
 	b.ReportMetric(float64(rss)/(1<<20), "MiB-rss")
 	b.ReportMetric(float64(rss-baseRSS)/(1<<20), "MiB-rss-operator")
 	b.ReportMetric(float64(roundWrites)/float64(n), "writes/noop-bundle")
-	b.ReportMetric(float64(stats.Total)/float64(n), "registry-req/bundle/interval")
+	b.ReportMetric(float64(stats.Total)/float64(n)*interval.Seconds()/window.Seconds(), "registry-req/bundle/interval")
 	b.ReportMetric(float64(stats.ByStatus[304])/float64(max(stats.Total, 1)), "frac-304")
 	b.ReportMetric(burstP99*1000, "ms-p99-reconcile-excl-registry-deploying")
 	b.ReportMetric(steadyP99*1000, "ms-p99-reconcile-excl-registry-steady")
@@ -235,16 +247,26 @@ func until(ctx context.Context, b *testing.B, what string, cond func() bool) tim
 	return time.Now()
 }
 
-func countPhase(ctx context.Context, b *testing.B, c client.Client, run string, phase werfv1.Phase) int {
-	var list werfv1.WerfBundleList
-	if err := c.List(ctx, &list); err != nil {
-		b.Log(err)
-		return 0
+// countPhase counts the run's bundles in phase from the operator's phase gauge, so that waiting
+// does not list every bundle (which would inflate the heap this benchmark measures).
+func countPhase(b *testing.B, run string, phase werfv1.Phase) int {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		b.Fatal(err)
 	}
 	n := 0
-	for _, wb := range list.Items {
-		if strings.HasPrefix(wb.Namespace, run+"-") && wb.Status.Phase == phase {
-			n++
+	for _, f := range families {
+		if f.GetName() != "slipway_werfbundle_phase" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if strings.HasPrefix(labels["namespace"], run+"-") && labels["phase"] == string(phase) && m.GetGauge().GetValue() == 1 {
+				n++
+			}
 		}
 	}
 	return n
@@ -348,6 +370,18 @@ func (s snapshot) p99Since(base snapshot) float64 {
 		}
 	}
 	return bounds[len(bounds)-1]
+}
+
+// writeHeapProfile saves the live heap at steady state (WERFBUNDLE_BENCH_HEAPPROFILE=file).
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // rssBytes is this process's resident set size.

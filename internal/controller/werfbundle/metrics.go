@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
@@ -57,11 +58,11 @@ var (
 	})
 	backoffSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "slipway_werfbundle_registry_backoff_seconds",
-		Help: "Current registry retry delay per bundle; 0 when healthy.",
+		Help: "Current registry retry delay of a bundle that is backing off; absent when healthy.",
 	}, []string{"namespace", "name"})
 	bundlesByPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "slipway_werfbundle_phase",
-		Help: "1 for the bundle's current phase.",
+		Help: "1 for the bundle's current phase; one series per bundle.",
 	}, []string{"namespace", "name", "phase"})
 	reconcileDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "slipway_werfbundle_reconcile_duration_seconds",
@@ -118,17 +119,25 @@ func observeReconcile(s *scope, d time.Duration) {
 
 var phases = []werfv1.Phase{werfv1.PhaseSyncing, werfv1.PhaseSynced, werfv1.PhaseFailed}
 
+// phaseGauge keeps one series per bundle, for its current phase, and a backoff series only while
+// the bundle is backing off, so the metrics cost stays one series per bundle at scale.
 func phaseGauge(b *werfv1.WerfBundle) {
 	for _, p := range phases {
-		v := 0.0
 		if b.Status.Phase == p {
-			v = 1
+			bundlesByPhase.WithLabelValues(b.Namespace, b.Name, string(p)).Set(1)
+		} else {
+			bundlesByPhase.DeleteLabelValues(b.Namespace, b.Name, string(p))
 		}
-		bundlesByPhase.WithLabelValues(b.Namespace, b.Name, string(p)).Set(v)
 	}
 	if b.Status.ConsecutiveFailures == 0 {
-		backoffSeconds.WithLabelValues(b.Namespace, b.Name).Set(0)
+		backoffSeconds.DeleteLabelValues(b.Namespace, b.Name)
 	}
+}
+
+// forgetMetrics drops a deleted bundle's series.
+func forgetMetrics(key types.NamespacedName) {
+	bundlesByPhase.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "name": key.Name})
+	backoffSeconds.DeleteLabelValues(key.Namespace, key.Name)
 }
 
 // JobsCreatedTotal is the number of apply Jobs created by this process (benchmarks read it).

@@ -56,7 +56,7 @@ func (cfg *Config) setup(ctx context.Context, mgr ctrl.Manager, opts operator.Op
 	r := &Reconciler{
 		Client:            mgr.GetClient(),
 		APIReader:         mgr.GetAPIReader(),
-		Recorder:          mgr.GetEventRecorder("werfbundle-controller"),
+		Recorder:          opts.EventRecorder(mgr, "werfbundle-controller"),
 		Limiter:           registry.NewLimiter(cfg.MaxInFlight),
 		Logs:              PodLogs{Clientset: cs},
 		OperatorNamespace: opts.Namespace,

@@ -178,6 +178,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Get(ctx, req.NamespacedName, bundle); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.polls.forget(req.NamespacedName)
+			forgetMetrics(req.NamespacedName)
 			return ctrl.Result{}, r.cleanupDeleted(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, err

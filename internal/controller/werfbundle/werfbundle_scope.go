@@ -76,6 +76,7 @@ type failure struct {
 
 type note struct {
 	warning bool
+	phase   bool
 	reason  string
 	message string
 }

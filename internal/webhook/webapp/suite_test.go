@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,8 +22,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
+	"github.com/slipway-dev/slipway/config"
 	"github.com/slipway-dev/slipway/internal/controlplane"
 	"github.com/slipway-dev/slipway/internal/operator"
 	"github.com/slipway-dev/slipway/internal/scheme"
@@ -36,8 +34,6 @@ import (
 
 const (
 	operatorNamespace = controlplane.OperatorNamespace
-	// manifests are the generated webhook configurations (make manifests).
-	manifests = "../../../config/webhook/manifests.yaml"
 )
 
 var env *testenv.Env
@@ -145,43 +141,11 @@ func startOperator(t *testing.T, name string, cert operator.WebhookCertOptions) 
 func (r *running) installConfigurations(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	data, err := os.ReadFile(manifests)
+	m, v, err := config.WebhookConfigurations(fmt.Sprintf("https://localhost:%d", r.port))
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := func(cc admissionregistrationv1.WebhookClientConfig) admissionregistrationv1.WebhookClientConfig {
-		return admissionregistrationv1.WebhookClientConfig{URL: ptrTo(fmt.Sprintf("https://localhost:%d%s", r.port, *cc.Service.Path))}
-	}
-	var objs []client.Object
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
-			t.Fatal(err)
-		}
-		switch meta.Kind {
-		case "MutatingWebhookConfiguration":
-			o := &admissionregistrationv1.MutatingWebhookConfiguration{}
-			if err := yaml.UnmarshalStrict([]byte(doc), o); err != nil {
-				t.Fatal(err)
-			}
-			for i := range o.Webhooks {
-				o.Webhooks[i].ClientConfig = url(o.Webhooks[i].ClientConfig)
-			}
-			objs = append(objs, o)
-		case "ValidatingWebhookConfiguration":
-			o := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-			if err := yaml.UnmarshalStrict([]byte(doc), o); err != nil {
-				t.Fatal(err)
-			}
-			for i := range o.Webhooks {
-				o.Webhooks[i].ClientConfig = url(o.Webhooks[i].ClientConfig)
-			}
-			objs = append(objs, o)
-		}
-	}
-	if len(objs) != 2 {
-		t.Fatalf("%s holds %d webhook configurations, want 2", manifests, len(objs))
-	}
+	objs := []client.Object{m, v}
 	for _, o := range objs {
 		if err := env.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
@@ -262,5 +226,3 @@ func namespace(ctx context.Context, t *testing.T) string {
 	}
 	return ns.Name
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,32 @@
+package webapp
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestLastWrites_Behind(t *testing.T) {
+	obj := func(rv string) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", ResourceVersion: rv}}
+	}
+	var w lastWrites
+	if w.behind("Deployment", obj("5")) {
+		t.Error("behind with no write recorded")
+	}
+	w.record("Deployment", obj("100"))
+	for rv, want := range map[string]bool{"99": true, "9": true, "100": false, "101": false, "": false, "x": false} {
+		if got := w.behind("Deployment", obj(rv)); got != want {
+			t.Errorf("behind(rv %q) = %v, want %v", rv, got, want)
+		}
+	}
+	if w.behind("Service", obj("99")) {
+		t.Error("a write to the Deployment made the Service behind")
+	}
+	w.forget(types.NamespacedName{Namespace: "ns", Name: "web"})
+	if w.behind("Deployment", obj("99")) {
+		t.Error("behind after forget")
+	}
+}

@@ -1,0 +1,358 @@
+package webapp_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
+	"github.com/slipway-dev/slipway/internal/controller/webapp"
+	"github.com/slipway-dev/slipway/internal/scheme"
+	"github.com/slipway-dev/slipway/internal/testenv"
+)
+
+// The package's controller tests share one light control plane (etcd and kube-apiserver): no
+// Deployment controller runs, so the tests write the Deployments' status themselves. The tests
+// that need pods to become available start a full control plane of their own (e2e_test.go).
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Light, func(e *testenv.Env) { env = e })
+}
+
+// fixture is one test's world: a namespace and a manager running the reconciler on it.
+type fixture struct {
+	t      *testing.T
+	ctx    context.Context
+	ns     string
+	c      client.Client
+	writes atomic.Int64
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	f := &fixture{t: t, ctx: ctx, ns: "wa-" + rand.String(6), c: env.Client}
+	f.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}})
+	return f
+}
+
+func (f *fixture) create(o client.Object) {
+	f.t.Helper()
+	if err := f.c.Create(f.ctx, o); err != nil {
+		f.t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+	}
+}
+
+// start runs a manager with the reconciler, its cache limited to the test's namespace, until the
+// test ends. Every write the reconciler sends is counted in f.writes.
+func (f *fixture) start(resync time.Duration) {
+	f.t.Helper()
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 scheme.New(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache: cache.Options{
+			DefaultNamespaces: map[string]cache.Config{f.ns: {}},
+			DefaultTransform:  cache.TransformStripManagedFields(),
+		},
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	r := &webapp.Reconciler{
+		Client:       &countingClient{Client: mgr.GetClient(), n: &f.writes},
+		Recorder:     mgr.GetEventRecorder("webapp-test"),
+		ResyncPeriod: resync,
+	}
+	if err := r.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 2}); err != nil {
+		f.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			f.t.Errorf("manager: %v", err)
+		}
+	}()
+	var once sync.Once
+	f.t.Cleanup(func() { once.Do(func() { cancel(); <-done }) })
+}
+
+type appOption func(*webappv1.WebApp)
+
+// app returns a WebApp in the test's namespace: nginx:1.25, 2 replicas, port 8080.
+func (f *fixture) app(name string, opts ...appOption) *webappv1.WebApp {
+	a := &webappv1.WebApp{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
+		Spec: webappv1.WebAppSpec{
+			Image:    "nginx:1.25",
+			Replicas: ptr.To[int32](2),
+			Port:     8080,
+		},
+	}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
+}
+
+func withEnv(kv ...string) appOption {
+	return func(a *webappv1.WebApp) {
+		for i := 0; i+1 < len(kv); i += 2 {
+			a.Spec.Env = append(a.Spec.Env, corev1.EnvVar{Name: kv[i], Value: kv[i+1]})
+		}
+	}
+}
+
+func (f *fixture) get(a *webappv1.WebApp) *webappv1.WebApp {
+	f.t.Helper()
+	out := &webappv1.WebApp{}
+	if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(a), out); err != nil {
+		f.t.Fatal(err)
+	}
+	return out
+}
+
+// update re-reads the WebApp, changes it and writes it back, retrying on conflicts.
+func (f *fixture) update(a *webappv1.WebApp, change func(*webappv1.WebApp)) {
+	f.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got := &webappv1.WebApp{}
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(a), got); err != nil {
+			return err
+		}
+		change(got)
+		return f.c.Update(f.ctx, got)
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// waitFor polls the WebApp until cond holds and returns it.
+func (f *fixture) waitFor(a *webappv1.WebApp, what string, cond func(*webappv1.WebApp) bool) *webappv1.WebApp {
+	f.t.Helper()
+	var last *webappv1.WebApp
+	testenv.Eventually(f.ctx, f.t, what, func() (bool, error) {
+		last = &webappv1.WebApp{}
+		err := f.c.Get(f.ctx, client.ObjectKeyFromObject(a), last)
+		if err != nil {
+			return false, err
+		}
+		return cond(last), fmt.Errorf("phase %s, conditions %+v", last.Status.Phase, last.Status.Conditions)
+	})
+	return last
+}
+
+func (f *fixture) waitPhase(a *webappv1.WebApp, p webappv1.Phase) *webappv1.WebApp {
+	f.t.Helper()
+	return f.waitFor(a, fmt.Sprintf("%s is %s", a.Name, p), func(got *webappv1.WebApp) bool {
+		return got.Status.Phase == p && got.Status.ObservedGeneration == got.Generation
+	})
+}
+
+// deployment waits for the WebApp's Deployment to satisfy cond.
+func (f *fixture) deployment(a *webappv1.WebApp, what string, cond func(*appsv1.Deployment) bool) *appsv1.Deployment {
+	f.t.Helper()
+	var d *appsv1.Deployment
+	testenv.Eventually(f.ctx, f.t, what, func() (bool, error) {
+		d = &appsv1.Deployment{}
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(a), d); err != nil {
+			return false, err
+		}
+		return cond(d), nil
+	})
+	return d
+}
+
+func (f *fixture) service(a *webappv1.WebApp, what string, cond func(*corev1.Service) bool) *corev1.Service {
+	f.t.Helper()
+	var s *corev1.Service
+	testenv.Eventually(f.ctx, f.t, what, func() (bool, error) {
+		s = &corev1.Service{}
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(a), s); err != nil {
+			return false, err
+		}
+		return cond(s), nil
+	})
+	return s
+}
+
+// rollout plays the Deployment controller, which the light control plane lacks: it records the
+// Deployment's current generation as observed with the given counts and conditions.
+func (f *fixture) rollout(a *webappv1.WebApp, replicas, updated, available int32, conds ...appsv1.DeploymentCondition) {
+	f.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := &appsv1.Deployment{}
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(a), d); err != nil {
+			return err
+		}
+		d.Status = appsv1.DeploymentStatus{
+			ObservedGeneration: d.Generation,
+			Replicas:           replicas,
+			UpdatedReplicas:    updated,
+			ReadyReplicas:      available,
+			AvailableReplicas:  available,
+			Conditions:         conds,
+		}
+		if replicas > available {
+			d.Status.UnavailableReplicas = replicas - available
+		}
+		return f.c.Status().Update(f.ctx, d)
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func deploymentCondition(typ appsv1.DeploymentConditionType, s corev1.ConditionStatus, reason, msg string) appsv1.DeploymentCondition {
+	now := metav1.Now()
+	return appsv1.DeploymentCondition{Type: typ, Status: s, Reason: reason, Message: msg, LastUpdateTime: now, LastTransitionTime: now}
+}
+
+// available is the condition set of a Deployment whose rollout completed.
+func available() []appsv1.DeploymentCondition {
+	return []appsv1.DeploymentCondition{
+		deploymentCondition(appsv1.DeploymentAvailable, corev1.ConditionTrue, "MinimumReplicasAvailable", "Deployment has minimum availability."),
+		deploymentCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, "NewReplicaSetAvailable", "ReplicaSet has successfully progressed."),
+	}
+}
+
+// kstatus reads the WebApp the way kstatus (kubectl wait, Flux, Argo CD) would.
+func kstatus(t *testing.T, a *webappv1.WebApp) status.Status {
+	t.Helper()
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := status.Compute(&unstructured.Unstructured{Object: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Status
+}
+
+func condition(a *webappv1.WebApp, typ string) *metav1.Condition {
+	for i := range a.Status.Conditions {
+		if a.Status.Conditions[i].Type == typ {
+			return &a.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// reconciles is controller-runtime's count of finished WebApp reconciles in this process.
+func reconciles(t testing.TB) float64 {
+	t.Helper()
+	return counter(t, "controller_runtime_reconcile_total", "controller", "webapp")
+}
+
+// counter sums the counter family name over the series whose label has value.
+func counter(t testing.TB, name, label, value string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0.0
+	for _, fam := range families {
+		if fam.GetName() != name {
+			continue
+		}
+		for _, m := range fam.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return n
+}
+
+// countingClient counts every write the reconciler sends, server-side applies included.
+type countingClient struct {
+	client.Client
+	n *atomic.Int64
+}
+
+func (c *countingClient) Create(ctx context.Context, o client.Object, opts ...client.CreateOption) error {
+	c.n.Add(1)
+	return c.Client.Create(ctx, o, opts...)
+}
+
+func (c *countingClient) Update(ctx context.Context, o client.Object, opts ...client.UpdateOption) error {
+	c.n.Add(1)
+	return c.Client.Update(ctx, o, opts...)
+}
+
+func (c *countingClient) Patch(ctx context.Context, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+	c.n.Add(1)
+	return c.Client.Patch(ctx, o, p, opts...)
+}
+
+func (c *countingClient) Apply(ctx context.Context, o runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	c.n.Add(1)
+	return c.Client.Apply(ctx, o, opts...)
+}
+
+func (c *countingClient) Delete(ctx context.Context, o client.Object, opts ...client.DeleteOption) error {
+	c.n.Add(1)
+	return c.Client.Delete(ctx, o, opts...)
+}
+
+func (c *countingClient) DeleteAllOf(ctx context.Context, o client.Object, opts ...client.DeleteAllOfOption) error {
+	c.n.Add(1)
+	return c.Client.DeleteAllOf(ctx, o, opts...)
+}
+
+func (c *countingClient) Status() client.SubResourceWriter {
+	return &countingStatus{SubResourceWriter: c.Client.Status(), n: c.n}
+}
+
+type countingStatus struct {
+	client.SubResourceWriter
+	n *atomic.Int64
+}
+
+func (c *countingStatus) Create(ctx context.Context, o, sub client.Object, opts ...client.SubResourceCreateOption) error {
+	c.n.Add(1)
+	return c.SubResourceWriter.Create(ctx, o, sub, opts...)
+}
+
+func (c *countingStatus) Update(ctx context.Context, o client.Object, opts ...client.SubResourceUpdateOption) error {
+	c.n.Add(1)
+	return c.SubResourceWriter.Update(ctx, o, opts...)
+}
+
+func (c *countingStatus) Patch(ctx context.Context, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+	c.n.Add(1)
+	return c.SubResourceWriter.Patch(ctx, o, p, opts...)
+}
+
+func (c *countingStatus) Apply(ctx context.Context, o runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	c.n.Add(1)
+	return c.SubResourceWriter.Apply(ctx, o, opts...)
+}
