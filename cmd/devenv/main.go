@@ -167,7 +167,7 @@ func up(opts devenv.Options) error {
 		select {
 		case err := <-exited:
 			out, _ := os.ReadFile(logPath)
-			return fmt.Errorf("the environment exited before it was ready (%v):\n%s", err, out)
+			return fmt.Errorf("the environment exited before it was ready (%w):\n%s", err, out)
 		case <-deadline:
 			return fmt.Errorf("not ready after 10 minutes; see %s", logPath)
 		case <-time.After(300 * time.Millisecond):

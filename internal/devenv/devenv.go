@@ -159,10 +159,11 @@ func (e *Env) Stop() error {
 	if e.operator != nil && e.operator.Process != nil {
 		_ = e.operator.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-e.opDone:
+		case err := <-e.opDone:
+			errs = append(errs, ignoreSignalExit(err))
 		case <-time.After(45 * time.Second):
 			_ = e.operator.Process.Kill()
-			<-e.opDone
+			errs = append(errs, ignoreSignalExit(<-e.opDone))
 		}
 	}
 	if e.registry != nil {
@@ -233,12 +234,24 @@ func (e *Env) waitReady(ctx context.Context) error {
 		}
 		select {
 		case err := <-e.opDone:
-			return fmt.Errorf("the operator exited (see %s): %v", filepath.Join(e.opts.Dir, "logs", "operator.log"), err)
+			return fmt.Errorf("the operator exited (see %s): %w", filepath.Join(e.opts.Dir, "logs", "operator.log"), err)
 		case <-ctx.Done():
 			return fmt.Errorf("the operator did not answer %s: %w", url, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// ignoreSignalExit drops the error of a process that ended on a signal we sent; any other exit
+// error is kept.
+func ignoreSignalExit(err error) error {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return nil
+		}
+	}
+	return err
 }
 
 // installWebhooks creates the generated webhook configurations, pointed at the operator on

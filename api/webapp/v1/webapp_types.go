@@ -142,5 +142,5 @@ type WebAppList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&WebApp{}, &WebAppList{})
+	register(&WebApp{}, &WebAppList{})
 }

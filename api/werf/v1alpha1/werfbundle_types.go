@@ -328,5 +328,5 @@ type WerfBundleList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&WerfBundle{}, &WerfBundleList{})
+	register(&WerfBundle{}, &WerfBundleList{})
 }

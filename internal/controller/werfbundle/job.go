@@ -106,7 +106,6 @@ type jobSpec struct {
 	backoff     int32
 	decorate    func(JobKind, *corev1.PodTemplateSpec)
 	secretName  string
-	constraint  string
 	repoForWerf string
 }
 

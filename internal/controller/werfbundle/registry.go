@@ -68,7 +68,7 @@ func (r *Reconciler) readAccess(ctx context.Context, b *werfv1.WerfBundle) (regi
 		}
 		creds, err := registry.CredentialsFromSecret(secret, host)
 		if err != nil {
-			return a, fmt.Errorf("%w: %v", errCredentials, err)
+			return a, fmt.Errorf("%w: %w", errCredentials, err)
 		}
 		a.opts.Credentials = creds
 	}

@@ -35,7 +35,6 @@ func webApp(ns, name string, opts ...option) *webappv1.WebApp {
 
 func image(s string) option   { return func(w *webappv1.WebApp) { w.Spec.Image = s } }
 func replicas(n int32) option { return func(w *webappv1.WebApp) { w.Spec.Replicas = ptr.To(n) } }
-func port(p int32) option     { return func(w *webappv1.WebApp) { w.Spec.Port = p } }
 
 // createWithPort creates a WebApp as unstructured JSON, so a port the Go type would omit when
 // zero is sent.
