@@ -5,13 +5,7 @@ package webapp_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,9 +13,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,17 +34,7 @@ import (
 // make bench BENCH=WebApp_Scale TEST_PKGS=./internal/controller/webapp/; WEBAPP_BENCH_SIZES=1000,5000
 // picks the sizes (default 1000).
 func BenchmarkWebApp_Scale(b *testing.B) {
-	sizes := []int{1000}
-	if v := os.Getenv("WEBAPP_BENCH_SIZES"); v != "" {
-		sizes = nil
-		for _, s := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil {
-				b.Fatal(err)
-			}
-			sizes = append(sizes, n)
-		}
-	}
+	sizes := testenv.Sizes(b, "WEBAPP_BENCH_SIZES", 1000)
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("webapps=%d", n), func(b *testing.B) {
 			for range b.N {
@@ -76,19 +58,20 @@ func benchScale(b *testing.B, n int) {
 	}
 	addServiceCIDR(ctx, b, c)
 	run := fmt.Sprintf("wb%d", n)
-	parallel(b, (n+benchPerNamespace-1)/benchPerNamespace, func(i int) error {
+	testenv.Parallel(b, (n+benchPerNamespace-1)/benchPerNamespace, 32, func(i int) error {
 		return c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", run, i)}})
 	})
-	parallel(b, n, func(i int) error {
+	testenv.Parallel(b, n, 32, func(i int) error {
 		return c.Create(ctx, &webappv1.WebApp{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", i), Namespace: fmt.Sprintf("%s-%d", run, i/benchPerNamespace)},
 			Spec:       webappv1.WebAppSpec{Image: "nginx:1.25", Replicas: ptr.To[int32](1), Port: 8080, HealthCheckPath: "/"},
 		})
 	})
 
-	var writes, eventsSent atomic.Int64
+	var writes *testenv.CountingClient
+	var eventsSent *testenv.CountingRecorder
 	runtime.GC()
-	baseRSS := rssBytes()
+	baseRSS := testenv.RSSBytes()
 	var base runtime.MemStats
 	runtime.ReadMemStats(&base)
 	readyBase := webapp.PhaseCount(webappv1.PhaseReady)
@@ -98,9 +81,10 @@ func benchScale(b *testing.B, n int) {
 	mgr, err := operator.NewManager(mgrCtx, full.Config, scheme.New(), opts, []operator.Controller{{
 		Name: "webapp",
 		Setup: func(_ context.Context, mgr ctrl.Manager, _ operator.Options) error {
+			writes, eventsSent = testenv.CountWrites(mgr.GetClient()), testenv.CountEvents(mgr.GetEventRecorder("webapp-bench"))
 			r := &webapp.Reconciler{
-				Client:   &countingClient{Client: mgr.GetClient(), n: &writes},
-				Recorder: countingRecorder{EventRecorder: mgr.GetEventRecorder("webapp-bench"), n: &eventsSent},
+				Client:   writes,
+				Recorder: eventsSent,
 			}
 			return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 16, SkipNameValidation: ptr.To(true)})
 		},
@@ -108,33 +92,33 @@ func benchScale(b *testing.B, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	start, startCPU := time.Now(), cpuTime()
+	start, startCPU := time.Now(), testenv.CPUTime()
 	done := make(chan struct{})
 	go func() { defer close(done); _ = mgr.Start(mgrCtx) }()
 	defer func() { stopMgr(); <-done }()
 
 	// Waiting reads the operator's metrics rather than listing WebApps, which would inflate the
 	// heap this benchmark measures.
-	allApplied := until(ctx, b, "every Deployment is applied", func() bool {
+	allApplied := testenv.Until(ctx, b, "every Deployment is applied", func() bool {
 		return counter(b, "slipway_webapp_applies_total", "kind", "Deployment")-appliedBase >= float64(n)
 	}).Sub(start)
-	allReady := until(ctx, b, "every WebApp is Ready", func() bool {
+	allReady := testenv.Until(ctx, b, "every WebApp is Ready", func() bool {
 		return webapp.PhaseCount(webappv1.PhaseReady)-readyBase >= float64(n)
 	}).Sub(start)
-	createWrites, createEvents, createCPU := writes.Load(), eventsSent.Load(), cpuTime()-startCPU
+	createWrites, createEvents, createCPU := writes.Writes(), eventsSent.Events(), testenv.CPUTime()-startCPU
 
 	// Steady state: one resync round, every WebApp reconciled at least once more.
-	writes.Store(0)
+	writes.Reset()
 	roundBase := reconciles(b)
 	roundStart := time.Now()
-	until(ctx, b, "one resync round", func() bool { return reconciles(b) >= roundBase+float64(n) })
-	roundWrites := writes.Load()
+	testenv.Until(ctx, b, "one resync round", func() bool { return reconciles(b) >= roundBase+float64(n) })
+	roundWrites := writes.Writes()
 	round := time.Since(roundStart)
 
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	rss := rssBytes()
+	rss := testenv.RSSBytes()
 	b.ReportMetric(allApplied.Seconds(), "s-all-applied")
 	b.ReportMetric(allReady.Seconds(), "s-all-ready")
 	b.ReportMetric(createCPU.Seconds(), "s-cpu-operator-to-ready")
@@ -158,82 +142,10 @@ func addServiceCIDR(ctx context.Context, b *testing.B, c client.Client) {
 	if err := c.Create(ctx, cidr); err != nil {
 		b.Fatal(err)
 	}
-	until(ctx, b, "the ServiceCIDR is Ready", func() bool {
+	testenv.Until(ctx, b, "the ServiceCIDR is Ready", func() bool {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(cidr), cidr); err != nil {
 			return false
 		}
 		return meta.IsStatusConditionTrue(cidr.Status.Conditions, networkingv1.ServiceCIDRConditionReady)
 	})
-}
-
-// parallel runs f(0..n-1) on 32 workers and fails on the first error.
-func parallel(b *testing.B, n int, f func(int) error) {
-	var wg sync.WaitGroup
-	var first atomic.Value
-	var next atomic.Int64
-	for range 32 {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				if err := f(i); err != nil {
-					first.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err, _ := first.Load().(error); err != nil {
-		b.Fatal(err)
-	}
-}
-
-func until(ctx context.Context, b *testing.B, what string, cond func() bool) time.Time {
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			b.Fatalf("timed out waiting until %s", what)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return time.Now()
-}
-
-// countingRecorder counts the Events the reconciler records (each is an API write too).
-type countingRecorder struct {
-	events.EventRecorder
-	n *atomic.Int64
-}
-
-func (r countingRecorder) Eventf(regarding, related kruntime.Object, eventtype, reason, action, note string, args ...any) {
-	r.n.Add(1)
-	r.EventRecorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
-}
-
-// cpuTime is the user and system CPU time this process (the operator) has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// rssBytes is this process's resident set size.
-func rssBytes() int64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			f := strings.Fields(line)
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
@@ -45,7 +43,7 @@ type fixture struct {
 	ctx    context.Context
 	ns     string
 	c      client.Client
-	writes atomic.Int64
+	writes *testenv.CountingClient
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -80,8 +78,9 @@ func (f *fixture) start(resync time.Duration) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	f.writes = testenv.CountWrites(mgr.GetClient())
 	r := &webapp.Reconciler{
-		Client:       &countingClient{Client: mgr.GetClient(), n: &f.writes},
+		Client:       f.writes,
 		Recorder:     mgr.GetEventRecorder("webapp-test"),
 		ResyncPeriod: resync,
 	}
@@ -272,87 +271,5 @@ func reconciles(t testing.TB) float64 {
 // counter sums the counter family name over the series whose label has value.
 func counter(t testing.TB, name, label, value string) float64 {
 	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0.0
-	for _, fam := range families {
-		if fam.GetName() != name {
-			continue
-		}
-		for _, m := range fam.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					n += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return n
-}
-
-// countingClient counts every write the reconciler sends, server-side applies included.
-type countingClient struct {
-	client.Client
-	n *atomic.Int64
-}
-
-func (c *countingClient) Create(ctx context.Context, o client.Object, opts ...client.CreateOption) error {
-	c.n.Add(1)
-	return c.Client.Create(ctx, o, opts...)
-}
-
-func (c *countingClient) Update(ctx context.Context, o client.Object, opts ...client.UpdateOption) error {
-	c.n.Add(1)
-	return c.Client.Update(ctx, o, opts...)
-}
-
-func (c *countingClient) Patch(ctx context.Context, o client.Object, p client.Patch, opts ...client.PatchOption) error {
-	c.n.Add(1)
-	return c.Client.Patch(ctx, o, p, opts...)
-}
-
-func (c *countingClient) Apply(ctx context.Context, o runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	c.n.Add(1)
-	return c.Client.Apply(ctx, o, opts...)
-}
-
-func (c *countingClient) Delete(ctx context.Context, o client.Object, opts ...client.DeleteOption) error {
-	c.n.Add(1)
-	return c.Client.Delete(ctx, o, opts...)
-}
-
-func (c *countingClient) DeleteAllOf(ctx context.Context, o client.Object, opts ...client.DeleteAllOfOption) error {
-	c.n.Add(1)
-	return c.Client.DeleteAllOf(ctx, o, opts...)
-}
-
-func (c *countingClient) Status() client.SubResourceWriter {
-	return &countingStatus{SubResourceWriter: c.Client.Status(), n: c.n}
-}
-
-type countingStatus struct {
-	client.SubResourceWriter
-	n *atomic.Int64
-}
-
-func (c *countingStatus) Create(ctx context.Context, o, sub client.Object, opts ...client.SubResourceCreateOption) error {
-	c.n.Add(1)
-	return c.SubResourceWriter.Create(ctx, o, sub, opts...)
-}
-
-func (c *countingStatus) Update(ctx context.Context, o client.Object, opts ...client.SubResourceUpdateOption) error {
-	c.n.Add(1)
-	return c.SubResourceWriter.Update(ctx, o, opts...)
-}
-
-func (c *countingStatus) Patch(ctx context.Context, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-	c.n.Add(1)
-	return c.SubResourceWriter.Patch(ctx, o, p, opts...)
-}
-
-func (c *countingStatus) Apply(ctx context.Context, o runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	c.n.Add(1)
-	return c.SubResourceWriter.Apply(ctx, o, opts...)
+	return testenv.MetricSum(t, name, map[string]string{label: value})
 }

@@ -204,10 +204,10 @@ func TestWebApp_NoOpReconcileWritesNothing(t *testing.T) {
 	d0 := f.deployment(a, "Deployment", func(*appsv1.Deployment) bool { return true })
 	s0 := f.service(a, "Service", func(*corev1.Service) bool { return true })
 
-	f.writes.Store(0)
+	f.writes.Reset()
 	base := reconciles(t)
 	f.eventually("ten more reconciles ran", func() bool { return reconciles(t) >= base+10 })
-	if n := f.writes.Load(); n != 0 {
+	if n := f.writes.Writes(); n != 0 {
 		t.Errorf("%d writes during no-op reconciles, want 0", n)
 	}
 	after := f.get(a)

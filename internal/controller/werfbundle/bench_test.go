@@ -10,12 +10,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"sort"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,6 +32,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/operator"
 	"github.com/slipway-dev/slipway/internal/registry/registrytest"
 	"github.com/slipway-dev/slipway/internal/scheme"
+	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
 // BenchmarkWerfBundle_Scale runs N WerfBundles against one registry on the full control plane
@@ -44,17 +41,7 @@ import (
 // time without registry time, and push-webhook-to-Job latency. Run with make bench
 // BENCH=WerfBundle_Scale; WERFBUNDLE_BENCH_SIZES=1000,10000 picks the sizes (default 1000).
 func BenchmarkWerfBundle_Scale(b *testing.B) {
-	sizes := []int{1000}
-	if v := os.Getenv("WERFBUNDLE_BENCH_SIZES"); v != "" {
-		sizes = nil
-		for _, s := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil {
-				b.Fatal(err)
-			}
-			sizes = append(sizes, n)
-		}
-	}
+	sizes := testenv.Sizes(b, "WERFBUNDLE_BENCH_SIZES", 1000)
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("bundles=%d", n), func(b *testing.B) {
 			for range b.N {
@@ -91,14 +78,14 @@ func benchScale(b *testing.B, n int) {
 	// Namespaces with their ServiceAccount, then the bundles, created in parallel.
 	nsCount := (n + benchPerNamespace - 1) / benchPerNamespace
 	mustCreate(ctx, b, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opNS}})
-	parallel(b, nsCount, func(i int) error {
+	testenv.Parallel(b, nsCount, 32, func(i int) error {
 		ns := fmt.Sprintf("%s-%d", run, i)
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			return err
 		}
 		return c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "werf-converge", Namespace: ns}})
 	})
-	parallel(b, n, func(i int) error {
+	testenv.Parallel(b, n, 32, func(i int) error {
 		return c.Create(ctx, &werfv1.WerfBundle{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", i), Namespace: fmt.Sprintf("%s-%d", run, i/benchPerNamespace)},
 			Spec: werfv1.WerfBundleSpec{
@@ -108,10 +95,10 @@ func benchScale(b *testing.B, n int) {
 		})
 	})
 
-	var writes atomic.Int64
+	var writes *testenv.CountingClient
 	r := &werfbundle.Reconciler{OperatorNamespace: opNS, Logs: fakeLogs{}}
 	runtime.GC()
-	baseRSS := rssBytes()
+	baseRSS := testenv.RSSBytes()
 	mgrCtx, stopMgr := context.WithCancel(ctx)
 	defer stopMgr()
 	opts := operator.Options{MetricsAddr: "0", ProbeAddr: "0", Namespace: opNS, QPS: 1000, Burst: 2000, GracefulShutdownTimeout: 10 * time.Second,
@@ -119,7 +106,8 @@ func benchScale(b *testing.B, n int) {
 	mgr, err := operator.NewManager(mgrCtx, env.Config, scheme.New(), opts, []operator.Controller{{
 		Name: "werfbundle",
 		Setup: func(ctx context.Context, mgr ctrl.Manager, opts operator.Options) error {
-			r.Client = &countingClient{Client: mgr.GetClient(), n: &writes}
+			writes = testenv.CountWrites(mgr.GetClient())
+			r.Client = writes
 			r.APIReader, r.Recorder = mgr.GetAPIReader(), opts.EventRecorder(mgr, "werfbundle-bench")
 			return r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 16, SkipNameValidation: ptr.To(true)})
 		},
@@ -133,29 +121,29 @@ func benchScale(b *testing.B, n int) {
 	go func() { defer close(done); _ = mgr.Start(mgrCtx) }()
 	defer func() { stopMgr(); <-done }()
 
-	created := until(ctx, b, "every first Job exists", func() bool { return jobsCreated(b) >= reconcileBase.jobs+float64(n) })
+	created := testenv.Until(ctx, b, "every first Job exists", func() bool { return jobsCreated(b) >= reconcileBase.jobs+float64(n) })
 	firstJobs := created.Sub(start)
-	synced := until(ctx, b, "every bundle is Synced", func() bool { return countPhase(b, run, werfv1.PhaseSynced) >= n })
+	synced := testenv.Until(ctx, b, "every bundle is Synced", func() bool { return countPhase(b, run, werfv1.PhaseSynced) >= n })
 	allSynced := synced.Sub(start)
 
 	// Steady state: a full poll round with nothing new.
 	burstP99 := histogram(b).p99Since(reconcileBase)
 	steadyBase := histogram(b)
-	writes.Store(0)
+	writes.Reset()
 	proxy.ResetStats()
 	// The window covers every bundle's jittered interval (±10 %), so some bundles poll twice.
-	pollsBase := counterSum(b, "slipway_werfbundle_registry_polls_total")
+	pollsBase := testenv.MetricSum(b, "slipway_werfbundle_registry_polls_total", nil)
 	time.Sleep(interval + interval/10 + 5*time.Second)
-	polls := counterSum(b, "slipway_werfbundle_registry_polls_total") - pollsBase
-	roundWrites := writes.Load()
+	polls := testenv.MetricSum(b, "slipway_werfbundle_registry_polls_total", nil) - pollsBase
+	roundWrites := writes.Writes()
 	stats := proxy.Stats()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	rss := rssBytes()
+	rss := testenv.RSSBytes()
 	steadyP99 := histogram(b).p99Since(steadyBase)
 	if path := os.Getenv("WERFBUNDLE_BENCH_HEAPPROFILE"); path != "" {
-		writeHeapProfile(b, path)
+		testenv.WriteHeapProfile(b, path)
 	}
 
 	// Push webhook: a new tag for one bundle's repository, from the notification to its Job.
@@ -168,7 +156,7 @@ func benchScale(b *testing.B, n int) {
 		},
 	}
 	mustCreate(ctx, b, c, hot)
-	until(ctx, b, "hot is Synced", func() bool { return phaseOf(ctx, c, hot) == werfv1.PhaseSynced })
+	testenv.Until(ctx, b, "hot is Synced", func() bool { return phaseOf(ctx, c, hot) == werfv1.PhaseSynced })
 	registrytest.PushBundle(b, reg.Host, "bench/hot", "1.1.0")
 	srv := receiver.New(receiver.Options{Secret: []byte("s"), Trigger: r})
 	pushed := time.Now()
@@ -179,7 +167,7 @@ func benchScale(b *testing.B, n int) {
 	if rec.Code != http.StatusAccepted {
 		b.Fatalf("webhook: %d %s", rec.Code, rec.Body.String())
 	}
-	jobAt := until(ctx, b, "the pushed tag has a Job", func() bool {
+	jobAt := testenv.Until(ctx, b, "the pushed tag has a Job", func() bool {
 		var jobs batchv1.JobList
 		_ = c.List(ctx, &jobs, client.InNamespace(hot.Namespace), client.MatchingLabels{werfbundle.LabelBundleName: "hot"})
 		for _, j := range jobs.Items {
@@ -208,61 +196,6 @@ func mustCreate(ctx context.Context, b *testing.B, c client.Client, o client.Obj
 	if err := c.Create(ctx, o); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// parallel runs f(0..n-1) on 32 workers and fails on the first error.
-func parallel(b *testing.B, n int, f func(int) error) {
-	var wg sync.WaitGroup
-	var first atomic.Value
-	next := atomic.Int64{}
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				if err := f(i); err != nil {
-					first.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err, _ := first.Load().(error); err != nil {
-		b.Fatal(err)
-	}
-}
-
-func until(ctx context.Context, b *testing.B, what string, cond func() bool) time.Time {
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			b.Fatalf("timed out waiting until %s", what)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return time.Now()
-}
-
-// counterSum adds up every series of a counter in the controller-runtime registry.
-func counterSum(b *testing.B, name string) float64 {
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		b.Fatal(err)
-	}
-	sum := 0.0
-	for _, f := range families {
-		if f.GetName() == name {
-			for _, m := range f.GetMetric() {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
 }
 
 // countPhase counts the run's bundles in phase from the operator's phase gauge, so that waiting
@@ -296,51 +229,6 @@ func phaseOf(ctx context.Context, c client.Client, wb *werfv1.WerfBundle) werfv1
 		return ""
 	}
 	return got.Status.Phase
-}
-
-// countingClient counts every write the reconciler sends.
-type countingClient struct {
-	client.Client
-	n *atomic.Int64
-}
-
-func (c *countingClient) Create(ctx context.Context, o client.Object, opts ...client.CreateOption) error {
-	c.n.Add(1)
-	return c.Client.Create(ctx, o, opts...)
-}
-
-func (c *countingClient) Update(ctx context.Context, o client.Object, opts ...client.UpdateOption) error {
-	c.n.Add(1)
-	return c.Client.Update(ctx, o, opts...)
-}
-
-func (c *countingClient) Patch(ctx context.Context, o client.Object, p client.Patch, opts ...client.PatchOption) error {
-	c.n.Add(1)
-	return c.Client.Patch(ctx, o, p, opts...)
-}
-
-func (c *countingClient) Delete(ctx context.Context, o client.Object, opts ...client.DeleteOption) error {
-	c.n.Add(1)
-	return c.Client.Delete(ctx, o, opts...)
-}
-
-func (c *countingClient) Status() client.SubResourceWriter {
-	return &countingStatus{SubResourceWriter: c.Client.Status(), n: c.n}
-}
-
-type countingStatus struct {
-	client.SubResourceWriter
-	n *atomic.Int64
-}
-
-func (c *countingStatus) Patch(ctx context.Context, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-	c.n.Add(1)
-	return c.SubResourceWriter.Patch(ctx, o, p, opts...)
-}
-
-func (c *countingStatus) Update(ctx context.Context, o client.Object, opts ...client.SubResourceUpdateOption) error {
-	c.n.Add(1)
-	return c.SubResourceWriter.Update(ctx, o, opts...)
 }
 
 // jobsCreated reads slipway_werfbundle_jobs_created_total{kind="apply"}.
@@ -388,32 +276,4 @@ func (s snapshot) p99Since(base snapshot) float64 {
 		}
 	}
 	return bounds[len(bounds)-1]
-}
-
-// writeHeapProfile saves the live heap at steady state (WERFBUNDLE_BENCH_HEAPPROFILE=file).
-func writeHeapProfile(b *testing.B, path string) {
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
-		b.Fatal(err)
-	}
-}
-
-// rssBytes is this process's resident set size.
-func rssBytes() int64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			f := strings.Fields(line)
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }

@@ -36,6 +36,7 @@ type options struct {
 	user, password    string
 	allowReachableSHA bool
 	log               io.Writer
+	addr              string
 }
 
 // Option configures a Server.
@@ -50,6 +51,11 @@ func WithBasicAuth(user, password string) Option {
 // as GitHub and GitLab do. Without it, git's default, only ref tips can be asked for.
 func WithAllowReachableSHA1InWant() Option {
 	return func(o *options) { o.allowReachableSHA = true }
+}
+
+// WithAddr serves on addr (host:port) instead of a free port on 127.0.0.1.
+func WithAddr(addr string) Option {
+	return func(o *options) { o.addr = addr }
 }
 
 // WithLog sends git http-backend's messages (refusals such as "not our ref", missing
@@ -75,7 +81,7 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 }
 
 // Start serves the repositories under root (a new temporary directory when root is empty) on
-// 127.0.0.1 on a free port. Close stops it.
+// 127.0.0.1 on a free port (see WithAddr). Close stops it.
 func Start(root string, opts ...Option) (*Server, error) {
 	s := &Server{root: root}
 	for _, o := range opts {
@@ -94,7 +100,11 @@ func Start(root string, opts ...Option) (*Server, error) {
 	if s.root, err = filepath.Abs(s.root); err != nil {
 		return nil, err
 	}
-	s.listener, err = net.Listen("tcp", "127.0.0.1:0")
+	addr := s.opts.addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	s.listener, err = net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
