@@ -1,0 +1,244 @@
+package deploy
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"strings"
+
+	"github.com/distribution/reference"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// ReleaseAnnotation is put on every object of a manifest or kustomize deploy, with the release
+// name: pruning and Uninstall delete only objects that still carry it.
+const ReleaseAnnotation = "catalyst.dev/release"
+
+// scopeFunc tells whether a kind is namespaced; an error means the cluster does not serve it.
+type scopeFunc func(gvk schema.GroupVersionKind) (namespaced bool, err error)
+
+// prepareOptions say what prepare changes besides namespace and labels.
+type prepareOptions struct {
+	// inject sets the image and the environment variables on workload containers.
+	inject bool
+	// release, when set, is written into ReleaseAnnotation.
+	release string
+	// reserved is an object name of kind ConfigMap the deploy keeps for itself.
+	reserved string
+}
+
+// prepare makes objects fit for req's namespace, in place: it refuses cluster-scoped objects,
+// objects of other namespaces and kinds the cluster does not serve (ErrRefusedObject) and
+// duplicates (ErrInvalidManifest); sets metadata.namespace; merges req.Labels over the objects'
+// labels; and with o.inject, sets the image and env on the containers of workloads.
+func prepare(ms []manifest, req Request, scope scopeFunc, o prepareOptions) error {
+	seen := make(map[string]string, len(ms))
+	for _, m := range ms {
+		ref := m.ref()
+		gvk := m.obj.GroupVersionKind()
+		namespaced, err := scope(gvk)
+		if err != nil {
+			return err
+		}
+		if !namespaced {
+			return fmt.Errorf("%w: %s (%s) is cluster-scoped; an environment holds only objects of its namespace %s",
+				ErrRefusedObject, ref, m.origin, req.Namespace)
+		}
+		if ns := m.obj.GetNamespace(); ns != "" && ns != req.Namespace {
+			return fmt.Errorf("%w: %s (%s) is for namespace %s; an environment holds only objects of its namespace %s",
+				ErrRefusedObject, ref, m.origin, ns, req.Namespace)
+		}
+		key := gvk.GroupKind().String() + "/" + ref.Name
+		if prev, dup := seen[key]; dup {
+			return fmt.Errorf("%w: %s is defined twice (%s and %s)", ErrInvalidManifest, ref, prev, m.origin)
+		}
+		seen[key] = m.origin
+		if o.reserved != "" && gvk.GroupKind() == (schema.GroupKind{Kind: "ConfigMap"}) && ref.Name == o.reserved {
+			return fmt.Errorf("%w: ConfigMap/%s (%s): the name is reserved for the deploy's inventory", ErrRefusedObject, ref.Name, m.origin)
+		}
+		m.obj.SetNamespace(req.Namespace)
+		if len(req.Labels) > 0 {
+			labels := m.obj.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			maps.Copy(labels, req.Labels)
+			m.obj.SetLabels(labels)
+		}
+		if o.release != "" {
+			setAnnotation(m.obj, ReleaseAnnotation, o.release)
+		}
+		if o.inject {
+			if err := injectWorkload(m.obj, req.Image, req.Env); err != nil {
+				return fmt.Errorf("%w: %s (%s): %w", ErrInvalidManifest, ref, m.origin, err)
+			}
+			if err := injectHost(m.obj, req.Host); err != nil {
+				return fmt.Errorf("%w: %s (%s): %w", ErrInvalidManifest, ref, m.origin, err)
+			}
+		}
+	}
+	return nil
+}
+
+// podSpecPath is where the pod spec of a workload kind is, nil for other kinds.
+func podSpecPath(gk schema.GroupKind) []string {
+	switch gk {
+	case schema.GroupKind{Kind: "Pod"}:
+		return []string{"spec"}
+	case schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "apps", Kind: "StatefulSet"},
+		schema.GroupKind{Group: "apps", Kind: "DaemonSet"}, schema.GroupKind{Group: "apps", Kind: "ReplicaSet"},
+		schema.GroupKind{Group: "batch", Kind: "Job"}, schema.GroupKind{Kind: "ReplicationController"}:
+		return []string{"spec", "template", "spec"}
+	case schema.GroupKind{Group: "batch", Kind: "CronJob"}:
+		return []string{"spec", "jobTemplate", "spec", "template", "spec"}
+	}
+	return nil
+}
+
+// injectWorkload sets img on the containers (and init containers) whose image matches it, and
+// env on all of them. Objects that are not workloads are left alone.
+func injectWorkload(obj *unstructured.Unstructured, img Image, env []corev1.EnvVar) error {
+	specPath := podSpecPath(obj.GroupVersionKind().GroupKind())
+	if specPath == nil || (img.Repository == "" && len(env) == 0) {
+		return nil
+	}
+	for _, field := range []string{"initContainers", "containers"} {
+		p := append(append([]string{}, specPath...), field)
+		raw, found, err := unstructured.NestedFieldNoCopy(obj.Object, p...)
+		if err != nil || !found || raw == nil {
+			continue
+		}
+		containers, ok := raw.([]any)
+		if !ok {
+			return fmt.Errorf("%s is not a list", strings.Join(p, "."))
+		}
+		for i, c := range containers {
+			cm, ok := c.(map[string]any)
+			if !ok {
+				return fmt.Errorf("%s[%d] is not an object", strings.Join(p, "."), i)
+			}
+			if image, ok := cm["image"].(string); ok && img.Repository != "" {
+				if replaced, ok := replaceImage(image, img); ok {
+					cm["image"] = replaced
+				}
+			}
+			if len(env) > 0 {
+				existing, _ := cm["env"].([]any)
+				merged, err := mergeEnv(existing, env)
+				if err != nil {
+					return err
+				}
+				cm["env"] = merged
+			}
+		}
+	}
+	return nil
+}
+
+// injectHost points Ingresses and Gateway API HTTPRoutes and GRPCRoutes at host, so environments
+// do not claim each other's (or production's) host: every rule of an Ingress gets host, and its
+// TLS entries list host alone; a route's hostnames become host. Empty host changes nothing.
+func injectHost(obj *unstructured.Unstructured, host string) error {
+	if host == "" {
+		return nil
+	}
+	switch obj.GroupVersionKind().GroupKind() {
+	case schema.GroupKind{Group: "networking.k8s.io", Kind: "Ingress"}:
+		for _, field := range []string{"rules", "tls"} {
+			raw, found, err := unstructured.NestedFieldNoCopy(obj.Object, "spec", field)
+			if err != nil || !found || raw == nil {
+				continue
+			}
+			entries, ok := raw.([]any)
+			if !ok {
+				return fmt.Errorf("spec.%s is not a list", field)
+			}
+			for i, e := range entries {
+				m, ok := e.(map[string]any)
+				if !ok {
+					return fmt.Errorf("spec.%s[%d] is not an object", field, i)
+				}
+				if field == "rules" {
+					m["host"] = host
+				} else {
+					m["hosts"] = []any{host}
+				}
+			}
+		}
+	case schema.GroupKind{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"},
+		schema.GroupKind{Group: "gateway.networking.k8s.io", Kind: "GRPCRoute"}:
+		if spec, ok := obj.Object["spec"].(map[string]any); ok {
+			spec["hostnames"] = []any{host}
+		}
+	}
+	return nil
+}
+
+// replaceImage returns the image to run instead of image, and whether image matches img: its
+// repository (without tag or digest) is img.Repository (compared after Docker's normalisation,
+// so nginx is docker.io/library/nginx), or is the last path element of img.Repository alone (the
+// placeholder form: "app" or "app:latest" for registry.example.dev/org/app). The result is
+// img with its tag, or with image's own tag or digest when img has none.
+func replaceImage(image string, img Image) (string, bool) {
+	name, suffix := splitImage(image)
+	if name == "" || !sameRepository(name, img.Repository) {
+		return image, false
+	}
+	if img.Tag == "" {
+		return img.Repository + suffix, true
+	}
+	return img.String(), true
+}
+
+// splitImage splits an image reference into its repository and the rest (":tag", "@digest" or
+// ":tag@digest").
+func splitImage(image string) (name, suffix string) {
+	name = image
+	if i := strings.IndexByte(name, '@'); i >= 0 {
+		name, suffix = name[:i], name[i:]
+	}
+	if i := strings.LastIndexByte(name, ':'); i > strings.LastIndexByte(name, '/') {
+		name, suffix = name[:i], name[i:]+suffix
+	}
+	return name, suffix
+}
+
+func sameRepository(name, repository string) bool {
+	if name == repository || name == path.Base(repository) {
+		return true
+	}
+	a, errA := reference.ParseNormalizedNamed(name)
+	b, errB := reference.ParseNormalizedNamed(repository)
+	return errA == nil && errB == nil && a.Name() == b.Name()
+}
+
+// mergeEnv sets vars on a container's env list: a variable of the same name is replaced where it
+// is, others are appended in order.
+func mergeEnv(existing []any, vars []corev1.EnvVar) ([]any, error) {
+	out := make([]any, len(existing), len(existing)+len(vars))
+	copy(out, existing)
+	index := make(map[string]int, len(existing))
+	for i, e := range out {
+		if m, ok := e.(map[string]any); ok {
+			if n, ok := m["name"].(string); ok {
+				index[n] = i
+			}
+		}
+	}
+	for _, v := range vars {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&v)
+		if err != nil {
+			return nil, err
+		}
+		if i, ok := index[v.Name]; ok {
+			out[i] = u
+			continue
+		}
+		index[v.Name] = len(out)
+		out = append(out, u)
+	}
+	return out, nil
+}
