@@ -4,8 +4,13 @@ package main_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,16 +20,19 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
 	"github.com/slipway-dev/slipway/internal/controlplane"
 	"github.com/slipway-dev/slipway/internal/testenv"
+	"github.com/slipway-dev/slipway/internal/webhookcert"
 )
 
 var env *testenv.Env
@@ -56,6 +64,8 @@ type replica struct {
 	name    string
 	cmd     *exec.Cmd
 	metrics string
+	probe   string
+	webhook string
 	exited  chan struct{}
 	err     error
 }
@@ -67,7 +77,7 @@ func startReplica(t *testing.T, bin, name, kubeconfig string) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &replica{name: name, metrics: testenv.FreeAddr(t), exited: make(chan struct{})}
+	r := &replica{name: name, metrics: testenv.FreeAddr(t), probe: testenv.FreeAddr(t), webhook: testenv.FreeAddr(t), exited: make(chan struct{})}
 	r.cmd = exec.Command(bin,
 		"--kubeconfig="+kubeconfig,
 		"--namespace="+controlplane.OperatorNamespace,
@@ -78,8 +88,8 @@ func startReplica(t *testing.T, bin, name, kubeconfig string) *replica {
 		"--leader-election-retry-period="+retryPeriod.String(),
 		"--metrics-bind-address="+r.metrics,
 		"--metrics-secure=false",
-		"--health-probe-bind-address="+testenv.FreeAddr(t),
-		"--webhook-port="+strings.Split(testenv.FreeAddr(t), ":")[1],
+		"--health-probe-bind-address="+r.probe,
+		"--webhook-port="+strings.Split(r.webhook, ":")[1],
 		"--webhook-cert-dir="+t.TempDir(),
 		"--webhook-cert-mirror=true",
 		"--webhook-cert-dns-names=localhost",
@@ -119,6 +129,64 @@ func (r *replica) leading() bool {
 	return false
 }
 
+// ready reports whether the replica's /readyz answers 200 (its webhook server serves a
+// certificate).
+func (r *replica) ready() bool {
+	resp, err := http.Get("http://" + r.probe + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// review sends an AdmissionReview for app to the replica's validating webhook, trusting only the
+// CA the operator published in its Secret.
+func (r *replica) review(ctx context.Context, c client.Client, app *webappv1.WebApp) (*admissionv1.AdmissionResponse, error) {
+	var secret corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: controlplane.OperatorNamespace, Name: webhookcert.DefaultSecretName}, &secret); err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(secret.Data["ca.crt"]) {
+		return nil, fmt.Errorf("no CA in the webhook Secret")
+	}
+	raw, err := json.Marshal(app)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID:       "failover-review",
+			Kind:      metav1.GroupVersionKind{Group: "webapp.slipway.dev", Version: "v1", Kind: "WebApp"},
+			Resource:  metav1.GroupVersionResource{Group: "webapp.slipway.dev", Version: "v1", Resource: "webapps"},
+			Name:      app.Name,
+			Namespace: app.Namespace,
+			Operation: admissionv1.Create,
+			Object:    runtime.RawExtension{Raw: raw},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	_, port, _ := net.SplitHostPort(r.webhook)
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "localhost"}}}
+	resp, err := hc.Post("https://127.0.0.1:"+port+"/validate-webapp-slipway-dev-v1-webapp", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out admissionv1.AdmissionReview
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, err
+	}
+	if out.Response == nil {
+		return nil, fmt.Errorf("no response in the AdmissionReview (HTTP %d)", resp.StatusCode)
+	}
+	return out.Response, nil
+}
+
 func waitLeader(ctx context.Context, t *testing.T, replicas ...*replica) *replica {
 	t.Helper()
 	var leader *replica
@@ -146,7 +214,7 @@ func deploymentImage(ctx context.Context, c client.Client, key client.ObjectKey)
 }
 
 // TestOperator_LeaderFailover runs two operator processes under the operator's RBAC identity:
-// exactly one leads and reconciles; killed with SIGKILL (no Lease release), the other takes over
+// both serve the admission webhooks; exactly one leads and reconciles; killed with SIGKILL (no Lease release), the other takes over
 // and reconciles a change made after the crash within the lease duration plus one resync; a
 // SIGTERM then stops the new leader cleanly, releasing the Lease.
 func TestOperator_LeaderFailover(t *testing.T) {
@@ -164,6 +232,19 @@ func TestOperator_LeaderFailover(t *testing.T) {
 	second := a
 	if first == a {
 		second = b
+	}
+
+	// Webhooks are served by every replica, the follower included.
+	testenv.Eventually(ctx, t, "both replicas are ready", func() (bool, error) { return a.ready() && b.ready(), nil })
+	for _, r := range []*replica{first, second} {
+		bad := &webappv1.WebApp{ObjectMeta: metav1.ObjectMeta{Name: "no-tag", Namespace: "default"}, Spec: webappv1.WebAppSpec{Image: "nginx"}}
+		resp, err := r.review(ctx, c, bad)
+		if err != nil {
+			t.Fatalf("%s: %v", r.name, err)
+		}
+		if resp.Allowed || resp.Result == nil || !strings.Contains(resp.Result.Message, "tag or a digest") {
+			t.Errorf("%s admitted an image without a tag: %+v", r.name, resp)
+		}
 	}
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "failover"}}
