@@ -231,7 +231,7 @@ func (cp *ControlPlane) startFull(ctx context.Context, nodes int) error {
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=" + FakeNodeAnnotation + "=fake",
 		"--server-address=127.0.0.1:0",
-	}}
+	}, restarts: 3}
 	for _, p := range []*process{kcm, sched, kwok} {
 		if err := p.start(cp.logFile(p.name + ".log")); err != nil {
 			return err
