@@ -94,7 +94,9 @@ type CountingRecorder struct {
 }
 
 // CountEvents wraps r.
-func CountEvents(r events.EventRecorder) *CountingRecorder { return &CountingRecorder{EventRecorder: r} }
+func CountEvents(r events.EventRecorder) *CountingRecorder {
+	return &CountingRecorder{EventRecorder: r}
+}
 
 // Events is the number of Events so far.
 func (r *CountingRecorder) Events() int64 { return r.n.Load() }
