@@ -34,9 +34,10 @@ func main() {
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	opts := devenv.Options{Out: os.Stdout}
 	fs.StringVar(&opts.Dir, "dir", ".slipway/dev", "state directory (kubeconfig, logs)")
-	fs.StringVar(&opts.RegistryAddr, "registry-addr", "127.0.0.1:5001", "address of the local OCI registry")
+	fs.StringVar(&opts.RegistryAddr, "registry-addr", devenv.DefaultRegistryAddr, "address of the local OCI registry")
 	fs.StringVar(&opts.ProbeAddr, "probe-addr", "127.0.0.1:8081", "operator health probe address")
 	fs.StringVar(&opts.MetricsAddr, "metrics-addr", "127.0.0.1:8080", "operator metrics address")
+	fs.StringVar(&opts.GitAddr, "git-addr", devenv.DefaultGitAddr, "address of the git server holding the Catalyst samples' repository")
 	fs.IntVar(&opts.WebhookPort, "webhook-port", 9443, "port of the operator's webhook server (the API server calls https://127.0.0.1:<port>)")
 	fs.StringVar(&opts.OperatorBinary, "operator", "", "operator binary (default: build ./cmd/operator)")
 	_ = fs.Parse(os.Args[2:])
@@ -101,7 +102,7 @@ func serve(opts devenv.Options) error {
 func serveCmd(opts devenv.Options) *exec.Cmd {
 	self, _ := os.Executable()
 	return exec.Command(self, "serve", "--dir="+opts.Dir, "--registry-addr="+opts.RegistryAddr,
-		"--probe-addr="+opts.ProbeAddr, "--metrics-addr="+opts.MetricsAddr, "--webhook-port="+strconv.Itoa(opts.WebhookPort),
+		"--probe-addr="+opts.ProbeAddr, "--metrics-addr="+opts.MetricsAddr, "--webhook-port="+strconv.Itoa(opts.WebhookPort), "--git-addr="+opts.GitAddr,
 		"--operator="+opts.OperatorBinary)
 }
 

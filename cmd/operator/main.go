@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/slipway-dev/slipway/internal/controller/catalyst"
 	"github.com/slipway-dev/slipway/internal/controller/webapp"
 	"github.com/slipway-dev/slipway/internal/controller/werfbundle"
 	"github.com/slipway-dev/slipway/internal/operator"
@@ -18,6 +19,7 @@ import (
 var controllers = []operator.Controller{
 	werfbundle.Controller(),
 	webapp.Controller(),
+	catalyst.Controller(),
 }
 
 func main() {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/slipway-dev/slipway/config"
 	"github.com/slipway-dev/slipway/internal/controlplane"
+	"github.com/slipway-dev/slipway/internal/gitsource/gittest"
 	"github.com/slipway-dev/slipway/internal/scheme"
 )
 
@@ -39,6 +40,8 @@ type Options struct {
 	MetricsAddr string
 	// WebhookPort is the operator's webhook server port; the API server calls it on 127.0.0.1.
 	WebhookPort int
+	// GitAddr is where the git server holding the Catalyst samples' repository listens.
+	GitAddr string
 	// OperatorBinary is the operator executable; built from ./cmd/operator when empty.
 	OperatorBinary string
 	// Out receives progress and the status display.
@@ -58,6 +61,7 @@ type Env struct {
 	opts     Options
 	cp       *controlplane.ControlPlane
 	registry *http.Server
+	git      *gittest.Server
 	operator *exec.Cmd
 	opDone   chan error
 	samples  []sampleRef
@@ -112,6 +116,12 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	}
 	step("Published the sample bundle %s/%s (tags %s)", opts.RegistryAddr, sampleRepo, strings.Join(sampleTags, ", "))
 
+	step("Serving the sample repository http://%s/%s", opts.GitAddr, sampleGitRepo)
+	var head string
+	if env.git, head, err = startGitServer(opts.Dir, opts.GitAddr); err != nil {
+		return env, err
+	}
+
 	step("Installing RBAC for the operator")
 	operatorKubeconfig, err := env.cp.InstallOperatorIdentity(ctx, filepath.Join(opts.Dir, "operator.kubeconfig"))
 	if err != nil {
@@ -128,7 +138,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		return env, err
 	}
 
-	if env.samples, err = applySamples(ctx, env.cp.Client); err != nil {
+	if env.samples, err = applySamples(ctx, env.cp.Client, opts, head); err != nil {
 		return env, err
 	}
 	step("Applied %d sample(s) from config/samples", len(env.samples))
@@ -171,6 +181,9 @@ func (e *Env) Stop() error {
 		errs = append(errs, e.registry.Shutdown(ctx))
 		cancel()
 	}
+	if e.git != nil {
+		errs = append(errs, e.git.Close())
+	}
 	if e.cp != nil {
 		errs = append(errs, e.cp.Stop())
 	}
@@ -205,6 +218,8 @@ func (e *Env) startOperator(ctx context.Context, kubeconfig string) error {
 		"--webhook-cert-dir="+filepath.Join(e.opts.Dir, "webhook-certs"),
 		"--webhook-cert-mirror=true",
 		"--webhook-cert-dns-names=localhost,127.0.0.1",
+		// The sample application's pods do not meet the restricted pod-security standard.
+		"--catalyst-pod-security-level=baseline",
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}

@@ -5,6 +5,7 @@ package devenv_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	catalystv1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
 	"github.com/slipway-dev/slipway/internal/devenv"
 	"github.com/slipway-dev/slipway/internal/scheme"
@@ -40,6 +42,7 @@ func TestDevEnv_StartsEverythingAndLeavesNothingBehind(t *testing.T) {
 	opts := devenv.Options{
 		Dir:            filepath.Join(dir, "dev"),
 		RegistryAddr:   testenv.FreeAddr(t),
+		GitAddr:        testenv.FreeAddr(t),
 		ProbeAddr:      testenv.FreeAddr(t),
 		MetricsAddr:    testenv.FreeAddr(t),
 		WebhookPort:    webhookPort(t),
@@ -94,6 +97,15 @@ func TestDevEnv_StartsEverythingAndLeavesNothingBehind(t *testing.T) {
 			return false, err
 		}
 		return len(list.Items) == 1 && list.Items[0].Status.Phase == webappv1.PhaseReady, nil
+	})
+	// The Catalyst samples: the pull-request Environment is built (kwok completes the build Job),
+	// deployed from the served repository and Ready with its URL.
+	testenv.Eventually(ctx, t, "the sample Environment is Ready with a URL", func() (bool, error) {
+		var env catalystv1.Environment
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "my-team-my-project", Name: "pr-123"}, &env); err != nil {
+			return false, err
+		}
+		return env.Status.Phase == catalystv1.PhaseReady && env.Status.URL != "", fmt.Errorf("phase %q, conditions %+v", env.Status.Phase, env.Status.Conditions)
 	})
 	if _, err := os.Stat(filepath.Join(opts.Dir, "ready")); err != nil {
 		t.Errorf("no ready marker: %v", err)

@@ -27,9 +27,12 @@ type sampleRef struct {
 }
 
 // applySamples server-side applies config/samples, creating their namespaces first.
-func applySamples(ctx context.Context, c client.Client) ([]sampleRef, error) {
+func applySamples(ctx context.Context, c client.Client, opts Options, head string) ([]sampleRef, error) {
 	objs, err := config.Samples()
 	if err != nil {
+		return nil, err
+	}
+	if err := pinSamples(objs, opts.RegistryAddr, opts.GitAddr, head); err != nil {
 		return nil, err
 	}
 	var refs []sampleRef

@@ -320,5 +320,5 @@ type ProjectList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&Project{}, &ProjectList{})
+	register(&Project{}, &ProjectList{})
 }

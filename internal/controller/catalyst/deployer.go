@@ -1,0 +1,70 @@
+package catalyst
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"k8s.io/client-go/rest"
+
+	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
+	"github.com/slipway-dev/slipway/internal/controller/catalyst/deploy"
+)
+
+// Deployer deploys the repository at a commit into an environment's namespace; *deploy.Engine
+// is the production one (Helm, plain manifests, kustomize).
+type Deployer = deploy.Deployer
+
+// The deploy package's request and result, under the names the steps use.
+type (
+	deployRequest = deploy.Request
+	deployImage   = deploy.Image
+	deployResult  = deploy.Result
+)
+
+// newDeployer is the deploy engine, talking to the cluster as the operator.
+func newDeployer(cfg *rest.Config) (Deployer, error) {
+	return deploy.New(cfg, deploy.Options{})
+}
+
+// deployFailure turns a Deployer error into a failure: the reason the deploy package gives it
+// (DeploymentPathNotFound, RenderFailed, DeploymentFailed), stalled when retrying the same commit
+// cannot help.
+func deployFailure(err error) *failure {
+	f := &failure{reason: deploy.Reason(err), stalled: deploy.Stalled(err), phase: catalystv1alpha1.PhaseDeploying,
+		message: err.Error()}
+	if f.stalled {
+		f.phase = catalystv1alpha1.PhaseFailed
+		switch f.reason {
+		case catalystv1alpha1.DeploymentPathNotFoundReason:
+			f.message += "; fix the Project's spec.deployment.path or add it to the repository"
+		case catalystv1alpha1.RenderFailedReason:
+			f.message += "; fix the deployment in the repository and push a new commit"
+		default:
+			f.message += "; fix the objects (or the namespace's quota) and push a new commit"
+		}
+	}
+	return f
+}
+
+// inventoryOf lists what a deploy applied.
+func inventoryOf(res deployResult) []inventoryEntry {
+	out := make([]inventoryEntry, 0, len(res.Objects))
+	for _, o := range res.Objects {
+		out = append(out, inventoryEntry{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name})
+	}
+	return out
+}
+
+// maxReleaseName is Helm's limit on release names, which the deploy package keeps for all types.
+const maxReleaseName = 53
+
+// releaseName is the deployment's release: the Project's name (one release per environment
+// namespace), shortened with a hash when longer than Helm allows.
+func releaseName(env *catalystv1alpha1.Environment) string {
+	name := env.Spec.ProjectRef.Name
+	if len(name) <= maxReleaseName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:maxReleaseName-13] + "-" + hex.EncodeToString(sum[:])[:12]
+}

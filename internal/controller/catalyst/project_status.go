@@ -1,0 +1,98 @@
+package catalyst
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
+	"github.com/slipway-dev/slipway/internal/conditions"
+)
+
+// computeProjectStatus derives SourceReady, Ready, Reconciling and Stalled, the count and the
+// validation fields from the reconcile's facts. It is the only place they are decided.
+func (r *ProjectReconciler) computeProjectStatus(s *projectScope) {
+	p := s.project
+	st := &p.Status
+	gen := p.Generation
+	wasReady := conditions.IsTrue(st.Conditions, conditions.Ready)
+
+	if s.countKnown {
+		st.Environments = s.envCount
+	}
+	if s.validated {
+		st.LastValidatedTime = &metav1.Time{Time: s.now.UTC().Truncate(time.Second)}
+		if s.source.ok {
+			st.SourceCommit = s.head
+			st.ObservedGeneration = gen
+		}
+		status := metav1.ConditionFalse
+		if s.source.ok {
+			status = metav1.ConditionTrue
+		}
+		conditions.Set(&st.Conditions, gen, catalystv1alpha1.SourceReadyCondition, status, s.source.reason, s.source.message)
+	} else if conditions.Get(st.Conditions, catalystv1alpha1.SourceReadyCondition) == nil && s.secretsErr == "" {
+		conditions.Set(&st.Conditions, gen, catalystv1alpha1.SourceReadyCondition, metav1.ConditionUnknown,
+			catalystv1alpha1.ProgressingReason, "Validating the source")
+	}
+	source := conditions.Get(st.Conditions, catalystv1alpha1.SourceReadyCondition)
+	var ready verdict
+	stalled := false
+	switch {
+	case s.secretsErr != "":
+		ready = verdict{metav1.ConditionFalse, catalystv1alpha1.SecretNotFoundReason, s.secretsErr}
+		stalled = true
+		if source == nil || source.Status != metav1.ConditionFalse {
+			conditions.Set(&st.Conditions, gen, catalystv1alpha1.SourceReadyCondition, metav1.ConditionUnknown,
+				catalystv1alpha1.SecretNotFoundReason, "Not validated: see the Ready condition")
+		}
+	case source != nil && source.Status == metav1.ConditionTrue && st.ObservedGeneration == gen:
+		ready = verdict{metav1.ConditionTrue, catalystv1alpha1.SucceededReason, "The source is valid: " + source.Message}
+	case source != nil && source.Status == metav1.ConditionFalse:
+		ready = verdict{metav1.ConditionFalse, source.Reason, source.Message}
+		stalled = s.stalled || (!s.validated && isStalledReason(source.Reason))
+	default:
+		ready = verdict{metav1.ConditionFalse, catalystv1alpha1.ProgressingReason, "Validating the source"}
+	}
+	conditions.Set(&st.Conditions, gen, conditions.Ready, ready.status, ready.reason, ready.message)
+	if stalled {
+		conditions.Set(&st.Conditions, gen, conditions.Stalled, metav1.ConditionTrue, ready.reason, ready.message)
+		conditions.Remove(&st.Conditions, conditions.Reconciling)
+	} else if ready.status != metav1.ConditionTrue {
+		conditions.Set(&st.Conditions, gen, conditions.Reconciling, metav1.ConditionTrue, ready.reason, ready.message)
+		conditions.Remove(&st.Conditions, conditions.Stalled)
+	} else {
+		conditions.Remove(&st.Conditions, conditions.Reconciling)
+		conditions.Remove(&st.Conditions, conditions.Stalled)
+	}
+	if isReady := ready.status == metav1.ConditionTrue; isReady != wasReady {
+		s.events = append(s.events, note{warning: !isReady, reason: ready.reason,
+			message: fmt.Sprintf("Ready %t -> %t: %s", wasReady, isReady, ready.message)})
+	}
+}
+
+// isStalledReason reports the source failures a retry cannot fix.
+func isStalledReason(reason string) bool {
+	switch reason {
+	case catalystv1alpha1.SourceUnavailableReason, catalystv1alpha1.ProgressingReason:
+		return false
+	}
+	return true
+}
+
+func (r *ProjectReconciler) emitProjectEvents(ctx context.Context, s *projectScope) {
+	log := ctrl.LoggerFrom(ctx)
+	for _, e := range s.events {
+		typ := "Normal"
+		if e.warning {
+			typ = "Warning"
+		}
+		log.Info(e.message, "operation", e.reason, "eventType", typ)
+		if r.Recorder != nil {
+			r.Recorder.Eventf(s.project, nil, typ, e.reason, "Validate", "%s", e.message)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package catalyst
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/slipway-dev/slipway/internal/operator"
+	"github.com/slipway-dev/slipway/internal/registry"
+)
+
+// Config holds the catalyst flags.
+type Config struct {
+	PreviewDomain      string
+	IngressNamespace   string
+	BuildNamespace     string
+	KanikoImage        string
+	BuildKitImage      string
+	PodSecurityLevel   string
+	PublicEgress       bool
+	Concurrency        int
+	GitTimeout         time.Duration
+	ValidationInterval time.Duration
+	RegistryInFlight   int
+	CheckoutDir        string
+}
+
+// Controller returns the Catalyst system (Projects and Environments) for the operator binary.
+func Controller() operator.Controller {
+	cfg := &Config{}
+	return operator.Controller{
+		Name: "catalyst",
+		BindFlags: func(fs *flag.FlagSet) {
+			fs.StringVar(&cfg.PreviewDomain, "catalyst-preview-domain", "", "preview domain of Projects that set none: environments are served at <environment>.<domain>; empty means no Ingress for them")
+			fs.StringVar(&cfg.IngressNamespace, "catalyst-ingress-namespace", DefaultIngressNamespace, "namespace of the ingress controller, allowed into environment namespaces by their NetworkPolicy")
+			fs.StringVar(&cfg.BuildNamespace, "catalyst-build-namespace", "", "namespace the image build Jobs run in (default: the operator's namespace)")
+			fs.StringVar(&cfg.KanikoImage, "catalyst-kaniko-image", DefaultKanikoImage, "Kaniko executor image of build Jobs (build.engine kaniko)")
+			fs.StringVar(&cfg.BuildKitImage, "catalyst-buildkit-image", DefaultBuildKitImage, "rootless BuildKit image of build Jobs (build.engine buildkit)")
+			fs.StringVar(&cfg.PodSecurityLevel, "catalyst-pod-security-level", DefaultPodSecurityLevel, "pod-security standard enforced in environment namespaces: restricted or baseline")
+			fs.BoolVar(&cfg.PublicEgress, "catalyst-public-egress", true, "let environment pods reach public IP addresses (not private, link-local or shared ranges) besides DNS and their own namespace")
+			fs.IntVar(&cfg.Concurrency, "catalyst-concurrency", DefaultConcurrency, "Environments reconciled in parallel (Projects: a quarter of it, at least 1)")
+			fs.DurationVar(&cfg.GitTimeout, "catalyst-git-timeout", DefaultGitTimeout, "bound of one git operation (resolving a branch, fetching a commit)")
+			fs.DurationVar(&cfg.ValidationInterval, "catalyst-project-validation-interval", DefaultValidationInterval, "how often a Project's branch head is checked (±10 %)")
+			fs.IntVar(&cfg.RegistryInFlight, "catalyst-registry-max-in-flight", DefaultRegistryInFlight, "registry operations in flight across all environments")
+			fs.StringVar(&cfg.CheckoutDir, "catalyst-checkout-dir", "", "writable directory for the temporary checkouts deployed (default: the system's temporary directory; an emptyDir in the operator's pod)")
+		},
+		Setup: func(ctx context.Context, mgr ctrl.Manager, opts operator.Options) error {
+			return cfg.setup(ctx, mgr, opts)
+		},
+	}
+}
+
+func (cfg *Config) setup(ctx context.Context, mgr ctrl.Manager, opts operator.Options) error {
+	switch cfg.PodSecurityLevel {
+	case "restricted", "baseline":
+	default:
+		return fmt.Errorf("--catalyst-pod-security-level must be restricted or baseline, not %q", cfg.PodSecurityLevel)
+	}
+	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	buildNS := cfg.BuildNamespace
+	if buildNS == "" {
+		buildNS = opts.Namespace
+	}
+	deployer, err := newDeployer(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	env := &EnvironmentReconciler{
+		Client:           mgr.GetClient(),
+		APIReader:        mgr.GetAPIReader(),
+		Recorder:         opts.EventRecorder(mgr, "catalyst-environment-controller"),
+		Deployer:         deployer,
+		Logs:             PodLogs{Clientset: cs},
+		Limiter:          registry.NewLimiter(cfg.RegistryInFlight),
+		PreviewDomain:    cfg.PreviewDomain,
+		IngressNamespace: cfg.IngressNamespace,
+		BuildNamespace:   buildNS,
+		KanikoImage:      cfg.KanikoImage,
+		BuildKitImage:    cfg.BuildKitImage,
+		PodSecurityLevel: cfg.PodSecurityLevel,
+		PublicEgress:     cfg.PublicEgress,
+		GitTimeout:       cfg.GitTimeout,
+		CheckoutDir:      cfg.CheckoutDir,
+	}
+	if err := env.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: max(cfg.Concurrency, 1)}); err != nil {
+		return err
+	}
+	proj := &ProjectReconciler{
+		Client:             mgr.GetClient(),
+		APIReader:          mgr.GetAPIReader(),
+		Recorder:           opts.EventRecorder(mgr, "catalyst-project-controller"),
+		GitTimeout:         cfg.GitTimeout,
+		ValidationInterval: cfg.ValidationInterval,
+	}
+	return proj.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: max(cfg.Concurrency/4, 1)})
+}
