@@ -112,7 +112,7 @@ func (r *Reconciler) registryClient(ctx context.Context, s *scope) (TagLister, e
 	}
 	c, err := r.Registry(a.opts, r.Limiter)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errCredentials, err)
+		return nil, fmt.Errorf("%w: %w", errCredentials, err)
 	}
 	if r.clients == nil || len(r.clients) >= maxCachedClients {
 		r.clients = map[string]TagLister{}

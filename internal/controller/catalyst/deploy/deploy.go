@@ -220,7 +220,7 @@ func (e *Engine) Deploy(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }()
 	switch req.Type {
 	case catalystv1alpha1.DeploymentTypeHelm:
 		return e.deployHelm(ctx, req, root)

@@ -28,7 +28,7 @@ var kustomizationFiles = []string{"kustomization.yaml", "kustomization.yml", "Ku
 // base or an http URL anywhere in the kustomizations it uses is refused before the build starts.
 func renderKustomization(root *os.Root, dir string, b *budget) ([]manifest, error) {
 	files, err := readTree(root, ".", b, func(rel string, info fs.FileInfo) bool {
-		return !(info.IsDir() && path.Base(rel) == ".git")
+		return !info.IsDir() || path.Base(rel) != ".git"
 	})
 	if err != nil {
 		return nil, wrapAs(ErrKustomizeBuild, err)
@@ -132,10 +132,11 @@ func referencedPaths(k *types.Kustomization) []string {
 	refs = append(refs, k.Generators...)
 	refs = append(refs, k.Transformers...)
 	refs = append(refs, k.Validators...)
-	for _, p := range k.PatchesStrategicMerge {
+	// Users' kustomizations may still use the deprecated patch fields; their paths are checked too.
+	for _, p := range k.PatchesStrategicMerge { //nolint:staticcheck // see above
 		refs = append(refs, string(p))
 	}
-	for _, p := range append(append([]types.Patch{}, k.Patches...), k.PatchesJson6902...) {
+	for _, p := range append(append([]types.Patch{}, k.Patches...), k.PatchesJson6902...) { //nolint:staticcheck // see above
 		refs = append(refs, p.Path)
 	}
 	for _, r := range k.Replacements {
