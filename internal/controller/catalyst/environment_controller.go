@@ -330,7 +330,7 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			r.writes.forget(req.NamespacedName)
 			r.failures.forget(req.NamespacedName)
 			r.readyOnce.forget(req.NamespacedName)
-			phases.forget(req.NamespacedName)
+			phases.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err

@@ -1,12 +1,11 @@
 package catalyst
 
 import (
-	"sync"
+	"github.com/slipway-dev/slipway/internal/phasegauge"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -71,9 +70,6 @@ var allPhases = []catalystv1alpha1.Phase{
 func init() {
 	metrics.Registry.MustRegister(environmentsByPhase, timeToReady, buildsCreated, buildsFinished, registryChecks,
 		gitFetches, deploys, deployDuration, expired, projectValidations, reconcileDuration)
-	for _, p := range allPhases {
-		environmentsByPhase.WithLabelValues(string(p))
-	}
 }
 
 // observe records one Environment reconcile.
@@ -82,7 +78,7 @@ func (r *EnvironmentReconciler) observe(s *envScope, prev catalystv1alpha1.Phase
 	env := s.env
 	key := client.ObjectKeyFromObject(env)
 	if env.Status.Phase != "" {
-		phases.set(key, env.Status.Phase)
+		phases.Set(key, env.Status.Phase)
 	}
 	if env.Status.Phase == catalystv1alpha1.PhaseReady && prev != catalystv1alpha1.PhaseReady && r.readyOnce.first(key) &&
 		env.Generation == 1 {
@@ -90,45 +86,12 @@ func (r *EnvironmentReconciler) observe(s *envScope, prev catalystv1alpha1.Phase
 	}
 }
 
-// phases remembers each Environment's last phase so the gauge holds one series per phase.
-var phases = &phaseTracker{last: map[types.NamespacedName]catalystv1alpha1.Phase{}}
-
-type phaseTracker struct {
-	mu   sync.Mutex
-	last map[types.NamespacedName]catalystv1alpha1.Phase
-}
-
-func (t *phaseTracker) set(key types.NamespacedName, p catalystv1alpha1.Phase) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	old, ok := t.last[key]
-	if ok && old == p {
-		return
-	}
-	if ok {
-		environmentsByPhase.WithLabelValues(string(old)).Dec()
-	}
-	t.last[key] = p
-	environmentsByPhase.WithLabelValues(string(p)).Inc()
-}
-
-func (t *phaseTracker) forget(key types.NamespacedName) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if old, ok := t.last[key]; ok {
-		environmentsByPhase.WithLabelValues(string(old)).Dec()
-		delete(t.last, key)
-	}
-}
+// phases holds one series per phase: an Environment moves from one count to another and leaves
+// its count when it is gone.
+var phases = phasegauge.New(environmentsByPhase, allPhases...)
 
 // PhaseCount is the gauge's value for phase (benchmarks and tests read it).
-func PhaseCount(p catalystv1alpha1.Phase) float64 {
-	m := &dto.Metric{}
-	if err := environmentsByPhase.WithLabelValues(string(p)).Write(m); err != nil {
-		return 0
-	}
-	return m.GetGauge().GetValue()
-}
+func PhaseCount(p catalystv1alpha1.Phase) float64 { return phases.Count(p) }
 
 // CounterValue reads a counter of this package by its metric name and label values, for tests
 // and benchmarks; 0 when unknown.

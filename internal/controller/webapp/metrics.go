@@ -1,11 +1,9 @@
 package webapp
 
 import (
-	"sync"
+	"github.com/slipway-dev/slipway/internal/phasegauge"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
@@ -29,48 +27,11 @@ var allPhases = []webappv1.Phase{
 
 func init() {
 	metrics.Registry.MustRegister(webAppsByPhase, applies)
-	for _, p := range allPhases {
-		webAppsByPhase.WithLabelValues(string(p))
-	}
 }
 
-// phases remembers each WebApp's last phase so the gauge holds one series per phase: a WebApp
-// moves from one count to another, and leaves its count when it is gone.
-var phases = &phaseTracker{last: map[types.NamespacedName]webappv1.Phase{}}
-
-type phaseTracker struct {
-	mu   sync.Mutex
-	last map[types.NamespacedName]webappv1.Phase
-}
-
-func (t *phaseTracker) set(key types.NamespacedName, p webappv1.Phase) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	old, ok := t.last[key]
-	if ok && old == p {
-		return
-	}
-	if ok {
-		webAppsByPhase.WithLabelValues(string(old)).Dec()
-	}
-	t.last[key] = p
-	webAppsByPhase.WithLabelValues(string(p)).Inc()
-}
-
-func (t *phaseTracker) forget(key types.NamespacedName) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if old, ok := t.last[key]; ok {
-		webAppsByPhase.WithLabelValues(string(old)).Dec()
-		delete(t.last, key)
-	}
-}
+// phases holds one series per phase: a WebApp moves from one count to another and leaves its
+// count when it is gone.
+var phases = phasegauge.New(webAppsByPhase, allPhases...)
 
 // PhaseCount is the gauge's value for phase (benchmarks and tests read it).
-func PhaseCount(p webappv1.Phase) float64 {
-	m := &dto.Metric{}
-	if err := webAppsByPhase.WithLabelValues(string(p)).Write(m); err != nil {
-		return 0
-	}
-	return m.GetGauge().GetValue()
-}
+func PhaseCount(p webappv1.Phase) float64 { return phases.Count(p) }

@@ -88,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	app := &webappv1.WebApp{}
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
 		if apierrors.IsNotFound(err) {
-			phases.forget(req.NamespacedName)
+			phases.Forget(req.NamespacedName)
 			r.writes.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
@@ -109,7 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		}
 		r.writes.record("WebApp", app)
 		r.emitEvents(ctx, s)
-		phases.set(req.NamespacedName, app.Status.Phase)
+		phases.Set(req.NamespacedName, app.Status.Phase)
 		if retErr == nil && !s.deleting {
 			result = ctrl.Result{RequeueAfter: jitter(r.resyncPeriod())}
 		}

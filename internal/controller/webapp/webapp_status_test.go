@@ -7,7 +7,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
@@ -119,27 +118,5 @@ func TestComputeStatus_Conditions(t *testing.T) {
 	}
 	if st.URL != "http://web.ns.svc:80" || st.Selector != "app.kubernetes.io/instance=web,app.kubernetes.io/name=web" {
 		t.Errorf("url %q selector %q", st.URL, st.Selector)
-	}
-}
-
-func TestPhaseTracker_CountsEachWebAppOnce(t *testing.T) {
-	tr := &phaseTracker{last: map[types.NamespacedName]webappv1.Phase{}}
-	a, b := types.NamespacedName{Name: "a"}, types.NamespacedName{Name: "b"}
-	readyBase, failedBase := PhaseCount(webappv1.PhaseReady), PhaseCount(webappv1.PhaseFailed)
-	tr.set(a, webappv1.PhaseReady)
-	tr.set(a, webappv1.PhaseReady)
-	tr.set(b, webappv1.PhaseReady)
-	tr.set(b, webappv1.PhaseFailed)
-	if got := PhaseCount(webappv1.PhaseReady) - readyBase; got != 1 {
-		t.Errorf("Ready = %v, want 1", got)
-	}
-	if got := PhaseCount(webappv1.PhaseFailed) - failedBase; got != 1 {
-		t.Errorf("Failed = %v, want 1", got)
-	}
-	tr.forget(a)
-	tr.forget(b)
-	tr.forget(b)
-	if PhaseCount(webappv1.PhaseReady) != readyBase || PhaseCount(webappv1.PhaseFailed) != failedBase {
-		t.Error("the counts did not return to their base after the WebApps were forgotten")
 	}
 }
