@@ -1,7 +1,6 @@
 package catalyst
 
 import (
-	"github.com/slipway-dev/slipway/internal/phasegauge"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
+	"github.com/slipway-dev/slipway/internal/phasegauge"
 )
 
 var (

@@ -1,12 +1,11 @@
 package webapp
 
 import (
-	"github.com/slipway-dev/slipway/internal/phasegauge"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
+	"github.com/slipway-dev/slipway/internal/phasegauge"
 )
 
 var (

@@ -3,7 +3,6 @@ package werfbundle
 import (
 	"context"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -12,36 +11,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
+	"github.com/slipway-dev/slipway/internal/joblog"
 )
 
-// LogReader reads the end of a container's log. The production reader asks the API server
-// (pods/log); a container that never ran (kwok in tests and make dev) has no log to give.
-type LogReader interface {
-	Tail(ctx context.Context, namespace, pod, container string, maxBytes int64) (string, error)
-}
+// LogReader reads the end of a container's log (see package joblog).
+type LogReader = joblog.Reader
 
 // PodLogs reads logs through the API server.
-type PodLogs struct{ Clientset kubernetes.Interface }
-
-// Tail implements LogReader.
-func (p PodLogs) Tail(ctx context.Context, namespace, pod, container string, maxBytes int64) (string, error) {
-	req := p.Clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{
-		Container: container, LimitBytes: ptr.To(maxBytes), TailLines: ptr.To[int64](2000),
-	})
-	rc, err := req.Stream(ctx)
-	if err != nil {
-		return "", err
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, maxBytes))
-	return string(b), err
-}
+type PodLogs = joblog.PodLogs
 
 // Labels and annotations of a log ConfigMap.
 const (
@@ -57,20 +38,9 @@ const (
 // the end of its log.
 func (r *Reconciler) jobOutput(ctx context.Context, j *batchv1.Job) (exit int32, tail string, logErr error) {
 	exit = -1
-	var pods corev1.PodList
-	if err := r.APIReader.List(ctx, &pods, client.InNamespace(j.Namespace),
-		client.MatchingLabels{batchv1.JobNameLabel: j.Name}); err != nil {
-		return exit, "", fmt.Errorf("listing the Job's pods: %w", err)
-	}
-	var last *corev1.Pod
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if last == nil || last.CreationTimestamp.Before(&p.CreationTimestamp) {
-			last = p
-		}
-	}
-	if last == nil {
-		return exit, "", fmt.Errorf("the Job's pods are gone")
+	last, err := joblog.LastPod(ctx, r.APIReader, j)
+	if err != nil {
+		return exit, "", err
 	}
 	for _, cs := range last.Status.ContainerStatuses {
 		if cs.Name == containerName && cs.State.Terminated != nil {
