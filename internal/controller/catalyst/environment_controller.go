@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
+	"github.com/slipway-dev/slipway/internal/cachelag"
 	"github.com/slipway-dev/slipway/internal/conditions"
 	"github.com/slipway-dev/slipway/internal/controller/catalyst/naming"
 	"github.com/slipway-dev/slipway/internal/patch"
@@ -105,7 +106,7 @@ type EnvironmentReconciler struct {
 	once      sync.Once
 	sources   *snapshots
 	clients   clientCache
-	writes    lastWrites
+	writes    cachelag.Writes
 	failures  deployFailures
 	readyOnce readyTracker
 }
@@ -327,7 +328,7 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	env := &catalystv1alpha1.Environment{}
 	if err := r.Get(ctx, req.NamespacedName, env); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.writes.forget(req.NamespacedName)
+			r.writes.Forget(req.NamespacedName)
 			r.failures.forget(req.NamespacedName)
 			r.readyOnce.forget(req.NamespacedName)
 			phases.Forget(req.NamespacedName)
@@ -335,7 +336,7 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 		return ctrl.Result{}, err
 	}
-	if r.writes.behind(env) {
+	if r.writes.Behind("Environment", env) {
 		// The cache has not caught up with the last status written: acting on the older copy
 		// would repeat work and events. Read the Environment from the API server instead.
 		if err := r.APIReader.Get(ctx, req.NamespacedName, env); err != nil {
@@ -361,8 +362,8 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		if err := helper.Patch(ctx, env); err != nil && !apierrors.IsNotFound(err) {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
-		r.writes.record(env)
-		r.emitEvents(ctx, s)
+		r.writes.Record("Environment", env)
+		s.events.Emit(ctx, r.Recorder, s.env, "Reconcile")
 		r.observe(s, prevPhase, time.Since(start))
 		if retErr == nil {
 			result = s.result(r.ResyncPeriod)

@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
+	"github.com/slipway-dev/slipway/internal/notes"
 )
 
 // envScope carries one reconcile's facts from the steps to computeStatus.
@@ -60,7 +61,7 @@ type envScope struct {
 	// next is when to come back (zero: only on events and the resync).
 	next time.Duration
 
-	events []note
+	events notes.Notes
 }
 
 // outcome is one condition's verdict from a step.
@@ -78,13 +79,6 @@ type failure struct {
 	message   string
 	phase     catalystv1alpha1.Phase
 	stalled   bool
-}
-
-type note struct {
-	warning bool
-	phase   bool
-	reason  string
-	message string
 }
 
 func newEnvScope(env *catalystv1alpha1.Environment, now time.Time) *envScope {
@@ -108,7 +102,7 @@ func (s *envScope) fail(f *failure) {
 }
 
 func (s *envScope) eventf(warning bool, reason, message string) {
-	s.events = append(s.events, note{warning: warning, reason: reason, message: message})
+	s.events.Add(warning, reason, message)
 }
 
 // result is the reconcile's Result: the earliest requeue asked for, the TTL's expiry, or the

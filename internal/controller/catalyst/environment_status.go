@@ -1,12 +1,9 @@
 package catalyst
 
 import (
-	"context"
 	"fmt"
-	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/conditions"
@@ -105,8 +102,7 @@ func (r *EnvironmentReconciler) computeStatus(s *envScope) {
 		st.ObservedGeneration = gen
 	}
 	if st.Phase != prev && st.Phase != "" {
-		s.events = append(s.events, note{warning: st.Phase == catalystv1alpha1.PhaseFailed, phase: true, reason: "Phase" + string(st.Phase),
-			message: fmt.Sprintf("Phase %s -> %s: %s", orNone(string(prev)), st.Phase, sum.ready.message)})
+		s.events.PhaseChanged(st.Phase == catalystv1alpha1.PhaseFailed, string(prev), string(st.Phase), sum.ready.message)
 	}
 }
 
@@ -213,28 +209,4 @@ func progressPhase(s *envScope) catalystv1alpha1.Phase {
 		return catalystv1alpha1.PhaseBuilding
 	}
 	return catalystv1alpha1.PhasePending
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
-}
-
-// emitEvents logs every note and records Events: the phase change alone when the phase changed
-// (its message says why), otherwise each note. Secret content never appears in a note.
-func (r *EnvironmentReconciler) emitEvents(ctx context.Context, s *envScope) {
-	log := ctrl.LoggerFrom(ctx)
-	phaseChanged := slices.ContainsFunc(s.events, func(e note) bool { return e.phase })
-	for _, e := range s.events {
-		typ := "Normal"
-		if e.warning {
-			typ = "Warning"
-		}
-		log.Info(e.message, "operation", e.reason, "eventType", typ)
-		if r.Recorder != nil && (e.phase || !phaseChanged) {
-			r.Recorder.Eventf(s.env, nil, typ, e.reason, "Reconcile", "%s", e.message)
-		}
-	}
 }

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // deployFailures remembers, per Environment, the last failed deploy and the registry failures
@@ -93,44 +91,6 @@ func (m *deployFailures) forget(key types.NamespacedName) {
 	defer m.mu.Unlock()
 	delete(m.deploys, key)
 	delete(m.registry, key)
-}
-
-// lastWrites remembers the resourceVersion of the controller's last write to each Environment.
-// The events of a Job or a Deployment can start a reconcile before the Environment's cache holds
-// the status written a moment earlier; acting on that older copy would repeat work and events,
-// so such a reconcile reads the Environment from the API server instead.
-type lastWrites struct {
-	mu sync.Mutex
-	rv map[types.NamespacedName]string
-}
-
-func (w *lastWrites) record(obj client.Object) {
-	if obj.GetResourceVersion() == "" {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.rv == nil {
-		w.rv = map[types.NamespacedName]string{}
-	}
-	w.rv[client.ObjectKeyFromObject(obj)] = obj.GetResourceVersion()
-}
-
-func (w *lastWrites) behind(obj client.Object) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	last, ok := w.rv[client.ObjectKeyFromObject(obj)]
-	if !ok {
-		return false
-	}
-	cmp, err := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), last)
-	return err == nil && cmp < 0
-}
-
-func (w *lastWrites) forget(key types.NamespacedName) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.rv, key)
 }
 
 // readyTracker remembers which Environments reached Ready once, for the time-to-ready metric.

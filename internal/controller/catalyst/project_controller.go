@@ -27,6 +27,7 @@ import (
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/gitsource"
+	"github.com/slipway-dev/slipway/internal/notes"
 	"github.com/slipway-dev/slipway/internal/patch"
 	"github.com/slipway-dev/slipway/internal/registry"
 )
@@ -191,7 +192,7 @@ type projectScope struct {
 	envCount   int32
 	countKnown bool
 	next       time.Duration
-	events     []note
+	events     notes.Notes
 }
 
 func (s *projectScope) requeue(d time.Duration) {
@@ -223,7 +224,7 @@ func (r *ProjectReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		if err := helper.Patch(ctx, p); err != nil && !apierrors.IsNotFound(err) {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
-		r.emitProjectEvents(ctx, s)
+		s.events.Emit(ctx, r.Recorder, s.project, "Validate")
 		reconcileDuration.WithLabelValues("Project").Observe(time.Since(start).Seconds())
 		if retErr == nil {
 			result = ctrl.Result{RequeueAfter: s.next}

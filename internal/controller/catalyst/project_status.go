@@ -1,12 +1,10 @@
 package catalyst
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/conditions"
@@ -69,8 +67,7 @@ func (r *ProjectReconciler) computeProjectStatus(s *projectScope) {
 		conditions.Remove(&st.Conditions, conditions.Stalled)
 	}
 	if isReady := ready.status == metav1.ConditionTrue; isReady != wasReady {
-		s.events = append(s.events, note{warning: !isReady, reason: ready.reason,
-			message: fmt.Sprintf("Ready %t -> %t: %s", wasReady, isReady, ready.message)})
+		s.events.Add(!isReady, ready.reason, fmt.Sprintf("Ready %t -> %t: %s", wasReady, isReady, ready.message))
 	}
 }
 
@@ -81,18 +78,4 @@ func isStalledReason(reason string) bool {
 		return false
 	}
 	return true
-}
-
-func (r *ProjectReconciler) emitProjectEvents(ctx context.Context, s *projectScope) {
-	log := ctrl.LoggerFrom(ctx)
-	for _, e := range s.events {
-		typ := "Normal"
-		if e.warning {
-			typ = "Warning"
-		}
-		log.Info(e.message, "operation", e.reason, "eventType", typ)
-		if r.Recorder != nil {
-			r.Recorder.Eventf(s.project, nil, typ, e.reason, "Validate", "%s", e.message)
-		}
-	}
 }

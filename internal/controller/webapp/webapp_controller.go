@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
+	"github.com/slipway-dev/slipway/internal/cachelag"
 	"github.com/slipway-dev/slipway/internal/patch"
 )
 
@@ -48,7 +49,7 @@ type Reconciler struct {
 	// ProgressDeadline is the Deployments' progressDeadlineSeconds.
 	ProgressDeadline time.Duration
 
-	writes lastWrites
+	writes cachelag.Writes
 }
 
 // NewRateLimiter is the controller's failure backoff: base, doubling per failure of the same
@@ -89,7 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
 		if apierrors.IsNotFound(err) {
 			phases.Forget(req.NamespacedName)
-			r.writes.forget(req.NamespacedName)
+			r.writes.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -98,7 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.read(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	if r.writes.behind("WebApp", app) || r.writes.behind("Deployment", s.liveDeployment) || r.writes.behind("Service", s.liveService) {
+	if r.writes.Behind("WebApp", app) || r.writes.Behind("Deployment", s.liveDeployment) || r.writes.Behind("Service", s.liveService) {
 		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
 	}
 	helper := patch.NewHelper(app, r.Client)
@@ -107,8 +108,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if err := helper.Patch(ctx, app); err != nil && !apierrors.IsNotFound(err) {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
-		r.writes.record("WebApp", app)
-		r.emitEvents(ctx, s)
+		r.writes.Record("WebApp", app)
+		s.events.Emit(ctx, r.Recorder, s.app, "Reconcile")
 		phases.Set(req.NamespacedName, app.Status.Phase)
 		if retErr == nil && !s.deleting {
 			result = ctrl.Result{RequeueAfter: jitter(r.resyncPeriod())}

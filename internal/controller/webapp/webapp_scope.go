@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
+	"github.com/slipway-dev/slipway/internal/notes"
 )
 
 // scope carries one reconcile's facts from the steps to computeStatus.
@@ -39,17 +40,11 @@ type scope struct {
 	// reconciled: every step ran.
 	reconciled bool
 
-	events []note
+	events notes.Notes
 }
 
 // failure describes why the WebApp is Failed and Stalled.
 type failure struct {
-	reason  string
-	message string
-}
-
-type note struct {
-	warning bool
 	reason  string
 	message string
 }
@@ -65,7 +60,7 @@ func (s *scope) fail(reason, message string) error {
 }
 
 func (s *scope) eventf(warning bool, reason, message string) {
-	s.events = append(s.events, note{warning: warning, reason: reason, message: message})
+	s.events.Add(warning, reason, message)
 }
 
 // jitter spreads d by ±10 % so WebApps created together do not resync together.

@@ -1,16 +1,15 @@
 package webapp
 
 import (
-	"context"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
 	"github.com/slipway-dev/slipway/internal/conditions"
+	"github.com/slipway-dev/slipway/internal/notes"
 )
 
 // verdict is what the reconcile's facts say about the WebApp.
@@ -67,8 +66,7 @@ func (r *Reconciler) computeStatus(s *scope) {
 		st.ObservedGeneration = gen
 	}
 	if st.Phase != prev {
-		s.eventf(st.Phase == webappv1.PhaseFailed, "Phase"+string(st.Phase),
-			fmt.Sprintf("Phase %s -> %s: %s", orNone(string(prev)), st.Phase, v.message))
+		s.eventf(st.Phase == webappv1.PhaseFailed, "Phase"+string(st.Phase), notes.PhaseMessage(string(prev), string(st.Phase), v.message))
 	}
 }
 
@@ -166,26 +164,4 @@ func selectorOf(d *appsv1.Deployment) string {
 		return ""
 	}
 	return s.String()
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
-}
-
-// emitEvents records the reconcile's events on the WebApp and logs them.
-func (r *Reconciler) emitEvents(ctx context.Context, s *scope) {
-	log := ctrl.LoggerFrom(ctx)
-	for _, e := range s.events {
-		typ := corev1.EventTypeNormal
-		if e.warning {
-			typ = corev1.EventTypeWarning
-		}
-		log.Info(e.message, "operation", e.reason, "eventType", typ)
-		if r.Recorder != nil {
-			r.Recorder.Eventf(s.app, nil, typ, e.reason, "Reconcile", "%s", e.message)
-		}
-	}
 }

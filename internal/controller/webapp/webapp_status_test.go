@@ -104,7 +104,7 @@ func TestComputeStatus_Conditions(t *testing.T) {
 		conditions.Get(app.Status.Conditions, conditions.Reconciling) != nil {
 		t.Errorf("stalled: observedGeneration %d, conditions %+v", app.Status.ObservedGeneration, app.Status.Conditions)
 	}
-	if len(s.events) != 1 || !s.events[0].warning || s.events[0].reason != "PhaseFailed" {
+	if len(s.events) != 1 || !s.events[0].Warning || s.events[0].Reason != "PhaseFailed" {
 		t.Errorf("events = %+v, want one Warning PhaseFailed", s.events)
 	}
 

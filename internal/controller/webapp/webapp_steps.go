@@ -55,7 +55,7 @@ func (r *Reconciler) stepDeployment(ctx context.Context, s *scope) error {
 	if err := convert(desired, applied); err != nil {
 		return err
 	}
-	r.writes.record("Deployment", applied)
+	r.writes.Record("Deployment", applied)
 	ctrl.LoggerFrom(ctx).Info("Applied Deployment", "deployment", app.Name, "field", change, "created", s.deployment == nil)
 	applies.WithLabelValues("Deployment").Inc()
 	s.deployment, s.wroteDeployment = applied, true
@@ -83,7 +83,7 @@ func (r *Reconciler) stepService(ctx context.Context, s *scope) error {
 	if err := convert(desired, applied); err != nil {
 		return err
 	}
-	r.writes.record("Service", applied)
+	r.writes.Record("Service", applied)
 	ctrl.LoggerFrom(ctx).Info("Applied Service", "service", app.Name, "field", change, "created", s.service == nil)
 	applies.WithLabelValues("Service").Inc()
 	s.service = applied

@@ -193,7 +193,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if err := helper.Patch(ctx, bundle); err != nil && !apierrors.IsNotFound(err) {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
-		r.emitEvents(ctx, s)
+		s.events.Emit(ctx, r.Recorder, s.bundle, "Reconcile")
 		observeReconcile(s, time.Since(start))
 		if retErr == nil {
 			result = s.result()

@@ -9,6 +9,7 @@ import (
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/controller/werfbundle/tags"
+	"github.com/slipway-dev/slipway/internal/notes"
 )
 
 // scope carries one reconcile's facts from the steps to computeStatus.
@@ -61,7 +62,7 @@ type scope struct {
 	// next is when to come back (zero: only on events).
 	next time.Duration
 
-	events []note
+	events notes.Notes
 }
 
 // failure describes why the bundle is not Synced.
@@ -72,13 +73,6 @@ type failure struct {
 	stalled bool
 	// counts: the failure counts toward consecutiveFailures (registry and deploy failures do).
 	counts bool
-}
-
-type note struct {
-	warning bool
-	phase   bool
-	reason  string
-	message string
 }
 
 func newScope(b *werfv1.WerfBundle, now time.Time) *scope {
@@ -104,7 +98,7 @@ func (s *scope) result() ctrl.Result {
 }
 
 func (s *scope) eventf(warning bool, reason, message string) {
-	s.events = append(s.events, note{warning: warning, reason: reason, message: message})
+	s.events.Add(warning, reason, message)
 }
 
 // jitter spreads d by ±10 % so bundles created together do not poll together.

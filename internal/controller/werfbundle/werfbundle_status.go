@@ -1,12 +1,9 @@
 package werfbundle
 
 import (
-	"context"
 	"fmt"
-	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/conditions"
@@ -84,8 +81,7 @@ func (r *Reconciler) computeStatus(s *scope) {
 	if st.Phase != prev && st.Phase != "" {
 		warning := st.Phase == werfv1.PhaseFailed
 		msg := conditions.Get(st.Conditions, conditions.Ready).Message
-		s.events = append(s.events, note{warning: warning, phase: true, reason: "Phase" + string(st.Phase),
-			message: fmt.Sprintf("Phase %s -> %s: %s", orNone(string(prev)), st.Phase, msg)})
+		s.events.PhaseChanged(warning, string(prev), string(st.Phase), msg)
 	}
 	phaseGauge(b)
 }
@@ -133,31 +129,4 @@ func readyStatus(conds []metav1.Condition) metav1.ConditionStatus {
 		return c.Status
 	}
 	return metav1.ConditionUnknown
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
-}
-
-// emitEvents records the reconcile's events on the bundle and logs them (JSON, with the bundle,
-// its namespace and the operation).
-// emitEvents logs every note and records Events: the phase change alone when the phase changed
-// (its message says why), otherwise each note. One Event per transition keeps the API server's
-// and the event recorder's load at a deploy's scale small.
-func (r *Reconciler) emitEvents(ctx context.Context, s *scope) {
-	log := ctrl.LoggerFrom(ctx)
-	phaseChanged := slices.ContainsFunc(s.events, func(e note) bool { return e.phase })
-	for _, e := range s.events {
-		typ := "Normal"
-		if e.warning {
-			typ = "Warning"
-		}
-		log.Info(e.message, "operation", e.reason, "eventType", typ)
-		if r.Recorder != nil && (e.phase || !phaseChanged) {
-			r.Recorder.Eventf(s.bundle, nil, typ, e.reason, "Reconcile", "%s", e.message)
-		}
-	}
 }

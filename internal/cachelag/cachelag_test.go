@@ -1,4 +1,4 @@
-package webapp
+package cachelag
 
 import (
 	"testing"
@@ -8,25 +8,25 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-func TestLastWrites_Behind(t *testing.T) {
+func TestWrites_Behind(t *testing.T) {
 	obj := func(rv string) *appsv1.Deployment {
 		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", ResourceVersion: rv}}
 	}
-	var w lastWrites
-	if w.behind("Deployment", obj("5")) {
+	var w Writes
+	if w.Behind("Deployment", obj("5")) {
 		t.Error("behind with no write recorded")
 	}
-	w.record("Deployment", obj("100"))
+	w.Record("Deployment", obj("100"))
 	for rv, want := range map[string]bool{"99": true, "9": true, "100": false, "101": false, "": false, "x": false} {
-		if got := w.behind("Deployment", obj(rv)); got != want {
+		if got := w.Behind("Deployment", obj(rv)); got != want {
 			t.Errorf("behind(rv %q) = %v, want %v", rv, got, want)
 		}
 	}
-	if w.behind("Service", obj("99")) {
+	if w.Behind("Service", obj("99")) {
 		t.Error("a write to the Deployment made the Service behind")
 	}
-	w.forget(types.NamespacedName{Namespace: "ns", Name: "web"})
-	if w.behind("Deployment", obj("99")) {
+	w.Forget(types.NamespacedName{Namespace: "ns", Name: "web"})
+	if w.Behind("Deployment", obj("99")) {
 		t.Error("behind after forget")
 	}
 }
