@@ -85,6 +85,10 @@ const (
 	// RenderFailedReason: the chart, manifests or kustomization at the commit could not be
 	// rendered (invalid YAML, a template error, a missing file); the message says where.
 	RenderFailedReason = "RenderFailed"
+	// ObjectRefusedReason: the deployment holds an object an environment may not have: a
+	// cluster-scoped one, one for another namespace, a quota, limit range or network policy (the
+	// operator's guard rails), a name the operator keeps, or a kind the cluster does not serve.
+	ObjectRefusedReason = "ObjectRefused"
 	// DeploymentFailedReason: the rendered objects could not be applied, or the workloads did not
 	// become available in time.
 	DeploymentFailedReason = "DeploymentFailed"

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
@@ -21,13 +23,24 @@ type (
 	deployResult  = deploy.Result
 )
 
+// reservedObjects are the objects the controller keeps in an environment namespace besides its
+// guard rails: the Ingress and the Secrets copied from the Project. A deployment that brings one
+// of them is refused, so the two never fight over it.
+func reservedObjects(project *catalystv1alpha1.Project) []deploy.Reserved {
+	out := []deploy.Reserved{{GroupKind: schema.GroupKind{Group: networkingv1.GroupName, Kind: "Ingress"}, Name: IngressName}}
+	for _, c := range secretCopies(project) {
+		out = append(out, deploy.Reserved{GroupKind: schema.GroupKind{Kind: "Secret"}, Name: c.name})
+	}
+	return out
+}
+
 // newDeployer is the deploy engine, talking to the cluster as the operator.
 func newDeployer(cfg *rest.Config) (Deployer, error) {
 	return deploy.New(cfg, deploy.Options{})
 }
 
 // deployFailure turns a Deployer error into a failure: the reason the deploy package gives it
-// (DeploymentPathNotFound, RenderFailed, DeploymentFailed), stalled when retrying the same commit
+// (DeploymentPathNotFound, ObjectRefused, RenderFailed, DeploymentFailed), stalled when retrying the same commit
 // cannot help.
 func deployFailure(err error) *failure {
 	f := &failure{reason: deploy.Reason(err), stalled: deploy.Stalled(err), phase: catalystv1alpha1.PhaseDeploying,
@@ -37,6 +50,8 @@ func deployFailure(err error) *failure {
 		switch f.reason {
 		case catalystv1alpha1.DeploymentPathNotFoundReason:
 			f.message += "; fix the Project's spec.deployment.path or add it to the repository"
+		case catalystv1alpha1.ObjectRefusedReason:
+			f.message += " (in a new commit)"
 		case catalystv1alpha1.RenderFailedReason:
 			f.message += "; fix the deployment in the repository and push a new commit"
 		default:

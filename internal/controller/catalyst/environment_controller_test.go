@@ -307,6 +307,42 @@ func TestEnvironment_EachDeploymentType(t *testing.T) {
 	}
 }
 
+// TestEnvironment_DeploymentCannotLiftItsGuardRails: a commit whose manifests bring their own
+// NetworkPolicy (which would open the namespace) is refused with ObjectRefused, nothing of it is
+// applied, and the next commit without it deploys.
+func TestEnvironment_DeploymentCannotLiftItsGuardRails(t *testing.T) {
+	f := newFixture(t)
+	open := f.commit("open the network", gittest.Files{"deploy/manifests/zz-open.yaml": []byte(
+		"apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: allow-all}\nspec:\n  podSelector: {}\n  ingress: [{}]\n")})
+	f.pushImage(open)
+	p := f.project(withDeployment(catalystv1alpha1.DeploymentTypeManifest, "deploy/manifests"))
+	f.create(p)
+	f.start()
+	f.waitProjectReady(p)
+	e := f.createEnvironment(f.environment("pr-7", open))
+
+	got := f.waitPhase(e, catalystv1alpha1.PhaseFailed)
+	c := condition(got.Status.Conditions, catalystv1alpha1.DeploymentReadyCondition)
+	if c == nil || c.Reason != catalystv1alpha1.ObjectRefusedReason ||
+		!strings.Contains(c.Message, "NetworkPolicy.networking.k8s.io/allow-all (") || !strings.Contains(c.Message, "zz-open.yaml") {
+		t.Fatalf("DeploymentReady = %+v", c)
+	}
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: got.Status.Namespace, Name: "allow-all"}, &networkingv1.NetworkPolicy{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused NetworkPolicy: %v", err)
+	}
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: got.Status.Namespace, Name: "app"}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+		t.Errorf("part of a refused deployment was applied: %v", err)
+	}
+
+	closed := f.commit("close it again", gittest.Files{"deploy/manifests/zz-open.yaml": gittest.Delete})
+	f.pushImage(closed)
+	got.Spec.Source.CommitSHA = closed
+	if err := f.c.Update(f.ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	f.waitReady(e)
+}
+
 // TestEnvironment_LongNamesAreShortenedWithAHash: a team, project and environment whose namespace
 // would be longer than 63 characters get a shortened name with a hash, labelled with the full
 // identity.

@@ -635,6 +635,7 @@ func (r *EnvironmentReconciler) deploy(ctx context.Context, s *envScope) ([]inve
 		Host:      s.host,
 		Env:       envVars(env),
 		Labels:    ownerLabels(env, ComponentEnvironment),
+		Reserved:  reservedObjects(project),
 	}
 	if reg := project.Spec.Registry; reg != nil {
 		req.Image = deployImage{Repository: reg.Repository, Tag: env.Spec.Source.CommitSHA}

@@ -53,6 +53,19 @@ type Request struct {
 	// Labels are put on every object deployed (and on Helm's release Secrets), typically the
 	// catalyst.dev/* labels of the environment.
 	Labels map[string]string
+	// Reserved are objects of the namespace that belong to the caller (its Ingress, the Secrets
+	// it copies in): a deploy that renders one of them is refused rather than taking it over.
+	Reserved []Reserved
+}
+
+// Reserved names one object a deploy must not touch.
+type Reserved struct {
+	schema.GroupKind
+	Name string
+}
+
+func (r Reserved) String() string {
+	return ObjectRef{APIVersion: schema.GroupVersion{Group: r.Group}.String(), Kind: r.Kind, Name: r.Name}.String()
 }
 
 // Image is an image reference split into repository and tag.

@@ -29,9 +29,10 @@ var (
 	// ErrKustomizeBuild: kustomize could not build the kustomization, or it refers to something
 	// outside the repository (a remote base, an http URL).
 	ErrKustomizeBuild = errors.New("kustomize build failed")
-	// ErrRefusedObject: an object would leave the environment's namespace: it is cluster-scoped
-	// (Namespace, ClusterRole, CRD, ...), names another namespace, or is of a kind the cluster
-	// does not serve.
+	// ErrRefusedObject: an object an environment may not hold: it is cluster-scoped (Namespace,
+	// ClusterRole, CRD, ...), names another namespace, is a guard rail of the environment
+	// (ResourceQuota, LimitRange, NetworkPolicy), takes a name the caller reserved, or is of a
+	// kind the cluster does not serve.
 	ErrRefusedObject = errors.New("object refused")
 	// ErrApplyConflict: the API server answered 409 Conflict to an apply.
 	ErrApplyConflict = errors.New("apply conflict")
@@ -57,14 +58,16 @@ func Stalled(err error) bool {
 }
 
 // Reason returns the DeploymentReady condition reason for err: DeploymentPathNotFound,
-// RenderFailed (the chart, manifests or kustomization cannot be turned into objects the
-// environment may hold) or DeploymentFailed (applying them failed).
+// ObjectRefused (an object the environment may not hold), RenderFailed (the chart, manifests
+// or kustomization cannot be turned into objects) or DeploymentFailed (applying them failed).
 func Reason(err error) string {
 	switch {
 	case errors.Is(err, ErrPathNotFound):
 		return catalystv1alpha1.DeploymentPathNotFoundReason
+	case errors.Is(err, ErrRefusedObject):
+		return catalystv1alpha1.ObjectRefusedReason
 	case errors.Is(err, ErrInvalidRequest), errors.Is(err, ErrInvalidChart), errors.Is(err, ErrInvalidManifest),
-		errors.Is(err, ErrKustomizeBuild), errors.Is(err, ErrRefusedObject):
+		errors.Is(err, ErrKustomizeBuild):
 		return catalystv1alpha1.RenderFailedReason
 	}
 	return catalystv1alpha1.DeploymentFailedReason

@@ -179,7 +179,7 @@ func TestHelm_ChartErrors(t *testing.T) {
 		{"charts/notachart", deploy.ErrPathNotFound, "no Chart.yaml", catalystv1alpha1.DeploymentPathNotFoundReason},
 		{"charts/broken", deploy.ErrInvalidChart, "the database URL is missing", catalystv1alpha1.RenderFailedReason},
 		{"charts/deps", deploy.ErrInvalidChart, "missing in charts/ directory: redis", catalystv1alpha1.RenderFailedReason},
-		{"charts/crds", deploy.ErrRefusedObject, "crds/widget.yaml), which are cluster-scoped", catalystv1alpha1.RenderFailedReason},
+		{"charts/crds", deploy.ErrRefusedObject, "crds/widget.yaml), which are cluster-scoped", catalystv1alpha1.ObjectRefusedReason},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			err := f.deployFails(f.request(helmType, src, tc.path), tc.want)

@@ -31,7 +31,8 @@ type prepareOptions struct {
 }
 
 // prepare makes objects fit for req's namespace, in place: it refuses cluster-scoped objects,
-// objects of other namespaces and kinds the cluster does not serve (ErrRefusedObject) and
+// objects of other namespaces, kinds the cluster does not serve, the environment's guard rails
+// (quotas, limit ranges, network policies) and req.Reserved objects (ErrRefusedObject) and
 // duplicates (ErrInvalidManifest); sets metadata.namespace; merges req.Labels over the objects'
 // labels; and with o.inject, sets the image and env on the containers of workloads.
 func prepare(ms []manifest, req Request, scope scopeFunc, o prepareOptions) error {
@@ -56,8 +57,18 @@ func prepare(ms []manifest, req Request, scope scopeFunc, o prepareOptions) erro
 			return fmt.Errorf("%w: %s is defined twice (%s and %s)", ErrInvalidManifest, ref, prev, m.origin)
 		}
 		seen[key] = m.origin
+		if guardRail(gvk.GroupKind()) {
+			return fmt.Errorf("%w: %s (%s): the environment's quota, limits and network policy are the operator's (set them in the Project); remove it from the deployment",
+				ErrRefusedObject, ref, m.origin)
+		}
 		if o.reserved != "" && gvk.GroupKind() == (schema.GroupKind{Kind: "ConfigMap"}) && ref.Name == o.reserved {
 			return fmt.Errorf("%w: ConfigMap/%s (%s): the name is reserved for the deploy's inventory", ErrRefusedObject, ref.Name, m.origin)
+		}
+		for _, r := range req.Reserved {
+			if r.GroupKind == gvk.GroupKind() && r.Name == ref.Name {
+				return fmt.Errorf("%w: %s (%s): the operator keeps an object of this name in the environment; rename it in the deployment",
+					ErrRefusedObject, ref, m.origin)
+			}
 		}
 		m.obj.SetNamespace(req.Namespace)
 		if len(req.Labels) > 0 {
@@ -81,6 +92,17 @@ func prepare(ms []manifest, req Request, scope scopeFunc, o prepareOptions) erro
 		}
 	}
 	return nil
+}
+
+// guardRail reports the kinds that fence an environment in: a deployment may not bring its own,
+// since the operator's permissions would let it lift the namespace's quota or open its network.
+func guardRail(gk schema.GroupKind) bool {
+	switch gk {
+	case schema.GroupKind{Kind: "ResourceQuota"}, schema.GroupKind{Kind: "LimitRange"},
+		schema.GroupKind{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:
+		return true
+	}
+	return false
 }
 
 // podSpecPath is where the pod spec of a workload kind is, nil for other kinds.

@@ -191,6 +191,10 @@ func TestPrepare_SetsNamespaceLabelsAndRefusesEscapes(t *testing.T) {
 		Image:  Image{Repository: "registry.example.dev/org/app", Tag: "abc"},
 		Env:    []corev1.EnvVar{{Name: "DEBUG", Value: "true"}},
 		Labels: map[string]string{"catalyst.dev/environment": "pr-1"},
+		Reserved: []Reserved{
+			{GroupKind: schema.GroupKind{Group: "networking.k8s.io", Kind: "Ingress"}, Name: "preview"},
+			{GroupKind: schema.GroupKind{Kind: "Secret"}, Name: "pull"},
+		},
 	}
 	parse := func(t *testing.T, doc string) []manifest {
 		t.Helper()
@@ -305,6 +309,14 @@ spec: {hostnames: [app.example.dev], rules: [{backendRefs: [{name: app, port: 80
 			ErrInvalidManifest, "Service/s is defined twice (test.yaml, document 1 and test.yaml, document 2)"},
 		{"reserved inventory name", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: catalyst-inventory-pr-1}\n",
 			ErrRefusedObject, "reserved"},
+		{"quota", "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: more}\nspec: {hard: {cpu: '100'}}\n",
+			ErrRefusedObject, "ResourceQuota/more (test.yaml, document 1): the environment's quota, limits and network policy are the operator's"},
+		{"limit range", "apiVersion: v1\nkind: LimitRange\nmetadata: {name: l}\n", ErrRefusedObject, "LimitRange/l"},
+		{"network policy", "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: allow-all}\nspec: {podSelector: {}}\n",
+			ErrRefusedObject, "NetworkPolicy.networking.k8s.io/allow-all"},
+		{"reserved Ingress", "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: preview}\n",
+			ErrRefusedObject, "Ingress.networking.k8s.io/preview (test.yaml, document 1): the operator keeps an object of this name"},
+		{"reserved Secret", "apiVersion: v1\nkind: Secret\nmetadata: {name: pull}\n", ErrRefusedObject, "Secret/pull"},
 		{"containers not a list", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {template: {spec: {containers: {a: b}}}}\n",
 			ErrInvalidManifest, "spec.template.spec.containers is not a list"},
 	} {
@@ -395,7 +407,7 @@ func TestReason_AndStalled(t *testing.T) {
 		{ErrInvalidChart, "RenderFailed", true},
 		{ErrInvalidManifest, "RenderFailed", true},
 		{ErrKustomizeBuild, "RenderFailed", true},
-		{ErrRefusedObject, "RenderFailed", true},
+		{ErrRefusedObject, "ObjectRefused", true},
 		{ErrInvalidRequest, "RenderFailed", true},
 		{ErrApplyRejected, "DeploymentFailed", true},
 		{ErrApplyConflict, "DeploymentFailed", false},

@@ -151,7 +151,7 @@ func TestManifest_RefusesObjectsOutsideTheNamespace(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.wantInMsg) {
 				t.Errorf("message %q lacks %q", err, tc.wantInMsg)
 			}
-			if deploy.Reason(err) != catalystv1alpha1.RenderFailedReason || !deploy.Stalled(err) {
+			if deploy.Reason(err) != catalystv1alpha1.ObjectRefusedReason || !deploy.Stalled(err) {
 				t.Errorf("reason %s stalled %v", deploy.Reason(err), deploy.Stalled(err))
 			}
 			f.gone("app", &appsv1.Deployment{})
