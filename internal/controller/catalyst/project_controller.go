@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -73,9 +72,17 @@ func (r *ProjectReconciler) defaults() {
 	}
 }
 
+// indexedManagers holds the field indexers indexProjectSecrets has registered with: both
+// reconcilers need the index, each may be set up alone, and an indexer takes an index once.
+var indexedManagers sync.Map
+
 // indexProjectSecrets indexes Projects by the names of the Secrets they name, in their namespace.
 func indexProjectSecrets(ctx context.Context, mgr manager.Manager) error {
-	err := mgr.GetFieldIndexer().IndexField(ctx, &catalystv1alpha1.Project{}, indexProjectSecret, func(o client.Object) []string {
+	indexer := mgr.GetFieldIndexer()
+	if _, done := indexedManagers.LoadOrStore(indexer, true); done {
+		return nil
+	}
+	return indexer.IndexField(ctx, &catalystv1alpha1.Project{}, indexProjectSecret, func(o client.Object) []string {
 		p, ok := o.(*catalystv1alpha1.Project)
 		if !ok {
 			return nil
@@ -86,16 +93,6 @@ func indexProjectSecrets(ctx context.Context, mgr manager.Manager) error {
 		}
 		return names
 	})
-	// Both reconcilers register it; the second registration is refused as a duplicate.
-	if err != nil && isDuplicateIndex(err) {
-		return nil
-	}
-	return err
-}
-
-// isDuplicateIndex reports client-go's refusal to register an index twice.
-func isDuplicateIndex(err error) bool {
-	return strings.Contains(err.Error(), "indexer conflict")
 }
 
 // projectsNamingSecret returns the Projects in the Secret's namespace that name it.
@@ -184,6 +181,8 @@ type projectScope struct {
 	now     time.Time
 
 	secretsErr string // a named Secret is missing or unusable
+	// secretsField is the spec field naming that Secret.
+	secretsField string
 	// validated is set when the source was checked in this reconcile.
 	validated  bool
 	source     *outcome
@@ -246,7 +245,7 @@ func (r *ProjectReconciler) checkSecrets(ctx context.Context, s *projectScope) e
 	for _, ref := range projectSecretRefs(p) {
 		secret, err := readSecret(ctx, r.APIReader, p.Namespace, ref.name, ref.field)
 		if errors.Is(err, errSecret) {
-			s.secretsErr = err.Error() + "; create it or fix the reference"
+			s.secretsErr, s.secretsField = err.Error()+"; create it or fix the reference", ref.field
 			return nil
 		}
 		if err != nil {
@@ -255,12 +254,12 @@ func (r *ProjectReconciler) checkSecrets(ctx context.Context, s *projectScope) e
 		switch ref.field {
 		case "spec.source.secretRef":
 			if _, err := gitsource.CredentialsFromSecretData(secret.Data); err != nil {
-				s.secretsErr = fmt.Sprintf("Secret %s/%s named in spec.source.secretRef: %v", p.Namespace, ref.name, err)
+				s.secretsErr, s.secretsField = fmt.Sprintf("Secret %s/%s named in spec.source.secretRef: %v", p.Namespace, ref.name, err), ref.field
 				return nil
 			}
 		case "spec.registry.secretRef":
 			if _, err := registry.CredentialsFromSecret(secret, registryHost(p.Spec.Registry.Repository)); err != nil {
-				s.secretsErr = fmt.Sprintf("spec.registry.secretRef: %v", err)
+				s.secretsErr, s.secretsField = fmt.Sprintf("spec.registry.secretRef: %v", err), ref.field
 				return nil
 			}
 		}
@@ -275,7 +274,8 @@ func (r *ProjectReconciler) validateSource(ctx context.Context, s *projectScope)
 	p := s.project
 	st := &p.Status
 	key := client.ObjectKeyFromObject(p)
-	if strings.Contains(s.secretsErr, "spec.source.secretRef") {
+	if s.secretsField == "spec.source.secretRef" {
+		// The repository cannot be asked without its credentials.
 		return nil
 	}
 	if wait, due := r.validationDue(s); !due {
