@@ -266,30 +266,3 @@ func buildSecretData(engine catalystv1alpha1.BuildEngine, dockerConfig []byte, g
 	}
 	return data, nil
 }
-
-// jobFinished reports whether the Job ended and whether it succeeded.
-func jobFinished(j *batchv1.Job) (finished, succeeded bool) {
-	for _, c := range j.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case batchv1.JobComplete:
-			return true, true
-		case batchv1.JobFailed:
-			return true, false
-		}
-	}
-	return false, false
-}
-
-// jobFailureMessage is the Job's Failed condition, e.g. "BackoffLimitExceeded: Job has reached
-// the specified backoff limit".
-func jobFailureMessage(j *batchv1.Job) string {
-	for _, c := range j.Status.Conditions {
-		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
-			return strings.TrimSpace(c.Reason + ": " + c.Message)
-		}
-	}
-	return "the Job failed"
-}

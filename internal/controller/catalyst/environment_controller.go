@@ -34,6 +34,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/cachelag"
 	"github.com/slipway-dev/slipway/internal/conditions"
 	"github.com/slipway-dev/slipway/internal/controller/catalyst/naming"
+	"github.com/slipway-dev/slipway/internal/joblog"
 	"github.com/slipway-dev/slipway/internal/patch"
 	"github.com/slipway-dev/slipway/internal/registry"
 )
@@ -184,7 +185,7 @@ func (r *EnvironmentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionStarted))).
 		Watches(&catalystv1alpha1.Project{}, handler.EnqueueRequestsFromMapFunc(r.projectToEnvironments),
 			builder.WithPredicates(projectChanged)).
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(ownerOf), owned(jobFinishedChanged)).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(ownerOf), owned(joblog.OutcomeChanged)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(ownerOf), owned(never)).
 		Watches(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(ownerOf), owned(specChanged)).
 		Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(ownerOf), owned(specChanged)).
@@ -217,18 +218,6 @@ func specChanged(old, new client.Object) bool {
 		return !ok || !equality.Semantic.DeepEqual(o.Spec, n.Spec) || !maps.Equal(o.Annotations, n.Annotations)
 	}
 	return true
-}
-
-// jobFinishedChanged passes a build Job's end.
-func jobFinishedChanged(old, new client.Object) bool {
-	o, ok1 := old.(*batchv1.Job)
-	n, ok2 := new.(*batchv1.Job)
-	if !ok1 || !ok2 {
-		return true
-	}
-	d1, s1 := jobFinished(o)
-	d2, s2 := jobFinished(n)
-	return d1 != d2 || s1 != s2
 }
 
 // readinessChanged passes a Deployment update that changes what kstatus says about it.

@@ -17,6 +17,7 @@ import (
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/conditions"
+	"github.com/slipway-dev/slipway/internal/joblog"
 	"github.com/slipway-dev/slipway/internal/registry"
 )
 
@@ -73,7 +74,7 @@ func (r *EnvironmentReconciler) stepBuild(ctx context.Context, s *envScope) erro
 		j := jobs[0]
 		ref := &catalystv1alpha1.JobReference{Namespace: j.Namespace, Name: j.Name}
 		s.buildJob = ref
-		done, ok := jobFinished(j)
+		done, ok := joblog.Finished(j)
 		switch {
 		case !done:
 			s.build = &outcome{reason: catalystv1alpha1.BuildingReason, message: fmt.Sprintf("Building %s with Job %s/%s", s.image, j.Namespace, j.Name)}
@@ -90,7 +91,7 @@ func (r *EnvironmentReconciler) stepBuild(ctx context.Context, s *envScope) erro
 				msg = prev.Message
 			} else {
 				msg = fmt.Sprintf("build of %s failed (Job %s/%s: %s); push a fix as a new commit. Log tail:\n%s",
-					s.image, j.Namespace, j.Name, jobFailureMessage(j), buildLogTail(ctx, r.APIReader, r.Logs, j))
+					s.image, j.Namespace, j.Name, joblog.FailureMessage(j), buildLogTail(ctx, r.APIReader, r.Logs, j))
 				buildsFinished.WithLabelValues("failed").Inc()
 				s.eventf(true, catalystv1alpha1.BuildFailedReason, fmt.Sprintf("Build of %s failed (Job %s/%s)", s.image, j.Namespace, j.Name))
 			}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -53,13 +54,39 @@ func BenchmarkWerfBundle_Scale(b *testing.B) {
 
 const benchPerNamespace = 100
 
-func benchScale(b *testing.B, n int) {
-	if os.Getenv("WERFBUNDLE_BENCH_HEAPPROFILE") != "" {
-		runtime.MemProfileRate = 4096
+// benchRun is one benchmark's bundles, registry and operator.
+type benchRun struct {
+	c      client.Client
+	reg    *registrytest.Registry
+	proxy  *registrytest.FaultProxy
+	run    string
+	r      *werfbundle.Reconciler
+	writes *testenv.CountingClient
+	// baseRSS is the process's RSS before the manager started.
+	baseRSS int64
+	// reconcileBase is the reconcile histogram and Job counter before the manager started.
+	reconcileBase snapshot
+	// requestsBase counts the process's API requests by method before the manager started.
+	requestsBase map[string]float64
+	start        time.Time
+}
+
+var benchMethods = []string{"GET", "LIST", "POST", "PUT", "PATCH", "DELETE"}
+
+// requests counts the process's API requests by method (client-go's rest_client_requests_total).
+func requests(b *testing.B) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range benchMethods {
+		out[m] = testenv.MetricSum(b, "rest_client_requests_total", map[string]string{"method": m})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
-	defer cancel()
-	cfg := rest.CopyConfig(env.Config)
+	return out
+}
+
+// startBench creates n bundles (in namespaces of benchPerNamespace, each with its
+// ServiceAccount) polling every interval against one registry, then starts the operator's
+// manager with the WerfBundle controller against cfg until ctx ends.
+func startBench(ctx context.Context, b *testing.B, cfg *rest.Config, n int, interval time.Duration) *benchRun {
+	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 2000, 4000
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
@@ -73,7 +100,6 @@ func benchScale(b *testing.B, n int) {
 	repo := proxy.Repository("bench/app")
 	run := fmt.Sprintf("b%d-%d", n, time.Now().Unix()%100000)
 	opNS := run + "-op"
-	interval := 2 * time.Minute
 
 	// Namespaces with their ServiceAccount, then the bundles, created in parallel.
 	nsCount := (n + benchPerNamespace - 1) / benchPerNamespace
@@ -95,31 +121,42 @@ func benchScale(b *testing.B, n int) {
 		})
 	})
 
-	var writes *testenv.CountingClient
-	r := &werfbundle.Reconciler{OperatorNamespace: opNS, Logs: fakeLogs{}}
+	br := &benchRun{c: c, reg: reg, proxy: proxy, run: run, r: &werfbundle.Reconciler{OperatorNamespace: opNS, Logs: fakeLogs{}}}
 	runtime.GC()
-	baseRSS := testenv.RSSBytes()
-	mgrCtx, stopMgr := context.WithCancel(ctx)
-	defer stopMgr()
+	br.baseRSS = testenv.RSSBytes()
 	opts := operator.Options{MetricsAddr: "0", ProbeAddr: "0", Namespace: opNS, QPS: 1000, Burst: 2000, GracefulShutdownTimeout: 10 * time.Second,
 		EventQPS: operator.DefaultEventQPS, EventBurst: operator.DefaultEventBurst}
-	mgr, err := operator.NewManager(mgrCtx, env.Config, scheme.New(), opts, []operator.Controller{{
+	mgr, err := operator.NewManager(ctx, cfg, scheme.New(), opts, []operator.Controller{{
 		Name: "werfbundle",
 		Setup: func(ctx context.Context, mgr ctrl.Manager, opts operator.Options) error {
-			writes = testenv.CountWrites(mgr.GetClient())
-			r.Client = writes
-			r.APIReader, r.Recorder = mgr.GetAPIReader(), opts.EventRecorder(mgr, "werfbundle-bench")
-			return r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 16, SkipNameValidation: ptr.To(true)})
+			br.writes = testenv.CountWrites(mgr.GetClient())
+			br.r.Client = br.writes
+			br.r.APIReader, br.r.Recorder = mgr.GetAPIReader(), opts.EventRecorder(mgr, "werfbundle-bench")
+			return br.r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: benchConcurrency(), SkipNameValidation: ptr.To(true)})
 		},
 	}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	reconcileBase := histogram(b)
-	start := time.Now()
+	br.reconcileBase = histogram(b)
+	br.requestsBase = requests(b)
+	br.start = time.Now()
+	mgrCtx, stopMgr := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = mgr.Start(mgrCtx) }()
-	defer func() { stopMgr(); <-done }()
+	b.Cleanup(func() { stopMgr(); <-done })
+	return br
+}
+
+func benchScale(b *testing.B, n int) {
+	if os.Getenv("WERFBUNDLE_BENCH_HEAPPROFILE") != "" {
+		runtime.MemProfileRate = 4096
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	interval := 2 * time.Minute
+	br := startBench(ctx, b, env.Config, n, interval)
+	c, reg, proxy, run, r, writes, start, reconcileBase, baseRSS := br.c, br.reg, br.proxy, br.run, br.r, br.writes, br.start, br.reconcileBase, br.baseRSS
 
 	created := testenv.Until(ctx, b, "every first Job exists", func() bool { return jobsCreated(b) >= reconcileBase.jobs+float64(n) })
 	firstJobs := created.Sub(start)
@@ -190,6 +227,34 @@ func benchScale(b *testing.B, n int) {
 	b.ReportMetric(burstP99*1000, "ms-p99-reconcile-excl-registry-deploying")
 	b.ReportMetric(steadyP99*1000, "ms-p99-reconcile-excl-registry-steady")
 	b.ReportMetric(jobAt.Sub(pushed).Seconds()*1000, "ms-push-to-job")
+}
+
+// BenchmarkWerfBundle_FirstJobsOperatorOnly measures the operator alone: N bundles on a light
+// control plane of its own (etcd and kube-apiserver, no controller-manager, scheduler or kwok),
+// so the API server serves the operator and nothing runs the Jobs it creates. It reports the
+// time until every first Job exists and the rate, the operator's share of the full benchmark's
+// first-Job time. WERFBUNDLE_BENCH_SIZES picks the sizes (default 1000).
+func BenchmarkWerfBundle_FirstJobsOperatorOnly(b *testing.B) {
+	for _, n := range testenv.Sizes(b, "WERFBUNDLE_BENCH_SIZES", 1000) {
+		b.Run(fmt.Sprintf("bundles=%d", n), func(b *testing.B) {
+			for range b.N {
+				light := testenv.New(b, testenv.Light)
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+				br := startBench(ctx, b, light.Config, n, time.Hour)
+				created := testenv.Until(ctx, b, "every first Job exists", func() bool {
+					return jobsCreated(b) >= br.reconcileBase.jobs+float64(n)
+				})
+				cancel()
+				firstJobs := created.Sub(br.start)
+				b.ReportMetric(firstJobs.Seconds(), "s-first-jobs")
+				b.ReportMetric(float64(n)/firstJobs.Seconds(), "jobs/s")
+				now := requests(b)
+				for _, m := range benchMethods {
+					b.ReportMetric((now[m]-br.requestsBase[m])/float64(n), m+"/bundle")
+				}
+			}
+		})
+	}
 }
 
 func mustCreate(ctx context.Context, b *testing.B, c client.Client, o client.Object) {
@@ -276,4 +341,13 @@ func (s snapshot) p99Since(base snapshot) float64 {
 		}
 	}
 	return bounds[len(bounds)-1]
+}
+
+// benchConcurrency is the controller's MaxConcurrentReconciles in the benchmarks:
+// WERFBUNDLE_BENCH_CONCURRENCY, default 16.
+func benchConcurrency() int {
+	if n, err := strconv.Atoi(os.Getenv("WERFBUNDLE_BENCH_CONCURRENCY")); err == nil && n > 0 {
+		return n
+	}
+	return 16
 }

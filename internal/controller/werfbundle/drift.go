@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
+	"github.com/slipway-dev/slipway/internal/joblog"
 )
 
 // recordCheck turns a finished drift-check Job into status: exit 0 no drift, exit 2 drift (the
@@ -39,7 +40,7 @@ func (r *Reconciler) recordCheck(s *scope, j *batchv1.Job, ok bool, exit int32, 
 		s.eventf(true, ReasonDriftDetected, fmt.Sprintf("Drift detected by Job %s/%s", j.Namespace, j.Name))
 	default:
 		driftChecks.WithLabelValues("error").Inc()
-		s.driftCheckErr = fmt.Sprintf("drift check Job %s/%s failed: %s", j.Namespace, j.Name, jobFailureMessage(j))
+		s.driftCheckErr = fmt.Sprintf("drift check Job %s/%s failed: %s", j.Namespace, j.Name, joblog.FailureMessage(j))
 	}
 }
 

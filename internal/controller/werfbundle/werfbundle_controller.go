@@ -26,6 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
+	"github.com/slipway-dev/slipway/internal/cachelag"
+	"github.com/slipway-dev/slipway/internal/joblog"
 	"github.com/slipway-dev/slipway/internal/patch"
 	"github.com/slipway-dev/slipway/internal/registry"
 )
@@ -91,6 +93,8 @@ type Reconciler struct {
 	once     sync.Once
 	polls    *pollTracker
 	triggers chan event.GenericEvent
+	// writes knows the resourceVersion of each bundle's last status write (see cachelag).
+	writes cachelag.Writes
 	clientCache
 }
 
@@ -156,10 +160,24 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Complete(r)
 }
 
-var managedJobs = predicate.NewPredicateFuncs(func(o client.Object) bool {
+// managedJobs passes the events of slipway's Jobs that a bundle acts on: a Job that ended,
+// started going away or is gone. Its creation (the controller made it, and at start every
+// bundle is reconciled anyway) and its progress in between (active and ready counts) change
+// nothing, and would cost a reconcile each.
+var managedJobs = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(e event.DeleteEvent) bool { return isManagedJob(e.Object) },
+	GenericFunc: func(e event.GenericEvent) bool { return isManagedJob(e.Object) },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return isManagedJob(e.ObjectNew) && (joblog.OutcomeChanged(e.ObjectOld, e.ObjectNew) ||
+			e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero())
+	},
+}
+
+func isManagedJob(o client.Object) bool {
 	l := o.GetLabels()
 	return l[LabelComponent] == ComponentValue && l[LabelBundleName] != ""
-})
+}
 
 func jobToBundle(_ context.Context, o client.Object) []reconcile.Request {
 	l := o.GetLabels()
@@ -178,10 +196,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Get(ctx, req.NamespacedName, bundle); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.polls.forget(req.NamespacedName)
+			r.writes.Forget(req.NamespacedName)
 			forgetMetrics(req.NamespacedName)
 			return ctrl.Result{}, r.cleanupDeleted(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, err
+	}
+	if r.writes.Behind("WerfBundle", bundle) {
+		// The cache has not caught up with the last status written (the event of the Job just
+		// created can come first): acting on the older copy would write that status again.
+		if err := r.APIReader.Get(ctx, req.NamespacedName, bundle); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
 	}
 	if !bundle.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
@@ -193,6 +219,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if err := helper.Patch(ctx, bundle); err != nil && !apierrors.IsNotFound(err) {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
+		r.writes.Record("WerfBundle", bundle)
 		s.events.Emit(ctx, r.Recorder, s.bundle, "Reconcile")
 		observeReconcile(s, time.Since(start))
 		if retErr == nil {

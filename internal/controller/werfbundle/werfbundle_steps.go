@@ -17,6 +17,7 @@ import (
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/controller/werfbundle/tags"
+	"github.com/slipway-dev/slipway/internal/joblog"
 	"github.com/slipway-dev/slipway/internal/registry"
 )
 
@@ -205,7 +206,7 @@ func (r *Reconciler) stepJobs(ctx context.Context, s *scope) error {
 	var finished []*batchv1.Job
 	for i := range s.jobs {
 		j := &s.jobs[i]
-		if done, _ := jobFinished(j); !done {
+		if done, _ := joblog.Finished(j); !done {
 			if s.active == nil && j.DeletionTimestamp.IsZero() {
 				s.active = j
 			}
@@ -235,7 +236,7 @@ func (r *Reconciler) stepJobs(ctx context.Context, s *scope) error {
 // recordJob turns a finished Job into status, keeps its log and counts it.
 func (r *Reconciler) recordJob(ctx context.Context, s *scope, j *batchv1.Job) error {
 	b := s.bundle
-	_, ok := jobFinished(j)
+	_, ok := joblog.Finished(j)
 	kind := JobKind(j.Labels[LabelJobKind])
 	exit, logTail, logErr := r.jobOutput(ctx, j)
 	logName, err := r.storeLog(ctx, b, j, ok, logTail, logErr)
@@ -268,7 +269,7 @@ func (r *Reconciler) recordJob(ctx context.Context, s *scope, j *batchv1.Job) er
 	default:
 		b.Status.LastFailedRevision = j.Labels[LabelRevision]
 		b.Status.ConsecutiveFailures++
-		msg := fmt.Sprintf("deploy of tag %s failed (Job %s/%s): %s", tag, j.Namespace, j.Name, jobFailureMessage(j))
+		msg := fmt.Sprintf("deploy of tag %s failed (Job %s/%s): %s", tag, j.Namespace, j.Name, joblog.FailureMessage(j))
 		if logTail != "" {
 			msg += "\nlog tail:\n" + tailLines(logTail, 20, 2048)
 		} else if logErr != nil {
