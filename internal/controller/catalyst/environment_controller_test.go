@@ -225,7 +225,7 @@ func TestEnvironment_FailedBuildIsFailedWithLogTailAndNewCommitRetries(t *testin
 	f.waitProjectReady(p)
 	e := f.createEnvironment(f.environment("pr-9", f.head))
 
-	got := f.waitPhase(e, catalystv1alpha1.PhaseFailed)
+	got := f.waitFailed(e)
 	c := condition(got.Status.Conditions, catalystv1alpha1.BuildReadyCondition)
 	if c == nil || c.Reason != catalystv1alpha1.BuildFailedReason {
 		t.Fatalf("BuildReady = %+v", c)
@@ -321,7 +321,7 @@ func TestEnvironment_DeploymentCannotLiftItsGuardRails(t *testing.T) {
 	f.waitProjectReady(p)
 	e := f.createEnvironment(f.environment("pr-7", open))
 
-	got := f.waitPhase(e, catalystv1alpha1.PhaseFailed)
+	got := f.waitFailed(e)
 	c := condition(got.Status.Conditions, catalystv1alpha1.DeploymentReadyCondition)
 	if c == nil || c.Reason != catalystv1alpha1.ObjectRefusedReason ||
 		!strings.Contains(c.Message, "NetworkPolicy.networking.k8s.io/allow-all (") || !strings.Contains(c.Message, "zz-open.yaml") {
@@ -543,7 +543,7 @@ func TestEnvironment_RefusesAnotherEnvironmentsNamespace(t *testing.T) {
 	f.start()
 	f.waitProjectReady(p)
 	e := f.createEnvironment(f.environment("pr-2", f.head))
-	got := f.waitPhase(e, catalystv1alpha1.PhaseFailed)
+	got := f.waitFailed(e)
 	if c := condition(got.Status.Conditions, catalystv1alpha1.NamespaceReadyCondition); c == nil || c.Reason != catalystv1alpha1.NamespaceConflictReason {
 		t.Errorf("NamespaceReady = %+v", c)
 	}
@@ -573,7 +573,7 @@ func TestEnvironment_MustLiveInItsProjectNamespace(t *testing.T) {
 	e := f.environment("pr-66", f.head)
 	e.Namespace = f.team // not <team>-<project>
 	f.createEnvironment(e)
-	got := f.waitPhase(e, catalystv1alpha1.PhaseFailed)
+	got := f.waitFailed(e)
 	if r := condition(got.Status.Conditions, "Ready"); r.Reason != catalystv1alpha1.ProjectRefForbiddenReason || !strings.Contains(r.Message, f.projNS) {
 		t.Errorf("Ready = %+v", r)
 	}

@@ -359,10 +359,11 @@ func (f *fixture) waitEnv(e *catalystv1alpha1.Environment, what string, cond fun
 	return last
 }
 
-func (f *fixture) waitPhase(e *catalystv1alpha1.Environment, phase catalystv1alpha1.Phase) *catalystv1alpha1.Environment {
+// waitFailed waits until the Environment is Failed at its current generation.
+func (f *fixture) waitFailed(e *catalystv1alpha1.Environment) *catalystv1alpha1.Environment {
 	f.t.Helper()
-	return f.waitEnv(e, "phase "+string(phase), func(got *catalystv1alpha1.Environment) bool {
-		return got.Status.Phase == phase && got.Status.ObservedGeneration == got.Generation
+	return f.waitEnv(e, "Failed", func(got *catalystv1alpha1.Environment) bool {
+		return got.Status.Phase == catalystv1alpha1.PhaseFailed && got.Status.ObservedGeneration == got.Generation
 	})
 }
 
