@@ -163,9 +163,17 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 // managedJobs passes the events of slipway's Jobs that a bundle acts on: a Job that ended,
 // started going away or is gone. Its creation (the controller made it, and at start every
 // bundle is reconciled anyway) and its progress in between (active and ready counts) change
-// nothing, and would cost a reconcile each.
+// nothing, and would cost a reconcile each; a Job first seen already finished (after a watch
+// gap) passes.
 var managedJobs = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
+	CreateFunc: func(e event.CreateEvent) bool {
+		j, ok := e.Object.(*batchv1.Job)
+		if !ok || !isManagedJob(j) {
+			return false
+		}
+		finished, _ := joblog.Finished(j)
+		return finished
+	},
 	DeleteFunc:  func(e event.DeleteEvent) bool { return isManagedJob(e.Object) },
 	GenericFunc: func(e event.GenericEvent) bool { return isManagedJob(e.Object) },
 	UpdateFunc: func(e event.UpdateEvent) bool {
