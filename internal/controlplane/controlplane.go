@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -92,6 +93,7 @@ type ControlPlane struct {
 	assets string
 	procs  []*process
 	files  []*os.File
+	guard  *guard
 }
 
 // Start brings the control plane up and returns once it is usable: the apiserver serves, the CRDs
@@ -152,10 +154,18 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	etcd.Configure().Set("unsafe-no-fsync", "true")
 	cp.Env = env
 
+	before := children("etcd", "kube-apiserver")
 	cfg, err := env.Start()
 	if err != nil {
 		return cp, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
 	}
+	var started []int
+	for _, pid := range children("etcd", "kube-apiserver") {
+		if !slices.Contains(before, pid) {
+			started = append(started, pid)
+		}
+	}
+	cp.guard = startGuard(started)
 	cfg.QPS, cfg.Burst = 200, 400
 	cp.Config = cfg
 	if cp.Client, err = client.New(cfg, client.Options{Scheme: env.Scheme}); err != nil {
@@ -313,6 +323,8 @@ func countReady(nodes []corev1.Node) int {
 // Stop stops every process in reverse start order, then the apiserver and etcd. It is safe to call
 // more than once and on a partly started control plane.
 func (cp *ControlPlane) Stop() error {
+	cp.guard.stop()
+	cp.guard = nil
 	var errs []error
 	for i := len(cp.procs) - 1; i >= 0; i-- {
 		errs = append(errs, cp.procs[i].stop(10*time.Second))
