@@ -5,6 +5,7 @@
 package cachelag
 
 import (
+	"context"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -46,6 +47,16 @@ func (w *Writes) Behind(kind string, obj client.Object) bool {
 	}
 	cmp, err := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), last)
 	return err == nil && cmp < 0
+}
+
+// Refresh reads obj again from api when the copy in it, read from the cache, is older than the
+// last write to it: acting on the older copy would repeat that write and its events. A NotFound
+// from api is returned as it is.
+func (w *Writes) Refresh(ctx context.Context, kind string, api client.Reader, obj client.Object) error {
+	if !w.Behind(kind, obj) {
+		return nil
+	}
+	return api.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 }
 
 // Forget drops what is known about every kind of object under key (the object was deleted).

@@ -325,12 +325,8 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 		return ctrl.Result{}, err
 	}
-	if r.writes.Behind("Environment", env) {
-		// The cache has not caught up with the last status written: acting on the older copy
-		// would repeat work and events. Read the Environment from the API server instead.
-		if err := r.APIReader.Get(ctx, req.NamespacedName, env); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
+	if err := r.writes.Refresh(ctx, "Environment", r.APIReader, env); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if env.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(env, catalystv1alpha1.EnvironmentFinalizer) {
 		// The finalizer goes on before anything is created, so nothing can leak.

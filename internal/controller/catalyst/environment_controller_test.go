@@ -394,10 +394,7 @@ func TestEnvironment_DeletionRemovesEverything(t *testing.T) {
 	if err := f.c.Delete(f.ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(f.ctx, t, "the Environment is gone", func() (bool, error) {
-		err := f.c.Get(f.ctx, client.ObjectKeyFromObject(e), &catalystv1alpha1.Environment{})
-		return apierrors.IsNotFound(err), err
-	})
+	f.waitGone(f.ctx, e)
 	if !f.namespaceGone(ns) {
 		t.Errorf("the Environment was released before namespace %s was gone", ns)
 	}
@@ -405,10 +402,6 @@ func TestEnvironment_DeletionRemovesEverything(t *testing.T) {
 		t.Errorf("%d build Jobs left", n)
 	}
 	var secrets corev1.SecretList
-	if err := f.c.List(f.ctx, &secrets, client.InNamespace(buildNS), client.MatchingLabels{catalyst.LabelEnvironmentName: e.Name,
-		catalyst.LabelEnvironmentNamespace: e.Namespace}); err != nil {
-		t.Fatal(err)
-	}
 	testenv.Eventually(f.ctx, t, "the build Secrets are garbage collected", func() (bool, error) {
 		err := f.c.List(f.ctx, &secrets, client.InNamespace(buildNS), client.MatchingLabels{catalyst.LabelEnvironmentName: e.Name,
 			catalyst.LabelEnvironmentNamespace: e.Namespace})
@@ -438,10 +431,7 @@ func TestEnvironment_TTLExpiryDeletesIt(t *testing.T) {
 	if err := f.c.Update(f.ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(f.ctx, t, "the expired Environment is gone", func() (bool, error) {
-		err := f.c.Get(f.ctx, client.ObjectKeyFromObject(e), &catalystv1alpha1.Environment{})
-		return apierrors.IsNotFound(err), err
-	})
+	f.waitGone(f.ctx, e)
 	if !f.namespaceGone(ns) {
 		t.Errorf("namespace %s outlived the Environment", ns)
 	}

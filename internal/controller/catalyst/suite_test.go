@@ -260,10 +260,7 @@ func (f *fixture) deleteAll() {
 		_ = f.c.Delete(ctx, e)
 	}
 	for _, e := range f.envs {
-		testenv.Eventually(ctx, f.t, "Environment "+e.Name+" is gone", func() (bool, error) {
-			err := f.c.Get(ctx, client.ObjectKeyFromObject(e), &catalystv1alpha1.Environment{})
-			return apierrors.IsNotFound(err), err
-		})
+		f.waitGone(ctx, e)
 	}
 }
 
@@ -345,18 +342,18 @@ func (f *fixture) getEnv(e *catalystv1alpha1.Environment) *catalystv1alpha1.Envi
 // waitEnv polls the Environment until cond holds.
 func (f *fixture) waitEnv(e *catalystv1alpha1.Environment, what string, cond func(*catalystv1alpha1.Environment) bool) *catalystv1alpha1.Environment {
 	f.t.Helper()
-	var last *catalystv1alpha1.Environment
-	testenv.Eventually(f.ctx, f.t, e.Name+": "+what, func() (bool, error) {
-		last = &catalystv1alpha1.Environment{}
-		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(e), last); err != nil {
-			return false, err
-		}
-		if cond(last) {
-			return true, nil
-		}
-		return false, fmt.Errorf("phase %s: %s", last.Status.Phase, readyMessage(last.Status.Conditions))
+	return testenv.WaitFor(f.ctx, f.t, f.c, client.ObjectKeyFromObject(e), e.Name+": "+what, cond, func(last *catalystv1alpha1.Environment) string {
+		return fmt.Sprintf("phase %s: %s", last.Status.Phase, readyMessage(last.Status.Conditions))
 	})
-	return last
+}
+
+// waitGone waits until the Environment no longer exists (ctx: the test's, or the cleanup's).
+func (f *fixture) waitGone(ctx context.Context, e *catalystv1alpha1.Environment) {
+	f.t.Helper()
+	testenv.Eventually(ctx, f.t, "Environment "+e.Name+" is gone", func() (bool, error) {
+		err := f.c.Get(ctx, client.ObjectKeyFromObject(e), &catalystv1alpha1.Environment{})
+		return apierrors.IsNotFound(err), err
+	})
 }
 
 // waitFailed waits until the Environment is Failed at its current generation.
@@ -378,18 +375,9 @@ func (f *fixture) waitReady(e *catalystv1alpha1.Environment) *catalystv1alpha1.E
 
 func (f *fixture) waitProject(p *catalystv1alpha1.Project, what string, cond func(*catalystv1alpha1.Project) bool) *catalystv1alpha1.Project {
 	f.t.Helper()
-	var last *catalystv1alpha1.Project
-	testenv.Eventually(f.ctx, f.t, p.Name+": "+what, func() (bool, error) {
-		last = &catalystv1alpha1.Project{}
-		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(p), last); err != nil {
-			return false, err
-		}
-		if cond(last) {
-			return true, nil
-		}
-		return false, fmt.Errorf("%s", readyMessage(last.Status.Conditions))
+	return testenv.WaitFor(f.ctx, f.t, f.c, client.ObjectKeyFromObject(p), p.Name+": "+what, cond, func(last *catalystv1alpha1.Project) string {
+		return readyMessage(last.Status.Conditions)
 	})
-	return last
 }
 
 func (f *fixture) waitProjectReady(p *catalystv1alpha1.Project) *catalystv1alpha1.Project {

@@ -55,15 +55,7 @@ func TestWebApp_FullControlPlane(t *testing.T) {
 	}
 	wait := func(t *testing.T, what string, cond func(*webappv1.WebApp) bool) *webappv1.WebApp {
 		t.Helper()
-		var got *webappv1.WebApp
-		testenv.Eventually(ctx, t, what, func() (bool, error) {
-			got = &webappv1.WebApp{}
-			if err := c.Get(ctx, client.ObjectKeyFromObject(app), got); err != nil {
-				return false, err
-			}
-			return cond(got), nil
-		})
-		return got
+		return testenv.WaitFor(ctx, t, c, client.ObjectKeyFromObject(app), what, cond)
 	}
 	readyWith := func(n int32) func(*webappv1.WebApp) bool {
 		return func(a *webappv1.WebApp) bool {

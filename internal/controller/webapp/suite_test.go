@@ -153,16 +153,9 @@ func (f *fixture) update(a *webappv1.WebApp, change func(*webappv1.WebApp)) {
 // waitFor polls the WebApp until cond holds and returns it.
 func (f *fixture) waitFor(a *webappv1.WebApp, what string, cond func(*webappv1.WebApp) bool) *webappv1.WebApp {
 	f.t.Helper()
-	var last *webappv1.WebApp
-	testenv.Eventually(f.ctx, f.t, what, func() (bool, error) {
-		last = &webappv1.WebApp{}
-		err := f.c.Get(f.ctx, client.ObjectKeyFromObject(a), last)
-		if err != nil {
-			return false, err
-		}
-		return cond(last), fmt.Errorf("phase %s, conditions %+v", last.Status.Phase, last.Status.Conditions)
+	return testenv.WaitFor(f.ctx, f.t, f.c, client.ObjectKeyFromObject(a), what, cond, func(last *webappv1.WebApp) string {
+		return fmt.Sprintf("phase %s, conditions %+v", last.Status.Phase, last.Status.Conditions)
 	})
-	return last
 }
 
 func (f *fixture) waitPhase(a *webappv1.WebApp, p webappv1.Phase) *webappv1.WebApp {
@@ -175,28 +168,13 @@ func (f *fixture) waitPhase(a *webappv1.WebApp, p webappv1.Phase) *webappv1.WebA
 // deployment waits for the WebApp's Deployment to satisfy cond.
 func (f *fixture) deployment(a *webappv1.WebApp, what string, cond func(*appsv1.Deployment) bool) *appsv1.Deployment {
 	f.t.Helper()
-	var d *appsv1.Deployment
-	testenv.Eventually(f.ctx, f.t, what, func() (bool, error) {
-		d = &appsv1.Deployment{}
-		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(a), d); err != nil {
-			return false, err
-		}
-		return cond(d), nil
-	})
-	return d
+	return testenv.WaitFor(f.ctx, f.t, f.c, client.ObjectKeyFromObject(a), what, cond)
 }
 
+// service waits for the WebApp's Service to satisfy cond.
 func (f *fixture) service(a *webappv1.WebApp, what string, cond func(*corev1.Service) bool) *corev1.Service {
 	f.t.Helper()
-	var s *corev1.Service
-	testenv.Eventually(f.ctx, f.t, what, func() (bool, error) {
-		s = &corev1.Service{}
-		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(a), s); err != nil {
-			return false, err
-		}
-		return cond(s), nil
-	})
-	return s
+	return testenv.WaitFor(f.ctx, f.t, f.c, client.ObjectKeyFromObject(a), what, cond)
 }
 
 // rollout plays the Deployment controller, which the light control plane lacks: it records the

@@ -169,13 +169,7 @@ func (f *fixture) get(b *werfv1.WerfBundle) *werfv1.WerfBundle {
 // waitFor polls the bundle until cond holds.
 func (f *fixture) waitFor(b *werfv1.WerfBundle, what string, cond func(*werfv1.WerfBundle) bool) *werfv1.WerfBundle {
 	f.t.Helper()
-	var last *werfv1.WerfBundle
-	testenv.Eventually(f.ctx, f.t, what, func() (bool, error) {
-		last = &werfv1.WerfBundle{}
-		err := f.c.Get(f.ctx, client.ObjectKeyFromObject(b), last)
-		return err == nil && cond(last), err
-	})
-	return last
+	return testenv.WaitFor(f.ctx, f.t, f.c, client.ObjectKeyFromObject(b), what, cond)
 }
 
 func (f *fixture) waitPhase(b *werfv1.WerfBundle, phase werfv1.Phase, tag string) *werfv1.WerfBundle {

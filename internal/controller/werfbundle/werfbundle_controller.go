@@ -188,10 +188,10 @@ func isManagedJob(o client.Object) bool {
 }
 
 func jobToBundle(_ context.Context, o client.Object) []reconcile.Request {
-	l := o.GetLabels()
-	if l[LabelComponent] != ComponentValue || l[LabelBundleName] == "" {
+	if !isManagedJob(o) {
 		return nil
 	}
+	l := o.GetLabels()
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[LabelBundleNamespace], Name: l[LabelBundleName]}}}
 }
 
@@ -210,12 +210,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		}
 		return ctrl.Result{}, err
 	}
-	if r.writes.Behind("WerfBundle", bundle) {
-		// The cache has not caught up with the last status written (the event of the Job just
-		// created can come first): acting on the older copy would write that status again.
-		if err := r.APIReader.Get(ctx, req.NamespacedName, bundle); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
+	// The event of the Job just created can come before the cache holds the status written with it.
+	if err := r.writes.Refresh(ctx, "WerfBundle", r.APIReader, bundle); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !bundle.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil

@@ -64,10 +64,6 @@ type Reserved struct {
 	Name string
 }
 
-func (r Reserved) String() string {
-	return ObjectRef{APIVersion: schema.GroupVersion{Group: r.Group}.String(), Kind: r.Kind, Name: r.Name}.String()
-}
-
 // Image is an image reference split into repository and tag.
 type Image struct {
 	// Repository without tag or digest, e.g. registry.example.dev/org/app.
