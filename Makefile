@@ -14,6 +14,8 @@ TEST_PKGS     ?= ./...
 DEVENV        := .slipway/bin/devenv
 BENCH         ?= .
 BENCH_FLAGS   ?= -benchtime=1x -timeout=60m
+# The operator's controllers, each with its own generated role under config/rbac/<name>.
+CONTROLLERS   := werfbundle webapp catalyst
 
 .PHONY: help
 help: ## Show the targets
@@ -56,18 +58,27 @@ generate: ## Generate deepcopy code from the API types
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
-manifests: ## Generate CRDs, RBAC and webhook configurations from markers into config/
-	$(CONTROLLER_GEN) rbac:roleName=slipway-operator crd:generateEmbeddedObjectMeta=true webhook \
-		paths=./api/... paths=./internal/... \
-		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
-		output:webhook:artifacts:config=config/webhook
+manifests: ## Generate CRDs, RBAC and webhook configurations from markers into config/ and the chart
+	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true webhook paths=./api/... paths=./internal/... \
+		output:crd:artifacts:config=config/crd/bases output:webhook:artifacts:config=config/webhook
+	@# One role per controller, and the common one every operator needs (docs/operator.md, RBAC).
+	$(CONTROLLER_GEN) rbac:roleName=slipway-common paths=./internal/operator/... paths=./internal/webhookcert/... \
+		output:rbac:artifacts:config=config/rbac/common
+	for c in $(CONTROLLERS); do \
+		$(CONTROLLER_GEN) rbac:roleName=slipway-$$c paths=./internal/controller/$$c/... output:rbac:artifacts:config=config/rbac/$$c; \
+	done
+	@# The chart ships the same generated files (charts/README.md; TestChart_MatchesConfig checks them).
+	rm -f charts/slipway/crds/*.yaml && cp config/crd/bases/*.yaml charts/slipway/crds/
+	for c in common $(CONTROLLERS); do mkdir -p charts/slipway/files/rbac/$$c && cp config/rbac/$$c/role.yaml charts/slipway/files/rbac/$$c/; done
+	mkdir -p charts/slipway/files/webhook && cp config/webhook/manifests.yaml charts/slipway/files/webhook/
 
 .PHONY: verify
 verify: generate manifests ## Fail when code generation leaves a diff; vet and format checks
-	@git diff --exit-code -- api config || { echo "generated files are stale: run make generate manifests and commit"; exit 1; }
-	@test -z "$$(git ls-files --others --exclude-standard -- api config)" || { git ls-files --others --exclude-standard -- api config; echo "untracked generated files: commit them"; exit 1; }
+	@git diff --exit-code -- api config charts || { echo "generated files are stale: run make generate manifests and commit"; exit 1; }
+	@test -z "$$(git ls-files --others --exclude-standard -- api config charts)" || { git ls-files --others --exclude-standard -- api config charts; echo "untracked generated files: commit them"; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet -tags e2e ./...
+	$(GO) test -count=1 -run 'TestChart_MatchesConfig|TestRoles' ./charts/... ./config/...
 
 .PHONY: lint
 lint: ## go vet and golangci-lint

@@ -1,5 +1,6 @@
-// Package config embeds the generated manifests (CRDs, RBAC) so the test harness and the dev
-// environment install exactly what `make manifests` produced.
+// Package config embeds the generated manifests (CRDs, RBAC, webhooks) and the install's
+// namespaces, so the test harness and the dev environment install exactly what `make manifests`
+// produced and what config/ ships.
 package config
 
 import (
@@ -11,8 +12,12 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"slices"
+	"sort"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,7 +25,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
-//go:embed crd/bases/*.yaml rbac/role.yaml rbac/leader_election_role.yaml webhook/manifests.yaml samples
+//go:embed crd/bases/*.yaml rbac/*/role.yaml manager/*.yaml webhook/manifests.yaml samples
 var files embed.FS
 
 // CRDs returns every CustomResourceDefinition under crd/bases.
@@ -40,27 +45,97 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return crds, nil
 }
 
-// ManagerRoles returns the operator's generated ClusterRole and the Roles it needs in its own
-// namespace (rbac/role.yaml).
-func ManagerRoles() (*rbacv1.ClusterRole, []*rbacv1.Role, error) {
-	docs, err := decodeAll[rbacv1.Role]("rbac/role.yaml")
+// CommonRole names the role every operator needs whichever controllers it runs (leader election,
+// Events, webhook certificates, metrics authorization): rbac/common/role.yaml.
+const CommonRole = "common"
+
+// Controllers returns the controllers that have a generated role (rbac/<controller>/role.yaml),
+// the names --controllers accepts, sorted.
+func Controllers() ([]string, error) {
+	names, err := fs.Glob(files, "rbac/*/role.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range names {
+		if c := path.Base(path.Dir(n)); c != CommonRole {
+			out = append(out, c)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Roles returns the generated ClusterRoles and namespaced Roles an operator running the given
+// controllers needs: the common role and each controller's own (rbac/<controller>/role.yaml).
+// No controllers means all of them, as for --controllers.
+func Roles(controllers ...string) ([]*rbacv1.ClusterRole, []*rbacv1.Role, error) {
+	all, err := Controllers()
 	if err != nil {
 		return nil, nil, err
 	}
-	var cluster *rbacv1.ClusterRole
+	if len(controllers) == 0 {
+		controllers = all
+	}
+	var clusterRoles []*rbacv1.ClusterRole
 	var roles []*rbacv1.Role
-	for _, d := range docs {
-		switch d.Kind {
-		case "ClusterRole":
-			cluster = &rbacv1.ClusterRole{TypeMeta: d.TypeMeta, ObjectMeta: d.ObjectMeta, Rules: d.Rules}
-		case "Role":
-			roles = append(roles, d)
+	seen := map[string]bool{}
+	for _, c := range append([]string{CommonRole}, controllers...) {
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		if c != CommonRole && !slices.Contains(all, c) {
+			return nil, nil, fmt.Errorf("no generated role for controller %q; controllers: %s", c, strings.Join(all, ", "))
+		}
+		name := "rbac/" + c + "/role.yaml"
+		docs, err := decodeAll[rbacv1.Role](name)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, d := range docs {
+			switch d.Kind {
+			case "ClusterRole":
+				clusterRoles = append(clusterRoles, &rbacv1.ClusterRole{TypeMeta: d.TypeMeta, ObjectMeta: d.ObjectMeta, Rules: d.Rules})
+			case "Role":
+				roles = append(roles, d)
+			default:
+				return nil, nil, fmt.Errorf("%s: unexpected %s", name, d.Kind)
+			}
 		}
 	}
-	if cluster == nil {
-		return nil, nil, fmt.Errorf("rbac/role.yaml holds no ClusterRole")
+	return clusterRoles, roles, nil
+}
+
+// Namespaces returns the Namespaces the install creates (manager/*.yaml), with their labels:
+// the operator's own, labelled for Pod Security, and any other the controllers work in.
+func Namespaces() ([]*corev1.Namespace, error) {
+	names, err := fs.Glob(files, "manager/*.yaml")
+	if err != nil {
+		return nil, err
 	}
-	return cluster, roles, nil
+	var out []*corev1.Namespace
+	for _, name := range names {
+		docs, err := decodeAll[map[string]any](name)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range docs {
+			if (*d)["kind"] != "Namespace" {
+				continue
+			}
+			data, err := sigsyaml.Marshal(*d)
+			if err != nil {
+				return nil, err
+			}
+			ns := &corev1.Namespace{}
+			if err := sigsyaml.UnmarshalStrict(data, ns); err != nil {
+				return nil, fmt.Errorf("decoding %s: %w", name, err)
+			}
+			out = append(out, ns)
+		}
+	}
+	return out, nil
 }
 
 func decodeAll[T any](name string) ([]*T, error) {
@@ -137,18 +212,6 @@ func clientConfig(base string, cc admissionregistrationv1.WebhookClientConfig) a
 	}
 	url := base + *cc.Service.Path
 	return admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: cc.CABundle}
-}
-
-// LeaderElectionRole returns the Role the operator needs for its leader-election Lease.
-func LeaderElectionRole() (*rbacv1.Role, error) {
-	objs, err := decodeAll[rbacv1.Role]("rbac/leader_election_role.yaml")
-	if err != nil {
-		return nil, err
-	}
-	if len(objs) != 1 {
-		return nil, fmt.Errorf("rbac/leader_election_role.yaml: want one Role, found %d", len(objs))
-	}
-	return objs[0], nil
 }
 
 // Samples returns the objects in samples/*.yaml (kustomization.yaml aside), in file order.

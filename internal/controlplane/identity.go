@@ -3,12 +3,15 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/slipway-dev/slipway/config"
 )
@@ -19,43 +22,111 @@ const (
 	OperatorUser      = "system:serviceaccount:slipway-system:slipway-operator"
 )
 
-// InstallOperatorIdentity creates the operator namespace, binds the generated ClusterRole, the
-// namespaced Roles and the leader-election Role to the operator's user, and writes a kubeconfig
-// for that user to path. An operator run with it has exactly the permissions the manifests
-// grant, so a missing RBAC marker fails in dev and in tests as it would in a cluster. Objects that
-// exist already are left as they are.
-func (cp *ControlPlane) InstallOperatorIdentity(ctx context.Context, path string) (string, error) {
-	role, nsRoles, err := config.ManagerRoles()
+// InstallOperatorIdentity installs what config/ ships around the operator, as a cluster install
+// would, and writes a kubeconfig for the operator's user to path:
+//
+//   - the namespaces of config/manager with their labels (Pod Security levels included), so a pod
+//     the shipped namespace would refuse is refused in tests and in dev too;
+//   - the generated roles of the given controllers (all when none is given, as for
+//     --controllers) and the common role, bound to the operator's user; the bindings of the other
+//     controllers' roles are removed, so the user holds exactly those roles.
+//
+// An operator run with the kubeconfig has exactly the permissions the manifests grant, so a
+// missing RBAC marker fails in dev and in tests as it would in a cluster. Roles are updated to the
+// generated rules; shipped labels are added to a namespace that exists already.
+func (cp *ControlPlane) InstallOperatorIdentity(ctx context.Context, path string, controllers ...string) (string, error) {
+	namespaces, err := config.Namespaces()
 	if err != nil {
 		return "", err
 	}
-	leaderRole, err := config.LeaderElectionRole()
+	clusterRoles, roles, err := config.Roles(controllers...)
 	if err != nil {
 		return "", err
 	}
-	leaderRole.Namespace = OperatorNamespace
-	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: OperatorUser}}
-	objs := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: OperatorNamespace}},
-		role,
-		&rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-			Subjects:   subject,
-		},
-	}
-	for _, r := range append(nsRoles, leaderRole) {
-		objs = append(objs, r, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: r.Name},
-			Subjects:   subject,
-		})
-	}
-	for _, o := range objs {
-		if err := cp.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			return "", fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
+	for _, r := range roles {
+		if !slices.ContainsFunc(namespaces, func(ns *corev1.Namespace) bool { return ns.Name == r.Namespace }) {
+			namespaces = append(namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace}})
 		}
+	}
+	for _, want := range namespaces {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: want.Name}}
+		if _, err := controllerutil.CreateOrUpdate(ctx, cp.Client, ns, func() error {
+			if ns.Labels == nil {
+				ns.Labels = map[string]string{}
+			}
+			maps.Copy(ns.Labels, want.Labels)
+			return nil
+		}); err != nil {
+			return "", fmt.Errorf("installing namespace %s: %w", want.Name, err)
+		}
+	}
+
+	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: OperatorUser}}
+	wanted := map[string]bool{}
+	for _, want := range clusterRoles {
+		wanted[want.Name] = true
+		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: want.Name}}
+		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: want.Name}}
+		if err := apply(ctx, cp.Client, role, func() { role.Rules = want.Rules }); err != nil {
+			return "", err
+		}
+		if err := apply(ctx, cp.Client, binding, func() {
+			binding.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: want.Name}
+			binding.Subjects = subjects
+		}); err != nil {
+			return "", err
+		}
+	}
+	for _, want := range roles {
+		wanted[want.Namespace+"/"+want.Name] = true
+		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: want.Namespace}}
+		binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: want.Namespace}}
+		if err := apply(ctx, cp.Client, role, func() { role.Rules = want.Rules }); err != nil {
+			return "", err
+		}
+		if err := apply(ctx, cp.Client, binding, func() {
+			binding.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: want.Name}
+			binding.Subjects = subjects
+		}); err != nil {
+			return "", err
+		}
+	}
+	if err := cp.unbindOthers(ctx, wanted); err != nil {
+		return "", err
 	}
 	return cp.UserKubeconfig(path, OperatorUser,
 		"system:serviceaccounts", "system:serviceaccounts:"+OperatorNamespace, "system:authenticated")
+}
+
+// unbindOthers deletes the bindings of the generated roles not wanted (by name, or
+// namespace/name): those of the controllers an earlier call installed and this one does not.
+func (cp *ControlPlane) unbindOthers(ctx context.Context, wanted map[string]bool) error {
+	allCluster, allRoles, err := config.Roles()
+	if err != nil {
+		return err
+	}
+	var stale []client.Object
+	for _, r := range allCluster {
+		if !wanted[r.Name] {
+			stale = append(stale, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: r.Name}})
+		}
+	}
+	for _, r := range allRoles {
+		if !wanted[r.Namespace+"/"+r.Name] {
+			stale = append(stale, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace}})
+		}
+	}
+	for _, o := range stale {
+		if err := cp.Client.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("removing %T %s: %w", o, client.ObjectKeyFromObject(o), err)
+		}
+	}
+	return nil
+}
+
+func apply(ctx context.Context, c client.Client, o client.Object, mutate func()) error {
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, o, func() error { mutate(); return nil }); err != nil {
+		return fmt.Errorf("installing %T %s: %w", o, client.ObjectKeyFromObject(o), err)
+	}
+	return nil
 }

@@ -1,8 +1,17 @@
 package operator
 
-// Permissions every controller shares: recording Events. Each controller package declares its own.
-// Leader election needs Leases in the operator's namespace only; that Role is
-// config/rbac/leader_election_role.yaml.
+// The common role (slipway-common, config/rbac/common): what the operator process needs whichever
+// controllers it runs. Each controller package declares its own role (docs/operator.md, RBAC).
+// `make manifests` generates it from the markers here and in package webhookcert.
 
+// Every controller records Events on its objects.
 // +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Leader election: the operator's Lease, in its own namespace only.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=slipway-system
+
+// Secure metrics (--metrics-secure): the operator asks the API server to authenticate and
+// authorize each scraper.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
