@@ -1,8 +1,11 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestWebhookConfigurations_PointAtTheServiceOrALocalURL(t *testing.T) {
@@ -32,5 +35,59 @@ func TestWebhookConfigurations_PointAtTheServiceOrALocalURL(t *testing.T) {
 		if cc.url == nil || !strings.HasPrefix(*cc.url, "https://localhost:9443/") || cc.svc {
 			t.Errorf("%s: want a URL under https://localhost:9443/ and no Service, got %v", cc.name, cc.url)
 		}
+	}
+}
+
+func TestRoles_CommonPlusTheChosenControllers(t *testing.T) {
+	all, err := Controllers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"catalyst", "webapp", "werfbundle"}; !slices.Equal(all, want) {
+		t.Fatalf("controllers: want %v, got %v", want, all)
+	}
+	for _, tc := range []struct {
+		controllers []string
+		want        []string
+	}{
+		{[]string{"webapp"}, []string{"slipway-common", "slipway-webapp"}},
+		{[]string{"werfbundle", "webapp", "werfbundle"}, []string{"slipway-common", "slipway-werfbundle", "slipway-webapp"}},
+		{nil, []string{"slipway-common", "slipway-werfbundle", "slipway-webapp", "slipway-catalyst"}},
+	} {
+		cluster, roles, err := Roles(tc.controllers...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range cluster {
+			got = append(got, r.Name)
+		}
+		slices.Sort(got)
+		want := slices.Sorted(slices.Values(tc.want))
+		if !slices.Equal(got, want) {
+			t.Errorf("Roles(%v): want ClusterRoles %v, got %v", tc.controllers, want, got)
+		}
+		for _, r := range roles {
+			if !slices.Contains(want, r.Name) || r.Namespace == "" {
+				t.Errorf("Roles(%v): unexpected Role %s/%s", tc.controllers, r.Namespace, r.Name)
+			}
+		}
+	}
+	if _, _, err := Roles("nope"); err == nil {
+		t.Error("Roles(nope): want an error naming the unknown controller")
+	}
+}
+
+func TestNamespaces_OperatorNamespaceIsRestricted(t *testing.T) {
+	nss, err := Namespaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(nss, func(ns *corev1.Namespace) bool { return ns.Name == "slipway-system" })
+	if i < 0 {
+		t.Fatalf("no slipway-system Namespace in manager/*.yaml: %v", nss)
+	}
+	if got := nss[i].Labels["pod-security.kubernetes.io/enforce"]; got != "restricted" {
+		t.Errorf("slipway-system: want pod-security enforce=restricted, got %q", got)
 	}
 }

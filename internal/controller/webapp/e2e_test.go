@@ -137,13 +137,13 @@ func TestWebApp_FullControlPlane(t *testing.T) {
 	})
 }
 
-// startOperator runs the WebApp reconciler in a manager built like the operator's, until the test
-// ends.
+// startOperator runs the WebApp reconciler in a manager built like the operator's, as the
+// operator's user with only the WebApp and common roles (operatorConfig), until the test ends.
 func startOperator(ctx context.Context, t *testing.T, full *testenv.Env) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	opts := operator.Options{MetricsAddr: "0", ProbeAddr: "0", GracefulShutdownTimeout: 10 * time.Second}
-	mgr, err := operator.NewManager(ctx, full.Config, scheme.New(), opts, []operator.Controller{{
+	mgr, err := operator.NewManager(ctx, operatorConfig(t, full), scheme.New(), opts, []operator.Controller{{
 		Name: "webapp",
 		Setup: func(_ context.Context, mgr ctrl.Manager, _ operator.Options) error {
 			r := &webapp.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("webapp-e2e")}

@@ -3,6 +3,7 @@ package webapp_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -35,6 +38,28 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) {
 	testenv.Main(m, testenv.Light, func(e *testenv.Env) { env = e })
+}
+
+var (
+	identityOnce sync.Once
+	identityCfg  *rest.Config
+)
+
+// operatorConfig is a rest.Config for the operator's user holding only the generated roles of
+// the WebApp controller and the common one (config/rbac), as an install with
+// --controllers=webapp: a missing RBAC marker fails the tests as it would fail in a cluster.
+func operatorConfig(t testing.TB, e *testenv.Env) *rest.Config {
+	t.Helper()
+	path, err := e.InstallOperatorIdentity(context.Background(), filepath.Join(e.LogDir, "operator.kubeconfig"), "webapp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	return cfg
 }
 
 // fixture is one test's world: a namespace and a manager running the reconciler on it.
@@ -62,11 +87,15 @@ func (f *fixture) create(o client.Object) {
 	}
 }
 
-// start runs a manager with the reconciler, its cache limited to the test's namespace, until the
+// start runs a manager with the reconciler as the operator's user (operatorConfig), its cache limited to the test's namespace, until the
 // test ends. Every write the reconciler sends is counted in f.writes.
 func (f *fixture) start(resync time.Duration) {
 	f.t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	identityOnce.Do(func() { identityCfg = operatorConfig(f.t, env) })
+	if identityCfg == nil {
+		f.t.Fatal("no operator identity: see the first test's failure")
+	}
+	mgr, err := ctrl.NewManager(identityCfg, ctrl.Options{
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
