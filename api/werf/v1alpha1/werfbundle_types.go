@@ -66,7 +66,9 @@ type RegistrySpec struct {
 // ConvergeSpec describes how a version of the bundle is deployed.
 type ConvergeSpec struct {
 	// TargetNamespace is where the release is installed and the converge Job runs.
-	// Defaults to the WerfBundle's namespace.
+	// Defaults to the WerfBundle's namespace. Another namespace must accept bundles from this
+	// one (annotation werf.io/accept-bundles-from on it) unless the operator allows every
+	// cross-namespace deploy.
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 	// +optional
@@ -272,6 +274,10 @@ type RegistryStatus struct {
 	// ETag the registry returned for the tag list, sent back as If-None-Match.
 	// +optional
 	ETag string `json:"etag,omitempty"`
+	// TagsDigest is a digest of the tag list, so a registry that answers every poll in full (no
+	// ETag) is still seen to have changed or not.
+	// +optional
+	TagsDigest string `json:"tagsDigest,omitempty"`
 	// LatestTag is the highest tag matching the constraint.
 	// +optional
 	LatestTag string `json:"latestTag,omitempty"`
@@ -296,6 +302,12 @@ const (
 	// value changes (e.g. kubectl annotate werfbundle x werf.io/reconcile-now="$(date +%s)" --overwrite).
 	ReconcileNowAnnotation = "werf.io/reconcile-now"
 )
+
+// AcceptBundlesFromAnnotation, on a Namespace, lets WerfBundles of other namespaces deploy into
+// it: a comma-separated list of the namespaces it accepts bundles from, or "*" for any. Without
+// it a bundle deploys only into its own namespace (unless the operator runs with
+// --werfbundle-allow-cross-namespace).
+const AcceptBundlesFromAnnotation = "werf.io/accept-bundles-from"
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

@@ -1,6 +1,10 @@
 package werfbundle
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,7 +20,7 @@ import (
 var (
 	registryPolls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "slipway_werfbundle_registry_polls_total",
-		Help: "Registry tag-list polls by result: changed, not_modified, error.",
+		Help: "Registry tag-list polls by result: changed, unchanged (304 or the same tags), failed.",
 	}, []string{"result"})
 	registryRequests = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "slipway_werfbundle_registry_requests_total",
@@ -78,23 +82,35 @@ var (
 )
 
 func init() {
+	for _, r := range []string{pollResultChanged, pollResultUnchanged, pollResultFailed} {
+		registryPolls.WithLabelValues(r)
+	}
 	metrics.Registry.MustRegister(registryPolls, registryRequests, pollDuration, notModified, newTagsFound,
 		jobsCreated, jobsFinished, jobDuration, driftChecks, driftCorrections, backoffSeconds, bundlesByPhase,
 		reconcileDuration, ReconcileWithoutRegistry)
 }
 
-func observePoll(list registry.TagList, err error, d time.Duration) {
+// Values of the result label of slipway_werfbundle_registry_polls_total.
+const (
+	pollResultChanged   = "changed"   // the tag list differs from the last one seen
+	pollResultUnchanged = "unchanged" // 304, or a full answer with the same tags
+	pollResultFailed    = "failed"
+)
+
+// observePoll records a poll's duration and requests; stepPoll counts its result.
+func observePoll(list registry.TagList, d time.Duration) {
 	pollDuration.Observe(d.Seconds())
 	registryRequests.Add(float64(list.Requests))
-	switch {
-	case err != nil:
-		registryPolls.WithLabelValues("error").Inc()
-	case list.NotModified:
-		registryPolls.WithLabelValues("not_modified").Inc()
+	if list.NotModified {
 		notModified.Inc()
-	default:
-		registryPolls.WithLabelValues("changed").Inc()
 	}
+}
+
+// tagsDigest identifies a tag list whatever order the registry sent it in.
+func tagsDigest(tags []string) string {
+	sorted := slices.Sorted(slices.Values(tags))
+	h := sha256.Sum256([]byte(strings.Join(sorted, "\n")))
+	return hex.EncodeToString(h[:16])
 }
 
 func observeJob(kind JobKind, j *batchv1.Job, ok bool) {

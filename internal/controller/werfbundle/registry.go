@@ -8,16 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"sync"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/registry"
@@ -176,24 +172,4 @@ func dockerConfig(host string, c registry.Credentials) ([]byte, error) {
 	}
 	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
 	return json.Marshal(map[string]any{"auths": map[string]any{host: map[string]string{"auth": auth}}})
-}
-
-// ensureJobSecret creates the Job's Secret, owned by the Job, or brings its data up to date.
-func (r *Reconciler) ensureJobSecret(ctx context.Context, job *batchv1.Job, data map[string][]byte) error {
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: job.Name, Namespace: job.Namespace, Labels: maps.Clone(job.Labels),
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID,
-				BlockOwnerDeletion: ptr.To(false),
-			}},
-		},
-		Type: corev1.SecretTypeOpaque,
-		Data: data,
-	}
-	// The name carries the revision, so an existing Secret already holds these values.
-	if err := r.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
-	}
-	return nil
 }

@@ -26,6 +26,8 @@ type Config struct {
 	LogPruneEvery     time.Duration
 	WebhookAddr       string
 	WebhookSecretFile string
+	// AllowCrossNamespace lifts tenant isolation (see Reconciler.AllowCrossNamespace).
+	AllowCrossNamespace bool
 }
 
 // Controller returns the WerfBundle system for the operator binary.
@@ -41,6 +43,9 @@ func Controller() operator.Controller {
 			fs.DurationVar(&cfg.LogPruneEvery, "werfbundle-log-prune-interval", 10*time.Minute, "how often expired Job logs are deleted")
 			fs.StringVar(&cfg.WebhookAddr, "werfbundle-webhook-bind-address", "", "address of the registry push webhook receiver (e.g. :9292); empty disables it")
 			fs.StringVar(&cfg.WebhookSecretFile, "werfbundle-webhook-secret-file", "", "file holding the webhook shared secret")
+			fs.BoolVar(&cfg.AllowCrossNamespace, "werfbundle-allow-cross-namespace", false,
+				"let every WerfBundle deploy into any namespace and read values there (single-tenant clusters); "+
+					"otherwise a namespace accepts bundles of other namespaces only through its werf.io/accept-bundles-from annotation")
 		},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, opts operator.Options) error {
 			return cfg.setup(ctx, mgr, opts)
@@ -62,6 +67,8 @@ func (cfg *Config) setup(ctx context.Context, mgr ctrl.Manager, opts operator.Op
 		OperatorNamespace: opts.Namespace,
 		WerfImage:         cfg.WerfImage,
 		JobDeadline:       cfg.JobDeadline,
+
+		AllowCrossNamespace: cfg.AllowCrossNamespace,
 	}
 	if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: cfg.Concurrency}); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,8 +22,8 @@ type mergedValues struct {
 	hash string
 }
 
-// loadValues reads spec.converge.valuesFrom in order, from the bundle's namespace or else the
-// target namespace, and merges them. Returns nil (and records a failure) when a required source
+// loadValues reads spec.converge.valuesFrom in order, from the bundle's namespace or else, when
+// the bundle may deploy there, the target namespace (valuesNamespaces), and merges them. Returns nil (and records a failure) when a required source
 // is missing or unreadable as values.
 func (r *Reconciler) loadValues(ctx context.Context, s *scope) (*mergedValues, error) {
 	b := s.bundle
@@ -35,7 +36,8 @@ func (r *Reconciler) loadValues(ctx context.Context, s *scope) (*mergedValues, e
 		if src == nil {
 			continue
 		}
-		data, ns, err := r.readValuesSource(ctx, kind, src.Name, b.Namespace, s.targetNS)
+		namespaces := valuesNamespaces(s)
+		data, ns, err := r.readValuesSource(ctx, kind, src.Name, namespaces...)
 		if err != nil {
 			return nil, err
 		}
@@ -44,8 +46,8 @@ func (r *Reconciler) loadValues(ctx context.Context, s *scope) (*mergedValues, e
 				continue
 			}
 			s.fail(&failure{reason: ReasonValuesInvalid, stalled: true, message: fmt.Sprintf(
-				"valuesFrom[%d]: %s %q not found in namespace %s or %s; create it or mark it optional",
-				i, kind, src.Name, b.Namespace, s.targetNS)})
+				"valuesFrom[%d]: %s %q not found in namespace %s; create it or mark it optional",
+				i, kind, src.Name, strings.Join(namespaces, " or "))})
 			return nil, nil
 		}
 		layer, err := values.FromSource(values.Source{Kind: kind, Namespace: ns, Name: src.Name, Key: src.Key, Data: data})

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,7 +37,7 @@ import (
 // +kubebuilder:rbac:groups=werf.io,resources=werfbundles/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=create;get;list;watch;delete
 // +kubebuilder:rbac:groups=core,resources=configmaps;secrets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=core,resources=secrets,verbs=create;update;delete
+// +kubebuilder:rbac:groups=core,resources=secrets,verbs=create;update;patch;delete
 // +kubebuilder:rbac:groups=core,resources=configmaps,verbs=create;delete,namespace=slipway-system
 // +kubebuilder:rbac:groups=core,resources=namespaces;serviceaccounts,verbs=get;list;watch
 // +kubebuilder:rbac:groups=core,resources=pods,verbs=list
@@ -52,6 +53,7 @@ const (
 	DefaultLogBytes         = 64 << 10
 	indexValuesSource       = "werf.io/values-source"
 	indexRepository         = "werf.io/repository"
+	indexTargetNamespace    = "werf.io/target-namespace"
 	fieldOwner              = client.FieldOwner("slipway-werfbundle")
 	maxConsecutiveFailures  = 5
 	prerequisiteRetryPeriod = time.Minute
@@ -87,6 +89,12 @@ type Reconciler struct {
 	JobBackoffLimit   int32
 	JobHistory        int
 	LogBytes          int64
+	// AllowCrossNamespace lets every bundle deploy into any namespace and read values there, as
+	// on a single-tenant cluster; otherwise another namespace must accept the bundle's namespace
+	// (werfv1.AcceptBundlesFromAnnotation).
+	AllowCrossNamespace bool
+	// Log is the base of every reconcile's logger (default: the manager's).
+	Log logr.Logger
 	// DecoratePod, when set, adjusts every Job's pod template (tests use it to steer kwok).
 	DecoratePod func(JobKind, *corev1.PodTemplateSpec)
 
@@ -132,7 +140,8 @@ func (r *Reconciler) defaults() {
 }
 
 // SetupWithManager registers the controller: WerfBundles, their Jobs (matched by label, as they
-// may live in another namespace) and the ConfigMaps and Secrets their values come from.
+// may live in another namespace), the ConfigMaps and Secrets their values come from, and the
+// Namespaces they deploy into (creation, and the opt-in annotation).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	r.once.Do(r.defaults)
 	if r.APIReader == nil {
@@ -145,6 +154,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if err := idx.IndexField(ctx, &werfv1.WerfBundle{}, indexRepository, repositoryKeys); err != nil {
 		return err
 	}
+	if err := idx.IndexField(ctx, &werfv1.WerfBundle{}, indexTargetNamespace, targetNamespaceKeys); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("werfbundle").
 		For(&werfv1.WerfBundle{}, builder.WithPredicates(predicate.Or(
@@ -155,9 +167,27 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			builder.OnlyMetadata).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.valuesSourceToBundles("Secret")),
 			builder.OnlyMetadata).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceToBundles),
+			builder.OnlyMetadata, builder.WithPredicates(namespaceChanges)).
 		WatchesRawSource(source.Channel(r.triggers, &handler.EnqueueRequestForObject{})).
 		WithOptions(opts).
+		WithLogConstructor(r.logConstructor(mgr.GetLogger())).
 		Complete(r)
+}
+
+// logConstructor gives each reconcile's log lines the bundle and its namespace; the notes add the
+// operation (see package notes).
+func (r *Reconciler) logConstructor(base logr.Logger) func(*reconcile.Request) logr.Logger {
+	if r.Log.GetSink() != nil {
+		base = r.Log
+	}
+	base = base.WithValues("controller", "werfbundle", "controllerGroup", werfv1.GroupVersion.Group, "controllerKind", "WerfBundle")
+	return func(req *reconcile.Request) logr.Logger {
+		if req == nil {
+			return base
+		}
+		return base.WithValues("bundle", req.Name, "namespace", req.Namespace)
+	}
 }
 
 // managedJobs passes the events of slipway's Jobs that a bundle acts on: a Job that ended,
@@ -234,10 +264,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 
 	if bundle.Spec.Suspend {
 		s.suspended = true
+		// Resuming polls at once, not when the schedule from before the suspension says.
+		r.polls.trigger(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	for _, step := range []func(context.Context, *scope) error{
 		r.stepResolve,
+		r.stepTenancy,
 		r.stepPoll,
 		r.stepJobs,
 		r.stepDeploy,
@@ -264,7 +297,7 @@ func (e *stopError) Error() string { return "stopped: " + e.reason }
 func stop(reason string) error { return &stopError{reason: reason} }
 
 // cleanupDeleted removes what a deleted bundle left in other namespaces: Jobs (their values
-// Secrets go with them by owner reference) and logs. Jobs in the bundle's own namespace would be
+// Secrets go with them by owner reference), Secrets that never got their Job, and logs. Jobs in the bundle's own namespace would be
 // garbage collected too, but Jobs elsewhere cannot carry an owner reference to the bundle.
 func (r *Reconciler) cleanupDeleted(ctx context.Context, key types.NamespacedName) error {
 	sel := client.MatchingLabels{LabelComponent: ComponentValue, LabelBundleNamespace: key.Namespace, LabelBundleName: key.Name}
@@ -276,6 +309,19 @@ func (r *Reconciler) cleanupDeleted(ctx context.Context, key types.NamespacedNam
 	for i := range jobs.Items {
 		if err := r.Delete(ctx, &jobs.Items[i], client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, err)
+		}
+	}
+	// Secrets a stopped reconcile wrote before their Job; the others go with their Jobs.
+	var secrets corev1.SecretList
+	if err := r.APIReader.List(ctx, &secrets, sel); err != nil {
+		errs = append(errs, fmt.Errorf("listing Job Secrets: %w", err))
+	}
+	for i := range secrets.Items {
+		if len(secrets.Items[i].OwnerReferences) > 0 {
+			continue
+		}
+		if err := r.Delete(ctx, &secrets.Items[i]); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting Secret %s: %w", secrets.Items[i].Name, err))
 		}
 	}
 	if r.OperatorNamespace != "" {

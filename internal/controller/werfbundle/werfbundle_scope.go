@@ -10,6 +10,7 @@ import (
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/controller/werfbundle/tags"
 	"github.com/slipway-dev/slipway/internal/notes"
+	"github.com/slipway-dev/slipway/internal/registry"
 )
 
 // scope carries one reconcile's facts from the steps to computeStatus.
@@ -21,6 +22,9 @@ type scope struct {
 	targetNS   string
 	release    string
 	constraint *tags.Constraint
+	// crossNamespace: the bundle may deploy into another namespace (accepted there, or allowed
+	// by the operator), and read values there.
+	crossNamespace bool
 
 	// registry
 	access       *accessResult // registry settings, read once
@@ -102,11 +106,33 @@ func (s *scope) eventf(warning bool, reason, message string) {
 }
 
 // jitter spreads d by ±10 % so bundles created together do not poll together.
-func jitter(d time.Duration) time.Duration {
+func jitter(d time.Duration) time.Duration { return spread(d, rand.Float64()) }
+
+// spread is d×(0.9 + 0.2×u) for u in [0, 1): ±10 %.
+func spread(d time.Duration, u float64) time.Duration {
 	if d <= 0 {
 		return d
 	}
-	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
+	return time.Duration(float64(d) * (0.9 + 0.2*u))
+}
+
+// spreadUp is d×(1 + 0.1×u) for u in [0, 1): up to 10 % later, never earlier.
+func spreadUp(d time.Duration, u float64) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	return time.Duration(float64(d) * (1 + 0.1*u))
+}
+
+// retryDelay is the wait before the poll after the failures-th registry failure in a row, for
+// the uniform random u in [0, 1): the backoff ±10 %, or, when the registry answered with a
+// Retry-After, that delay (capped at maxRetryAfter) plus up to 10 %: a retry never comes before
+// the time the registry asked for.
+func retryDelay(failures int32, err error, u float64) time.Duration {
+	if ra, ok := registry.RetryAfter(err); ok && ra > 0 {
+		return spreadUp(min(ra, maxRetryAfter), u)
+	}
+	return spread(backoff(failures), u)
 }
 
 // backoff is the wait after n consecutive failures: 30s, 1m, 2m, 4m, then 8m.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"time"
@@ -45,6 +46,9 @@ const (
 	ReasonDriftCheckFailed      = "DriftCheckFailed"
 	ReasonDriftCorrecting       = "DriftCorrecting"
 	ReasonDriftNotCorrected     = "DriftCorrectionExhausted"
+	// ReasonCrossNamespaceRefused: the target namespace does not accept bundles from the
+	// bundle's namespace (see AcceptBundlesFromAnnotation).
+	ReasonCrossNamespaceRefused = "CrossNamespaceRefused"
 )
 
 // stepResolve fills in defaults and parses what the schema cannot fully check.
@@ -86,13 +90,15 @@ func (r *Reconciler) stepPoll(ctx context.Context, s *scope) error {
 	if sameSpec {
 		s.latestTag = st.LatestTag
 	}
-	if wait, due := r.polls.due(key, s.now); sameSpec && !due {
+	schedule := pollSchedule(b)
+	if wait, due := r.polls.due(key, schedule, s.now); sameSpec && !due {
 		s.requeue(wait)
 		return nil
 	}
 
 	lister, err := r.registryClient(ctx, s)
 	if err != nil {
+		registryPolls.WithLabelValues(pollResultFailed).Inc()
 		return r.pollFailed(s, err)
 	}
 	etag := ""
@@ -102,9 +108,10 @@ func (r *Reconciler) stepPoll(ctx context.Context, s *scope) error {
 	start := time.Now()
 	list, err := lister.ListTags(ctx, b.Spec.Registry.URL, etag)
 	s.registryTime = time.Since(start)
-	observePoll(list, err, s.registryTime)
+	observePoll(list, s.registryTime)
 	s.polled = true
 	if err != nil {
+		registryPolls.WithLabelValues(pollResultFailed).Inc()
 		return r.pollFailed(s, err)
 	}
 	interval := defaultPollInterval
@@ -112,14 +119,21 @@ func (r *Reconciler) stepPoll(ctx context.Context, s *scope) error {
 		interval = pi.Duration
 	}
 	next := jitter(interval)
-	r.polls.schedule(key, s.now.Add(next))
+	r.polls.schedule(key, schedule, s.now.Add(next))
 	s.requeue(next)
 	if b.Status.LastFailedRevision == "" && b.Status.ConsecutiveFailures > 0 {
 		b.Status.ConsecutiveFailures = 0
 	}
 	if list.NotModified && sameSpec {
+		registryPolls.WithLabelValues(pollResultUnchanged).Inc()
 		s.notModified = true
 		return nil
+	}
+	digest := tagsDigest(list.Tags)
+	if sameSpec && st.TagsDigest == digest {
+		registryPolls.WithLabelValues(pollResultUnchanged).Inc()
+	} else {
+		registryPolls.WithLabelValues(pollResultChanged).Inc()
 	}
 	sel, err := s.constraint.Select(list.Tags)
 	latest := sel.Tag
@@ -138,23 +152,20 @@ func (r *Reconciler) stepPoll(ctx context.Context, s *scope) error {
 		URL:               b.Spec.Registry.URL,
 		VersionConstraint: b.Spec.Registry.VersionConstraint,
 		ETag:              list.ETag,
+		TagsDigest:        digest,
 		LatestTag:         latest,
 	}
 	return nil
 }
 
-// pollFailed counts a registry failure and schedules the retry: 30s, 1m, 2m, 4m, 8m (or what a
-// 429's Retry-After asks), each ±10 %. From the fifth failure in a row the bundle is Failed.
+// pollFailed counts a registry failure and schedules the retry: 30s, 1m, 2m, 4m, 8m, each ±10 %,
+// or what a 429's Retry-After asks plus up to 10 %. From the fifth failure in a row the bundle is Failed.
 func (r *Reconciler) pollFailed(s *scope, err error) error {
 	b := s.bundle
 	b.Status.ConsecutiveFailures++
-	wait := backoff(b.Status.ConsecutiveFailures)
-	if ra, ok := registry.RetryAfter(err); ok && ra > 0 {
-		wait = min(ra, maxRetryAfter)
-	}
-	wait = jitter(wait)
+	wait := retryDelay(b.Status.ConsecutiveFailures, err, rand.Float64())
 	backoffSeconds.WithLabelValues(b.Namespace, b.Name).Set(wait.Seconds())
-	r.polls.schedule(client.ObjectKeyFromObject(b), s.now.Add(wait))
+	r.polls.schedule(client.ObjectKeyFromObject(b), pollSchedule(b), s.now.Add(wait))
 	s.requeue(wait)
 	reason, stalled := ReasonRegistryUnavailable, false
 	switch {
@@ -213,6 +224,18 @@ func (r *Reconciler) stepJobs(ctx context.Context, s *scope) error {
 			continue
 		}
 		finished = append(finished, j)
+	}
+	// A Job the status does not know as active was made by a reconcile that stopped before it
+	// recorded it: finish that reconcile's writes.
+	if j := s.active; j != nil && j.Name != b.Status.ActiveJob {
+		if err := r.adoptJobSecret(ctx, j); err != nil {
+			return err
+		}
+	}
+	if len(finished) > 0 && finished[0].Name != b.Status.LastFinishedJob && finished[0].Name != b.Status.ActiveJob {
+		if err := r.adoptJobSecret(ctx, finished[0]); err != nil {
+			return err
+		}
 	}
 	// Record the newest finished Job if it is new to the status.
 	if len(finished) > 0 && finished[0].Name != b.Status.LastFinishedJob {
@@ -334,8 +357,10 @@ func (r *Reconciler) stepDeploy(ctx context.Context, s *scope) error {
 	return stop("Job created")
 }
 
-// createJob checks the prerequisites, then creates the Job and its Secret (values, registry
-// credentials, CA), owned by the Job so they go away together.
+// createJob checks the prerequisites, then writes the Job's Secret (values, registry credentials,
+// CA), the Job, and the Job's ownership of the Secret, in that order: a crash or an error after
+// any one write leaves a state the next reconcile completes (see "Write order" in
+// docs/werfbundle.md). The names are deterministic, so a repeated write finds the object.
 func (r *Reconciler) createJob(ctx context.Context, s *scope, req jobRequest) error {
 	b := s.bundle
 	// Existence checks read the metadata cache: no API request per deploy.
@@ -374,6 +399,18 @@ func (r *Reconciler) createJob(ctx context.Context, s *scope, req jobRequest) er
 	}
 	js.secretName = jobName(b, req)
 	job := buildJob(js, req)
+
+	// 1. The Secret, before anything can mount it. No values, credentials or CA: no Secret.
+	var secret *corev1.Secret
+	if len(secretData) > 0 {
+		if err := r.sweepJobSecrets(ctx, s, job.Name); err != nil {
+			return err
+		}
+		if secret, err = r.ensureJobSecret(ctx, job, secretData); err != nil {
+			return err
+		}
+	}
+	// 2. The Job.
 	if err := r.Create(ctx, job); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating Job %s/%s: %w", job.Namespace, job.Name, err)
@@ -386,9 +423,9 @@ func (r *Reconciler) createJob(ctx context.Context, s *scope, req jobRequest) er
 		jobsCreated.WithLabelValues(string(req.Kind)).Inc()
 		s.eventf(false, ReasonJobCreated, fmt.Sprintf("Created %s Job %s/%s for tag %s", req.Kind, job.Namespace, job.Name, req.Tag))
 	}
-	// No values, credentials or CA: nothing to mount, no Secret to write.
-	if len(secretData) > 0 {
-		if err := r.ensureJobSecret(ctx, job, secretData); err != nil {
+	// 3. The Secret goes with the Job from now on.
+	if secret != nil {
+		if err := r.ownJobSecret(ctx, secret, job); err != nil {
 			return err
 		}
 	}
