@@ -56,8 +56,6 @@ func TestRBAC_OperatorHoldsOnlyTheRolesOfItsControllers(t *testing.T) {
 		deny("update", "coordination.k8s.io", "leases", "kube-system"),
 		allow("create", "", "events", ns),
 		{verb: "update", resource: "secrets", namespace: sys, name: "slipway-webhook-cert", allowed: true},
-		{verb: "get", resource: "secrets", namespace: sys, name: "another-secret"},
-		deny("create", "", "secrets", "kube-system"),
 		allow("create", "authorization.k8s.io", "subjectaccessreviews", ""),
 	}
 	for _, tc := range []struct {
@@ -68,8 +66,11 @@ func TestRBAC_OperatorHoldsOnlyTheRolesOfItsControllers(t *testing.T) {
 		want: []access{
 			allow("create", "apps", "deployments", ns),
 			allow("update", "webapp.slipway.dev", "webapps/status", ns),
+			// Only its own webhook certificate: no other Secret, anywhere.
 			deny("get", "", "secrets", ns),
 			deny("list", "", "secrets", ""),
+			{verb: "get", resource: "secrets", namespace: sys, name: "another-secret"},
+			deny("create", "", "secrets", "kube-system"),
 			deny("create", "batch", "jobs", ns),
 			deny("create", "", "namespaces", ""),
 			deny("delete", "apps", "deployments", ns),
@@ -98,7 +99,7 @@ func TestRBAC_OperatorHoldsOnlyTheRolesOfItsControllers(t *testing.T) {
 			allow("update", "catalyst.catalyst.dev", "environments/status", ns),
 			deny("update", "werf.io", "werfbundles/status", ns),
 			deny("update", "webapp.slipway.dev", "webapps/status", ns),
-			deny("create", "", "configmaps", sys),
+			deny("get", "werf.io", "werfbundles", ns),
 		},
 	}, {
 		controllers: nil, // all of them, as --controllers' default
