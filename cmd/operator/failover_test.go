@@ -3,7 +3,6 @@
 package main_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -12,11 +11,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,22 +28,13 @@ import (
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
 	"github.com/slipway-dev/slipway/internal/controlplane"
 	"github.com/slipway-dev/slipway/internal/testenv"
+	"github.com/slipway-dev/slipway/internal/testenv/operatorproc"
 	"github.com/slipway-dev/slipway/internal/webhookcert"
 )
 
 var env *testenv.Env
 
 func TestMain(m *testing.M) { testenv.Main(m, testenv.Light, func(e *testenv.Env) { env = e }) }
-
-// buildOperator builds this command into the test's temporary directory.
-func buildOperator(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "operator")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("building the operator: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // Leader election timings of the test replicas: short, so that a takeover after a crash (which
 // leaves the Lease held until it expires) happens within seconds.
@@ -59,85 +46,33 @@ const (
 	leaseName     = "slipway-operator.slipway.dev"
 )
 
-// replica is one operator process.
+// replica is one operator process running the WebApp controller with leader election.
 type replica struct {
-	name    string
-	cmd     *exec.Cmd
-	metrics string
-	probe   string
-	webhook string
-	exited  chan struct{}
-	err     error
+	*operatorproc.Process
 }
 
-func startReplica(t *testing.T, bin, name, kubeconfig string) *replica {
+func startReplica(t *testing.T, name, kubeconfig string) *replica {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), name+".log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &replica{name: name, metrics: testenv.FreeAddr(t), probe: testenv.FreeAddr(t), webhook: testenv.FreeAddr(t), exited: make(chan struct{})}
-	r.cmd = exec.Command(bin,
-		"--kubeconfig="+kubeconfig,
-		"--namespace="+controlplane.OperatorNamespace,
-		"--controllers=webapp",
-		"--leader-elect=true",
-		"--leader-election-lease-duration="+leaseDuration.String(),
-		"--leader-election-renew-deadline="+renewDeadline.String(),
-		"--leader-election-retry-period="+retryPeriod.String(),
-		"--metrics-bind-address="+r.metrics,
-		"--metrics-secure=false",
-		"--health-probe-bind-address="+r.probe,
-		"--webhook-port="+strings.Split(r.webhook, ":")[1],
-		"--webhook-cert-dir="+t.TempDir(),
-		"--webhook-cert-mirror=true",
-		"--webhook-cert-dns-names=localhost",
-	)
-	r.cmd.Stdout, r.cmd.Stderr = logf, logf
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { r.err = r.cmd.Wait(); _ = logf.Close(); close(r.exited) }()
-	t.Cleanup(func() {
-		_ = r.cmd.Process.Kill()
-		<-r.exited
-		if t.Failed() {
-			data, _ := os.ReadFile(logPath)
-			t.Logf("%s log:\n%s", name, data)
-		}
-	})
-	return r
+	return &replica{operatorproc.Start(t, operatorproc.Binary(t), operatorproc.Options{
+		Name:       name,
+		Kubeconfig: kubeconfig,
+		Args: []string{
+			"--namespace=" + controlplane.OperatorNamespace,
+			"--controllers=webapp",
+			"--leader-elect=true",
+			"--leader-election-lease-duration=" + leaseDuration.String(),
+			"--leader-election-renew-deadline=" + renewDeadline.String(),
+			"--leader-election-retry-period=" + retryPeriod.String(),
+			"--webhook-cert-mirror=true",
+			"--webhook-cert-dns-names=localhost",
+		},
+	})}
 }
 
 // leading reads the replica's leader_election_master_status gauge; false when it does not answer.
-func (r *replica) leading() bool {
-	resp, err := http.Get("http://" + r.metrics + "/metrics")
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "leader_election_master_status{") && strings.Contains(line, `name="`+leaseName+`"`) {
-			return strings.HasSuffix(line, " 1")
-		}
-	}
-	return false
-}
-
-// ready reports whether the replica's /readyz answers 200 (its webhook server serves a
-// certificate).
-func (r *replica) ready() bool {
-	resp, err := http.Get("http://" + r.probe + "/readyz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+func (r *replica) leading(ctx context.Context) bool {
+	v, err := r.MetricSum(ctx, "leader_election_master_status", map[string]string{"name": leaseName})
+	return err == nil && v == 1
 }
 
 // review sends an AdmissionReview for app to the replica's validating webhook, trusting only the
@@ -170,7 +105,7 @@ func (r *replica) review(ctx context.Context, c client.Client, app *webappv1.Web
 	if err != nil {
 		return nil, err
 	}
-	_, port, _ := net.SplitHostPort(r.webhook)
+	_, port, _ := net.SplitHostPort(r.WebhookAddr)
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "localhost"}}}
 	resp, err := hc.Post("https://127.0.0.1:"+port+"/validate-webapp-slipway-dev-v1-webapp", "application/json", bytes.NewReader(body))
 	if err != nil {
@@ -193,9 +128,9 @@ func waitLeader(ctx context.Context, t *testing.T, replicas ...*replica) *replic
 	testenv.Eventually(ctx, t, "one replica leads", func() (bool, error) {
 		leader = nil
 		for _, r := range replicas {
-			if r.leading() {
+			if r.leading(ctx) {
 				if leader != nil {
-					return false, fmt.Errorf("%s and %s both lead", leader.name, r.name)
+					return false, fmt.Errorf("%s and %s both lead", leader.Name, r.Name)
 				}
 				leader = r
 			}
@@ -225,9 +160,8 @@ func TestOperator_LeaderFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := buildOperator(t)
-	a := startReplica(t, bin, "replica-a", kubeconfig)
-	b := startReplica(t, bin, "replica-b", kubeconfig)
+	a := startReplica(t, "replica-a", kubeconfig)
+	b := startReplica(t, "replica-b", kubeconfig)
 	first := waitLeader(ctx, t, a, b)
 	second := a
 	if first == a {
@@ -235,15 +169,17 @@ func TestOperator_LeaderFailover(t *testing.T) {
 	}
 
 	// Webhooks are served by every replica, the follower included.
-	testenv.Eventually(ctx, t, "both replicas are ready", func() (bool, error) { return a.ready() && b.ready(), nil })
+	// Ready means the webhook server serves a certificate.
+	a.WaitReady(ctx, t)
+	b.WaitReady(ctx, t)
 	for _, r := range []*replica{first, second} {
 		bad := &webappv1.WebApp{ObjectMeta: metav1.ObjectMeta{Name: "no-tag", Namespace: "default"}, Spec: webappv1.WebAppSpec{Image: "nginx"}}
 		resp, err := r.review(ctx, c, bad)
 		if err != nil {
-			t.Fatalf("%s: %v", r.name, err)
+			t.Fatalf("%s: %v", r.Name, err)
 		}
 		if resp.Allowed || resp.Result == nil || !strings.Contains(resp.Result.Message, "tag or a digest") {
-			t.Errorf("%s admitted an image without a tag: %+v", r.name, resp)
+			t.Errorf("%s admitted an image without a tag: %+v", r.Name, resp)
 		}
 	}
 
@@ -264,10 +200,9 @@ func TestOperator_LeaderFailover(t *testing.T) {
 	})
 
 	// A crash: the Lease stays held by the dead process until it expires.
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := first.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	<-first.exited
 	crashed := time.Now()
 	if err := c.Get(ctx, key, app); err != nil {
 		t.Fatal(err)
@@ -281,21 +216,13 @@ func TestOperator_LeaderFailover(t *testing.T) {
 	testenv.Eventually(deadline, t, "the surviving replica reconciles the change within the lease duration and one resync", func() (bool, error) {
 		return deploymentImage(ctx, c, key) == "nginx:1.27", nil
 	})
-	if !second.leading() {
-		t.Errorf("%s does not report itself leader after the takeover", second.name)
+	if !second.leading(ctx) {
+		t.Errorf("%s does not report itself leader after the takeover", second.Name)
 	}
 
 	// Graceful shutdown: SIGTERM ends the process with status 0 and releases the Lease at once.
-	if err := second.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-second.exited:
-		if second.err != nil {
-			t.Errorf("%s exited with %v after SIGTERM", second.name, second.err)
-		}
-	case <-ctx.Done():
-		t.Fatalf("%s did not stop after SIGTERM", second.name)
+	if err := second.Stop(ctx); err != nil {
+		t.Errorf("%s after SIGTERM: %v", second.Name, err)
 	}
 	var lease coordinationv1.Lease
 	if err := c.Get(ctx, client.ObjectKey{Namespace: controlplane.OperatorNamespace, Name: leaseName}, &lease); err != nil {

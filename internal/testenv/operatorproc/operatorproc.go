@@ -1,0 +1,517 @@
+// Package operatorproc runs the operator binary (cmd/operator) as a separate process in tests and
+// benchmarks, the way users run it: built once per test binary, started with its flags and a
+// kubeconfig (for the operator's RBAC identity, controlplane.InstallOperatorIdentity), killed,
+// restarted, probed, measured and scraped.
+//
+//	bin := operatorproc.Binary(t)
+//	p := operatorproc.Start(t, bin, operatorproc.Options{Kubeconfig: kc, Args: []string{"--controllers=webapp"}})
+//	p.WaitReady(ctx, t)
+//	_ = p.Kill()      // SIGKILL, as a crash
+//	_ = p.Restart()   // same flags and ports
+//	cur, peak, _ := p.RSS()
+//	jobs, _ := p.MetricSum(ctx, "slipway_werfbundle_jobs_created_total", nil)
+//
+// The harness chooses free ports for metrics (plain HTTP), probes and webhooks, and a webhook
+// certificate directory, and passes them as flags before Options.Args. Every start appends to one
+// log file, removed after a passing test and kept after a failing one (its path and last lines are
+// logged), like the control-plane logs of internal/testenv. The process runs in its own process
+// group and gets SIGKILL when the test binary dies; the test's cleanup kills the group, so no
+// operator outlives its test, whatever the test's outcome.
+package operatorproc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/slipway-dev/slipway/internal/testenv"
+)
+
+// Package is the operator's main package, relative to the module root.
+const Package = "./cmd/operator"
+
+var (
+	buildMu  sync.Mutex
+	binaries = map[string]string{} // package path -> binary
+)
+
+// Binary builds the operator (Package) once per test binary and returns the executable's path;
+// later calls return the same path. The binary lives in a directory named after this process's
+// PID under the system's temporary directory; directories of test binaries that are no longer
+// running are removed on the next build.
+func Binary(tb testing.TB) string {
+	tb.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if bin, ok := binaries[Package]; ok {
+		return bin
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	base := filepath.Join(os.TempDir(), "slipway-operatorproc")
+	removeStale(base)
+	dir := filepath.Join(base, strconv.Itoa(os.Getpid()))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	bin := filepath.Join(dir, "operator")
+	cmd := exec.Command("go", "build", "-o", bin, Package)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("building the operator: %v\n%s", err, out)
+	}
+	binaries[Package] = bin
+	return bin
+}
+
+// moduleRoot is the nearest directory at or above the working directory holding go.mod.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// removeStale removes the binaries of test processes that have ended.
+func removeStale(base string) {
+	entries, _ := os.ReadDir(base)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("/proc", e.Name())); errors.Is(err, os.ErrNotExist) {
+			_ = os.RemoveAll(filepath.Join(base, strconv.Itoa(pid)))
+		}
+	}
+}
+
+// Options say how to run the operator.
+type Options struct {
+	// Name names the process in logs and its log file; default "operator".
+	Name string
+	// Kubeconfig is the operator's --kubeconfig (required).
+	Kubeconfig string
+	// Args are further flags, after the harness's own (--kubeconfig, --metrics-bind-address,
+	// --metrics-secure=false, --health-probe-bind-address, --webhook-port, --webhook-cert-dir).
+	// Leave those alone: the Process's addresses would no longer be the operator's.
+	Args []string
+	// Env is added to the test binary's environment.
+	Env []string
+}
+
+// Process is one operator process, restartable with the same flags and ports.
+type Process struct {
+	// Name is Options.Name.
+	Name string
+	// MetricsAddr, ProbeAddr and WebhookAddr are the host:port the operator serves metrics
+	// (HTTP), /healthz and /readyz, and webhooks (HTTPS) on.
+	MetricsAddr, ProbeAddr, WebhookAddr string
+	// WebhookCertDir is the operator's --webhook-cert-dir, kept across restarts.
+	WebhookCertDir string
+	// LogPath is the file the operator's standard output and error go to, every start appended.
+	LogPath string
+
+	bin  string
+	args []string
+	env  []string
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	err     error
+	starts  int
+	peakRSS int64 // the highest peak RSS of the processes that have ended
+	log     *os.File
+	closed  bool
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// Start starts the operator binary bin (see Binary) and stops it when tb ends. It does not wait
+// for readiness: see WaitReady.
+func Start(tb testing.TB, bin string, opts Options) *Process {
+	tb.Helper()
+	if opts.Kubeconfig == "" {
+		tb.Fatal("operatorproc: Options.Kubeconfig is required")
+	}
+	if opts.Name == "" {
+		opts.Name = "operator"
+	}
+	logDir := logDir(tb.Name() + "-" + opts.Name)
+	logPath := filepath.Join(logDir, unsafeChars.ReplaceAllString(opts.Name, "_")+".log")
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := &Process{
+		Name:           opts.Name,
+		MetricsAddr:    testenv.FreeAddr(tb),
+		ProbeAddr:      testenv.FreeAddr(tb),
+		WebhookAddr:    testenv.FreeAddr(tb),
+		WebhookCertDir: filepath.Join(logDir, "webhook-certs"),
+		LogPath:        logPath,
+		bin:            bin,
+		env:            append(os.Environ(), opts.Env...),
+		log:            log,
+	}
+	_, webhookPort, _ := net.SplitHostPort(p.WebhookAddr)
+	p.args = append([]string{
+		"--kubeconfig=" + opts.Kubeconfig,
+		"--metrics-bind-address=" + p.MetricsAddr,
+		"--metrics-secure=false",
+		"--health-probe-bind-address=" + p.ProbeAddr,
+		"--webhook-port=" + webhookPort,
+		"--webhook-cert-dir=" + p.WebhookCertDir,
+	}, opts.Args...)
+	tb.Cleanup(func() {
+		p.close()
+		if tb.Failed() {
+			tb.Logf("%s log kept in %s; last lines:\n%s", p.Name, logPath, tail(logPath, 60))
+			return
+		}
+		_ = os.RemoveAll(logDir)
+	})
+	if err := p.start(); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+func logDir(name string) string {
+	base := os.Getenv("SLIPWAY_TEST_LOGS")
+	if base == "" {
+		base = filepath.Join(os.TempDir(), "slipway-test-logs")
+	}
+	_ = os.MkdirAll(base, 0o755)
+	dir, err := os.MkdirTemp(base, unsafeChars.ReplaceAllString(name, "_")+"-")
+	if err != nil {
+		dir = filepath.Join(base, unsafeChars.ReplaceAllString(name, "_"))
+		_ = os.MkdirAll(dir, 0o755)
+	}
+	return dir
+}
+
+func (p *Process) start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return fmt.Errorf("%s: the test has ended", p.Name)
+	}
+	if p.cmd != nil && !isClosed(p.exited) {
+		return fmt.Errorf("%s is running (pid %d)", p.Name, p.cmd.Process.Pid)
+	}
+	p.starts++
+	_, _ = fmt.Fprintf(p.log, "\n[operatorproc] %s start %d: %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), p.starts, p.bin, strings.Join(p.args, " "))
+	cmd := exec.Command(p.bin, p.args...)
+	cmd.Env = p.env
+	cmd.Stdout, cmd.Stderr = p.log, p.log
+	// Its own process group, so a kill reaches anything it starts; SIGKILL when the test binary
+	// dies without cleaning up (a panic, a timeout).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", p.Name, err)
+	}
+	exited := make(chan struct{})
+	p.cmd, p.exited, p.err = cmd, exited, nil
+	go func() {
+		err := cmd.Wait()
+		p.mu.Lock()
+		p.err = err
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			p.peakRSS = max(p.peakRSS, ru.Maxrss<<10) // kilobytes on Linux
+		}
+		_, _ = fmt.Fprintf(p.log, "[operatorproc] %s exited: %v\n", time.Now().UTC().Format(time.RFC3339Nano), cmd.ProcessState)
+		p.mu.Unlock()
+		close(exited)
+	}()
+	return nil
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// current returns the running (or last) command and its exit channel.
+func (p *Process) current() (*exec.Cmd, chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd, p.exited
+}
+
+// Pid is the current process's ID.
+func (p *Process) Pid() int {
+	cmd, _ := p.current()
+	return cmd.Process.Pid
+}
+
+// Starts is how many times the operator has been started.
+func (p *Process) Starts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.starts
+}
+
+// Exited is closed when the current process has ended.
+func (p *Process) Exited() <-chan struct{} {
+	_, exited := p.current()
+	return exited
+}
+
+// Running reports whether the current process has not ended.
+func (p *Process) Running() bool { return !isClosed(p.Exited()) }
+
+// Err is how the last process ended (nil for status 0); nil while it runs.
+func (p *Process) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// Signal sends sig to the operator's process group.
+func (p *Process) Signal(sig syscall.Signal) error {
+	cmd, exited := p.current()
+	if cmd == nil || isClosed(exited) {
+		return nil
+	}
+	if err := syscall.Kill(-cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signalling %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// Kill ends the operator with SIGKILL, as a crash does (no Lease release, no cleanup), and waits
+// until it has ended. Killing an ended process does nothing.
+func (p *Process) Kill() error {
+	cmd, exited := p.current()
+	if cmd == nil {
+		return nil
+	}
+	if err := p.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	<-exited
+	return nil
+}
+
+// Stop sends SIGTERM and waits for a graceful exit; it returns how the process ended (nil for
+// status 0), or ctx's error, after killing the process, when ctx ends first.
+func (p *Process) Stop(ctx context.Context) error {
+	_, exited := p.current()
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	select {
+	case <-exited:
+		return p.Err()
+	case <-ctx.Done():
+		_ = p.Kill()
+		return fmt.Errorf("%s did not stop after SIGTERM: %w", p.Name, ctx.Err())
+	}
+}
+
+// Restart kills the operator if it runs and starts it again with the same flags and ports.
+func (p *Process) Restart() error {
+	if err := p.Kill(); err != nil {
+		return err
+	}
+	return p.start()
+}
+
+// close kills the operator for good; later starts fail.
+func (p *Process) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	_ = p.Kill()
+	p.mu.Lock()
+	_ = p.log.Close()
+	p.mu.Unlock()
+}
+
+var probeClient = &http.Client{Timeout: 2 * time.Second}
+
+// Ready reports whether the operator's /readyz answers 200.
+func (p *Process) Ready(ctx context.Context) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.ProbeAddr+"/readyz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := probeClient.Do(req)
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// WaitReady waits until /readyz answers 200; it fails tb when the process ends first or ctx
+// ends.
+func (p *Process) WaitReady(ctx context.Context, tb testing.TB) {
+	tb.Helper()
+	if err := p.waitReady(ctx); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// WaitReadyErr is WaitReady returning the error, for goroutines that may not fail the test.
+func (p *Process) WaitReadyErr(ctx context.Context) error { return p.waitReady(ctx) }
+
+func (p *Process) waitReady(ctx context.Context) error {
+	exited := p.Exited()
+	for {
+		if p.Ready(ctx) {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("%s exited before it was ready: %v (log %s)", p.Name, p.Err(), p.LogPath)
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready: %w (log %s)", p.Name, ctx.Err(), p.LogPath)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// RSS returns the running process's resident set size and its peak so far (VmRSS and VmHWM in
+// /proc/<pid>/status), in bytes.
+func (p *Process) RSS() (current, peak int64, err error) {
+	cmd, exited := p.current()
+	if isClosed(exited) {
+		return 0, 0, fmt.Errorf("%s is not running", p.Name)
+	}
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "status"))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			current = kb << 10
+		case "VmHWM:":
+			peak = kb << 10
+		}
+	}
+	if peak == 0 {
+		return 0, 0, fmt.Errorf("no VmHWM in /proc/%d/status (has it ended?)", cmd.Process.Pid)
+	}
+	return current, peak, nil
+}
+
+// PeakRSS is the highest resident set size of every process started so far: the running one's
+// VmHWM and the peak (from wait4's rusage) of each that ended, however it ended.
+func (p *Process) PeakRSS() int64 {
+	_, peak, _ := p.RSS()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return max(peak, p.peakRSS)
+}
+
+// Metrics scrapes the operator's /metrics.
+func (p *Process) Metrics(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.MetricsAddr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+	resp, err := probeClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scraping %s: %w", p.Name, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scraping %s: HTTP %d", p.Name, resp.StatusCode)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the metrics of %s: %w", p.Name, err)
+	}
+	return families, nil
+}
+
+// MetricSum scrapes the operator and adds up the counter or gauge family name over the series
+// whose labels include every pair of match (0 when the family is absent).
+func (p *Process) MetricSum(ctx context.Context, name string, match map[string]string) (float64, error) {
+	families, err := p.Metrics(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return Sum(families, name, match), nil
+}
+
+// Sum adds up the counter, gauge or untyped family name in families over the series whose labels
+// include every pair of match.
+func Sum(families map[string]*dto.MetricFamily, name string, match map[string]string) float64 {
+	f, ok := families[name]
+	if !ok {
+		return 0
+	}
+	sum := 0.0
+series:
+	for _, m := range f.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		for k, v := range match {
+			if labels[k] != v {
+				continue series
+			}
+		}
+		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+	}
+	return sum
+}
+
+// tail is the last n lines of the file at path.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
