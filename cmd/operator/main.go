@@ -28,7 +28,8 @@ func main() {
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	// Not zap.New: it samples, and every note standing in for a dropped Event must be logged.
+	ctrl.SetLogger(operator.NewLogger(zapOpts))
 	log := ctrl.Log.WithName("setup")
 	if limit := operator.SetMemoryLimit(0.9); limit > 0 {
 		log.Info("Set the Go memory limit from the container's", "bytes", limit)
