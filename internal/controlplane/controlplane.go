@@ -94,6 +94,11 @@ type ControlPlane struct {
 	procs  []*process
 	files  []*os.File
 	guard  *guard
+	// certDir holds kube-apiserver's serving certificate, client CA and service-account key. It is
+	// ours, not envtest's, so a restart of the apiserver finds the same ones (see RestartAPIServer).
+	certDir string
+	// etcdPIDs and apiserverPIDs are the processes the guard watches.
+	etcdPIDs, apiserverPIDs []int
 }
 
 // Start brings the control plane up and returns once it is usable: the apiserver serves, the CRDs
@@ -141,6 +146,15 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	}
 	apiserver := env.ControlPlane.GetAPIServer()
 	apiserver.Out, apiserver.Err = cp.logFile("kube-apiserver.log"), cp.logFile("kube-apiserver.log")
+	// A directory envtest did not make: envtest deletes its own on Stop, and a restarted apiserver
+	// would then serve a new certificate that no kubeconfig written before trusts.
+	if cp.certDir, err = os.MkdirTemp("", "slipway-apiserver-"); err != nil {
+		return cp, err
+	}
+	apiserver.CertDir = cp.certDir
+	// On SIGTERM, end the open watches within seconds (clients reconnect, as they do when a
+	// cluster's apiserver restarts); without it the shutdown waits a minute for them.
+	apiserver.Configure().Set("shutdown-watch-termination-grace-period", "5s")
 	etcd := env.ControlPlane.Etcd
 	if etcd == nil {
 		etcd = &envtest.Etcd{}
@@ -154,18 +168,13 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	etcd.Configure().Set("unsafe-no-fsync", "true")
 	cp.Env = env
 
-	before := children("etcd", "kube-apiserver")
+	etcdBefore, apiserverBefore := children("etcd"), children("kube-apiserver")
 	cfg, err := env.Start()
 	if err != nil {
 		return cp, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
 	}
-	var started []int
-	for _, pid := range children("etcd", "kube-apiserver") {
-		if !slices.Contains(before, pid) {
-			started = append(started, pid)
-		}
-	}
-	cp.guard = startGuard(started)
+	cp.etcdPIDs, cp.apiserverPIDs = newChildren(etcdBefore, "etcd"), newChildren(apiserverBefore, "kube-apiserver")
+	cp.guard = startGuard(slices.Concat(cp.etcdPIDs, cp.apiserverPIDs))
 	cfg.QPS, cfg.Burst = 200, 400
 	cp.Config = cfg
 	if cp.Client, err = client.New(cfg, client.Options{Scheme: env.Scheme}); err != nil {
@@ -338,6 +347,10 @@ func (cp *ControlPlane) Stop() error {
 		_ = f.Close()
 	}
 	cp.files = nil
+	if cp.certDir != "" {
+		errs = append(errs, os.RemoveAll(cp.certDir))
+		cp.certDir = ""
+	}
 	return errors.Join(errs...)
 }
 

@@ -18,6 +18,7 @@ import (
 type guard struct {
 	cmd  *exec.Cmd
 	pipe *os.File // the write end; closed by the kernel when this process ends
+	pids []int    // what it guards
 }
 
 const guardScript = `cat >/dev/null; kill -TERM "$@" 2>/dev/null; sleep 10; kill -KILL "$@" 2>/dev/null`
@@ -45,7 +46,7 @@ func startGuard(pids []int) *guard {
 		_ = w.Close()
 		return nil
 	}
-	return &guard{cmd: cmd, pipe: w}
+	return &guard{cmd: cmd, pipe: w, pids: pids}
 }
 
 // stop ends the guard without letting it signal anything.
@@ -56,6 +57,17 @@ func (g *guard) stop() {
 	_ = g.cmd.Process.Kill()
 	_ = g.cmd.Wait()
 	_ = g.pipe.Close()
+}
+
+// newChildren lists the children named name that are not in before.
+func newChildren(before []int, name string) []int {
+	var out []int
+	for _, pid := range children(name) {
+		if !slices.Contains(before, pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // children lists the PIDs of this process's children whose command name is one of names (Linux

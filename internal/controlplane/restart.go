@@ -1,0 +1,64 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// RestartAPIServer stops kube-apiserver (SIGTERM, as a rolling upgrade of a control plane would)
+// and starts it again on the same etcd, address, port, serving certificate, client CA and
+// service-account key. Every client and kubeconfig made before keeps working, and the other
+// components (controller-manager, scheduler, kwok) ride it out and reconnect on their own. It
+// returns once the new apiserver is ready (/readyz), with how long the API was unavailable.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context) (time.Duration, error) {
+	if cp.Env == nil || cp.Config == nil {
+		return 0, errors.New("controlplane: RestartAPIServer on a control plane that is not running")
+	}
+	apiserver := cp.Env.ControlPlane.GetAPIServer()
+	if apiserver.CertDir != cp.certDir {
+		return 0, fmt.Errorf("controlplane: the apiserver's certificates are in %q, not in the control plane's %q", apiserver.CertDir, cp.certDir)
+	}
+	stopped := time.Now()
+	if err := apiserver.Stop(); err != nil {
+		return 0, fmt.Errorf("stopping kube-apiserver: %w", err)
+	}
+	before := children("kube-apiserver")
+	if err := apiserver.Start(); err != nil {
+		return time.Since(stopped), fmt.Errorf("starting kube-apiserver again: %w", err)
+	}
+	// The guard must stop the new process, not the old one's PID (which the kernel may reuse).
+	cp.apiserverPIDs = newChildren(before, "kube-apiserver")
+	cp.guard.stop()
+	cp.guard = startGuard(slices.Concat(cp.etcdPIDs, cp.apiserverPIDs))
+	if err := cp.waitReady(ctx); err != nil {
+		return time.Since(stopped), err
+	}
+	return time.Since(stopped), nil
+}
+
+// waitReady polls the apiserver's /readyz (every informer and post-start hook done) with the
+// admin credentials until it answers ok.
+func (cp *ControlPlane) waitReady(ctx context.Context) error {
+	cs, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err == nil && string(body) == "ok" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for kube-apiserver /readyz after its restart: %w (last: %v; logs in %s)", ctx.Err(), err, cp.LogDir)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
