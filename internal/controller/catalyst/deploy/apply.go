@@ -66,7 +66,8 @@ func (e *Engine) deployObjects(ctx context.Context, req Request, root *os.Root) 
 		return Result{}, err
 	}
 	opts := prepareOptions{inject: true, release: req.Release, reserved: InventoryName(req.Release)}
-	if err := prepare(ms, req, e.namespaced, opts); err != nil {
+	envContainers, err := prepare(ms, req, e.namespaced, opts)
+	if err != nil {
 		return Result{}, err
 	}
 	inv, err := e.readInventory(ctx, req.Namespace, req.Release)
@@ -86,7 +87,9 @@ func (e *Engine) deployObjects(ctx context.Context, req Request, root *os.Root) 
 			}
 		}
 	}
-	return e.applyAndPrune(ctx, req, ms, inv)
+	res, err := e.applyAndPrune(ctx, req, ms, inv)
+	res.EnvContainers = envContainers
+	return res, err
 }
 
 // applyAndPrune applies ms with server-side apply and deletes what the previous revision had and

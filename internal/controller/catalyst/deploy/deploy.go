@@ -48,7 +48,8 @@ type Request struct {
 	// Host is the ingress host of the environment (e.g. pr-123.preview.example.dev). Empty
 	// injects none.
 	Host string
-	// Env are set on the containers (helm: the env value).
+	// Env are set on every container and init container of every workload rendered, whatever
+	// the type (helm: by the post-renderer); a variable of the same name is replaced.
 	Env []corev1.EnvVar
 	// Labels are put on every object deployed (and on Helm's release Secrets), typically the
 	// catalyst.dev/* labels of the environment.
@@ -92,6 +93,9 @@ type Result struct {
 	// Objects are the objects applied, for health checks (kstatus) by the caller. Helm hooks
 	// are not included.
 	Objects []ObjectRef
+	// EnvContainers is how many containers (init containers and Helm hooks included, Helm test
+	// hooks not) received Request.Env.
+	EnvContainers int
 }
 
 // ObjectRef identifies one applied object.

@@ -42,15 +42,15 @@
 //	image.tag         Request.Image.Tag                            (when set and not a digest)
 //	image.digest      Request.Image.Tag when it starts with sha256:
 //	ingress.host      Request.Host                                 (when set)
-//	env               Request.Env                                  (when set)
 //
-// env follows the chart's shape: when env is a list in the project's values (or, when they have
-// none, in the chart's values.yaml), the variables are merged by name into that list as EnvVar
-// objects ({name, value} or {name, valueFrom}), for a template like
-// `env: {{ toYaml .Values.env | nindent 12 }}`. Otherwise env is a map of name to value, for
-// `{{ range $k, $v := .Values.env }}- {name: {{ $k }}, value: {{ $v | quote }}}{{ end }}`.
-// Request.Labels are added to every rendered object (by a post-renderer) and to the release
-// Secrets.
+// Request.Env is not a value. Charts name their variables in many ways (env as a list or a map,
+// extraEnvs, extraEnv, none at all) and some use env for something else, so merging into a value
+// either missed the containers or broke the chart. The post-renderer sets Request.Env on every
+// container and init container of every workload the chart renders (hooks included, test hooks
+// aside), as for manifest and kustomize below: a variable the chart sets itself is kept unless
+// Request.Env names it, and then it is replaced in place. Result.EnvContainers counts the
+// containers. Request.Labels are added to every rendered object (by the same post-renderer) and
+// to the release Secrets.
 //
 // # manifest and kustomize
 //
@@ -64,7 +64,8 @@
 //     catalyst.dev/release names the release;
 //   - in the pod templates of Pods, Deployments, StatefulSets, DaemonSets, ReplicaSets,
 //     ReplicationControllers, Jobs and CronJobs, every container and init container gets
-//     Request.Env (a variable of the same name is replaced in place, others are appended); and a
+//     Request.Env (a variable of the same name is replaced in place, others are appended; the
+//     deployment's other variables are kept; Result.EnvContainers counts them); and a
 //     container's image is replaced by Request.Image when its repository matches: it is
 //     Image.Repository (nginx and docker.io/library/nginx are the same), or it is the last
 //     element of Image.Repository alone, the placeholder form: with Image.Repository

@@ -56,7 +56,7 @@ func FuzzParseManifests(f *testing.F) {
 			Labels: map[string]string{"catalyst.dev/environment": "pr-1"},
 		}
 		all := func(schema.GroupVersionKind) (bool, error) { return true, nil }
-		err = prepare(ms, req, all, prepareOptions{inject: true, release: "pr-1"})
+		_, err = prepare(ms, req, all, prepareOptions{inject: true, release: "pr-1"})
 		if err != nil && !errors.Is(err, ErrInvalidManifest) && !errors.Is(err, ErrRefusedObject) {
 			t.Fatalf("prepare: %v", err)
 		}

@@ -109,10 +109,7 @@ func (e *Engine) deployHelm(ctx context.Context, req Request, root *os.Root) (Re
 	if err != nil {
 		return Result{}, err
 	}
-	values, err := helmValues(chrt.Values, req.Values, req.Image, req.Host, req.Env)
-	if err != nil {
-		return Result{}, err
-	}
+	values := helmValues(req.Values, req.Image, req.Host)
 	// A release that was of type manifest or kustomize before: remove its objects first.
 	if err := e.uninstallInventory(ctx, req.Namespace, req.Release); err != nil {
 		return Result{}, err
@@ -195,7 +192,7 @@ func (e *Engine) deployHelm(ctx context.Context, req Request, root *os.Root) (Re
 		refs[i] = m.ref()
 		refs[i].Namespace = req.Namespace
 	}
-	return Result{Revision: strconv.Itoa(rel.Version), Objects: refs}, nil
+	return Result{Revision: strconv.Itoa(rel.Version), Objects: refs, EnvContainers: post.envContainers}, nil
 }
 
 // helmReleasePresent reports whether the namespace holds release Secrets of the release. It reads
@@ -342,10 +339,13 @@ func loadChart(root *os.Root, dir string, b *budget) (*chart.Chart, error) {
 }
 
 // postRenderer checks and labels what a chart renders, hooks included: every object must be
-// namespaced and in the environment's namespace, and gets req.Labels.
+// namespaced and in the environment's namespace, and gets req.Labels; every container of every
+// workload (test hooks aside) gets req.Env, whatever the chart's values look like.
 type postRenderer struct {
 	req   Request
 	scope scopeFunc
+	// envContainers counts the containers that received req.Env.
+	envContainers int
 }
 
 func (p *postRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
@@ -353,8 +353,10 @@ func (p *postRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := prepare(ms, p.req, p.scope, prepareOptions{}); err != nil {
+	n, err := prepare(ms, p.req, p.scope, prepareOptions{injectEnv: true})
+	if err != nil {
 		return nil, err
 	}
+	p.envContainers += n
 	return marshalManifests(ms)
 }

@@ -47,8 +47,8 @@ func TestHelm_InstallThenUpgradeIncrementsRevisionAndUpdatesObjects(t *testing.T
 	}
 
 	res := f.deploy(req)
-	if res.Revision != "1" {
-		t.Errorf("revision %q, want 1", res.Revision)
+	if res.Revision != "1" || res.EnvContainers != 1 {
+		t.Errorf("revision %q, %d containers given the variables; want 1 and 1", res.Revision, res.EnvContainers)
 	}
 	if got, want := refNames(res.Objects), []string{"ConfigMap/app-config", "Deployment.apps/app", "Service/app"}; !slices.Equal(got, want) {
 		t.Errorf("objects %v, want %v", got, want)

@@ -22,8 +22,12 @@ type scopeFunc func(gvk schema.GroupVersionKind) (namespaced bool, err error)
 
 // prepareOptions say what prepare changes besides namespace and labels.
 type prepareOptions struct {
-	// inject sets the image and the environment variables on workload containers.
+	// inject sets the image and the environment variables on workload containers, and the host
+	// on Ingresses and routes.
 	inject bool
+	// injectEnv sets the environment variables alone (Helm: the chart's values bring the image
+	// and the host).
+	injectEnv bool
 	// release, when set, is written into ReleaseAnnotation.
 	release string
 	// reserved is an object name of kind ConfigMap the deploy keeps for itself.
@@ -34,39 +38,40 @@ type prepareOptions struct {
 // objects of other namespaces, kinds the cluster does not serve, the environment's guard rails
 // (quotas, limit ranges, network policies) and req.Reserved objects (ErrRefusedObject) and
 // duplicates (ErrInvalidManifest); sets metadata.namespace; merges req.Labels over the objects'
-// labels; and with o.inject, sets the image and env on the containers of workloads.
-func prepare(ms []manifest, req Request, scope scopeFunc, o prepareOptions) error {
+// labels; and with o.inject, sets the image and env on the containers of workloads (with
+// o.injectEnv env alone). It returns how many containers (init containers included) received env.
+func prepare(ms []manifest, req Request, scope scopeFunc, o prepareOptions) (envContainers int, err error) {
 	seen := make(map[string]string, len(ms))
 	for _, m := range ms {
 		ref := m.ref()
 		gvk := m.obj.GroupVersionKind()
 		namespaced, err := scope(gvk)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if !namespaced {
-			return fmt.Errorf("%w: %s (%s) is cluster-scoped; an environment holds only objects of its namespace %s",
+			return 0, fmt.Errorf("%w: %s (%s) is cluster-scoped; an environment holds only objects of its namespace %s",
 				ErrRefusedObject, ref, m.origin, req.Namespace)
 		}
 		if ns := m.obj.GetNamespace(); ns != "" && ns != req.Namespace {
-			return fmt.Errorf("%w: %s (%s) is for namespace %s; an environment holds only objects of its namespace %s",
+			return 0, fmt.Errorf("%w: %s (%s) is for namespace %s; an environment holds only objects of its namespace %s",
 				ErrRefusedObject, ref, m.origin, ns, req.Namespace)
 		}
 		key := gvk.GroupKind().String() + "/" + ref.Name
 		if prev, dup := seen[key]; dup {
-			return fmt.Errorf("%w: %s is defined twice (%s and %s)", ErrInvalidManifest, ref, prev, m.origin)
+			return 0, fmt.Errorf("%w: %s is defined twice (%s and %s)", ErrInvalidManifest, ref, prev, m.origin)
 		}
 		seen[key] = m.origin
 		if guardRail(gvk.GroupKind()) {
-			return fmt.Errorf("%w: %s (%s): the environment's quota, limits and network policy are the operator's (set them in the Project); remove it from the deployment",
+			return 0, fmt.Errorf("%w: %s (%s): the environment's quota, limits and network policy are the operator's (set them in the Project); remove it from the deployment",
 				ErrRefusedObject, ref, m.origin)
 		}
 		if o.reserved != "" && gvk.GroupKind() == (schema.GroupKind{Kind: "ConfigMap"}) && ref.Name == o.reserved {
-			return fmt.Errorf("%w: ConfigMap/%s (%s): the name is reserved for the deploy's inventory", ErrRefusedObject, ref.Name, m.origin)
+			return 0, fmt.Errorf("%w: ConfigMap/%s (%s): the name is reserved for the deploy's inventory", ErrRefusedObject, ref.Name, m.origin)
 		}
 		for _, r := range req.Reserved {
 			if r.GroupKind == gvk.GroupKind() && r.Name == ref.Name {
-				return fmt.Errorf("%w: %s (%s): the operator keeps an object of this name in the environment; rename it in the deployment",
+				return 0, fmt.Errorf("%w: %s (%s): the operator keeps an object of this name in the environment; rename it in the deployment",
 					ErrRefusedObject, ref, m.origin)
 			}
 		}
@@ -82,16 +87,35 @@ func prepare(ms []manifest, req Request, scope scopeFunc, o prepareOptions) erro
 		if o.release != "" {
 			setAnnotation(m.obj, ReleaseAnnotation, o.release)
 		}
-		if o.inject {
-			if err := injectWorkload(m.obj, req.Image, req.Env); err != nil {
-				return fmt.Errorf("%w: %s (%s): %w", ErrInvalidManifest, ref, m.origin, err)
+		if (o.inject || o.injectEnv) && !isTestHook(m.obj) {
+			img := req.Image
+			if !o.inject {
+				img = Image{}
 			}
+			n, err := injectWorkload(m.obj, img, req.Env)
+			if err != nil {
+				return 0, fmt.Errorf("%w: %s (%s): %w", ErrInvalidManifest, ref, m.origin, err)
+			}
+			envContainers += n
+		}
+		if o.inject {
 			if err := injectHost(m.obj, req.Host); err != nil {
-				return fmt.Errorf("%w: %s (%s): %w", ErrInvalidManifest, ref, m.origin, err)
+				return 0, fmt.Errorf("%w: %s (%s): %w", ErrInvalidManifest, ref, m.origin, err)
 			}
 		}
 	}
-	return nil
+	return envContainers, nil
+}
+
+// isTestHook reports a Helm test hook: run by `helm test` only, never by the operator, so it gets
+// nothing injected and is not counted.
+func isTestHook(obj *unstructured.Unstructured) bool {
+	for _, h := range strings.Split(obj.GetAnnotations()["helm.sh/hook"], ",") {
+		if strings.TrimSpace(h) == "test" || strings.TrimSpace(h) == "test-success" {
+			return true
+		}
+	}
+	return false
 }
 
 // guardRail reports the kinds that fence an environment in: a deployment may not bring its own,
@@ -121,11 +145,12 @@ func podSpecPath(gk schema.GroupKind) []string {
 }
 
 // injectWorkload sets img on the containers (and init containers) whose image matches it, and
-// env on all of them. Objects that are not workloads are left alone.
-func injectWorkload(obj *unstructured.Unstructured, img Image, env []corev1.EnvVar) error {
+// env on all of them; it returns how many containers received env. Objects that are not
+// workloads are left alone.
+func injectWorkload(obj *unstructured.Unstructured, img Image, env []corev1.EnvVar) (envContainers int, err error) {
 	specPath := podSpecPath(obj.GroupVersionKind().GroupKind())
 	if specPath == nil || (img.Repository == "" && len(env) == 0) {
-		return nil
+		return 0, nil
 	}
 	for _, field := range []string{"initContainers", "containers"} {
 		p := append(append([]string{}, specPath...), field)
@@ -135,12 +160,12 @@ func injectWorkload(obj *unstructured.Unstructured, img Image, env []corev1.EnvV
 		}
 		containers, ok := raw.([]any)
 		if !ok {
-			return fmt.Errorf("%s is not a list", strings.Join(p, "."))
+			return 0, fmt.Errorf("%s is not a list", strings.Join(p, "."))
 		}
 		for i, c := range containers {
 			cm, ok := c.(map[string]any)
 			if !ok {
-				return fmt.Errorf("%s[%d] is not an object", strings.Join(p, "."), i)
+				return 0, fmt.Errorf("%s[%d] is not an object", strings.Join(p, "."), i)
 			}
 			if image, ok := cm["image"].(string); ok && img.Repository != "" {
 				if replaced, ok := replaceImage(image, img); ok {
@@ -148,16 +173,20 @@ func injectWorkload(obj *unstructured.Unstructured, img Image, env []corev1.EnvV
 				}
 			}
 			if len(env) > 0 {
-				existing, _ := cm["env"].([]any)
+				existing, ok := cm["env"].([]any)
+				if !ok && cm["env"] != nil {
+					return 0, fmt.Errorf("%s[%d].env is not a list", strings.Join(p, "."), i)
+				}
 				merged, err := mergeEnv(existing, env)
 				if err != nil {
-					return err
+					return 0, err
 				}
 				cm["env"] = merged
+				envContainers++
 			}
 		}
 	}
-	return nil
+	return envContainers, nil
 }
 
 // injectHost points Ingresses and Gateway API HTTPRoutes and GRPCRoutes at host, so environments
@@ -237,8 +266,9 @@ func sameRepository(name, repository string) bool {
 	return errA == nil && errB == nil && a.Name() == b.Name()
 }
 
-// mergeEnv sets vars on a container's env list: a variable of the same name is replaced where it
-// is, others are appended in order.
+// mergeEnv sets vars on a container's env list: a variable of the same name (the deployment's
+// own, or an earlier one of vars) is replaced where it is, others are appended in order. Variables
+// the deployment sets and vars do not name are kept as they are.
 func mergeEnv(existing []any, vars []corev1.EnvVar) ([]any, error) {
 	out := make([]any, len(existing), len(existing)+len(vars))
 	copy(out, existing)

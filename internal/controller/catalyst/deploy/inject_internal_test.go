@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"strings"
@@ -99,34 +100,28 @@ func TestMergeEnv_ReplacesByNameAndAppends(t *testing.T) {
 
 func TestHelmValues_DeepMergesInjectedValuesOverProjectValues(t *testing.T) {
 	img := Image{Repository: "registry.example.dev/org/app", Tag: "abc"}
-	env := []corev1.EnvVar{{Name: "DEBUG", Value: "true"}}
 	for _, tc := range []struct {
-		name          string
-		chartDefaults map[string]any
-		project       map[string]any
-		img           Image
-		host          string
-		env           []corev1.EnvVar
-		want          map[string]any
+		name    string
+		project map[string]any
+		img     Image
+		host    string
+		want    map[string]any
 	}{
 		{name: "nothing to inject", project: map[string]any{"a": 1}, want: map[string]any{"a": 1}},
-		{name: "no project values", img: img, host: "pr-1.example.dev", env: env,
+		{name: "no project values", img: img, host: "pr-1.example.dev",
 			want: map[string]any{
 				"image":   map[string]any{"repository": "registry.example.dev/org/app", "tag": "abc"},
 				"ingress": map[string]any{"host": "pr-1.example.dev"},
-				"env":     map[string]any{"DEBUG": "true"},
 			}},
 		{name: "maps merge, injected keys win",
 			project: map[string]any{
 				"image":   map[string]any{"repository": "registry.cluster.local/org/repo", "pullPolicy": "Always"},
 				"ingress": map[string]any{"enabled": true, "host": "old.example.dev"},
-				"env":     map[string]any{"DEBUG": "false", "LOG": "json"},
 			},
-			img: img, host: "pr-1.example.dev", env: env,
+			img: img, host: "pr-1.example.dev",
 			want: map[string]any{
 				"image":   map[string]any{"repository": "registry.example.dev/org/app", "tag": "abc", "pullPolicy": "Always"},
 				"ingress": map[string]any{"enabled": true, "host": "pr-1.example.dev"},
-				"env":     map[string]any{"DEBUG": "true", "LOG": "json"},
 			}},
 		{name: "a scalar is replaced by a map",
 			project: map[string]any{"image": "nginx"}, img: Image{Repository: "r/app"},
@@ -134,29 +129,16 @@ func TestHelmValues_DeepMergesInjectedValuesOverProjectValues(t *testing.T) {
 		{name: "a digest goes to image.digest",
 			img:  Image{Repository: "r/app", Tag: "sha256:0123"},
 			want: map[string]any{"image": map[string]any{"repository": "r/app", "digest": "sha256:0123"}}},
-		{name: "env list in the chart's defaults",
-			chartDefaults: map[string]any{"env": []any{map[string]any{"name": "LOG", "value": "json"}, map[string]any{"name": "DEBUG", "value": "false"}}},
-			env:           env,
-			want: map[string]any{"env": []any{
-				map[string]any{"name": "LOG", "value": "json"}, map[string]any{"name": "DEBUG", "value": "true"},
-			}}},
-		{name: "env list in the project's values wins over the chart's map",
-			chartDefaults: map[string]any{"env": map[string]any{}},
-			project:       map[string]any{"env": []any{map[string]any{"name": "A", "value": "1"}}},
-			env:           env,
-			want: map[string]any{"env": []any{
-				map[string]any{"name": "A", "value": "1"}, map[string]any{"name": "DEBUG", "value": "true"},
-			}}},
+		{name: "env is the chart's own: left as it is",
+			project: map[string]any{"env": "production", "extraEnvs": []any{map[string]any{"name": "A", "value": "1"}}},
+			want:    map[string]any{"env": "production", "extraEnvs": []any{map[string]any{"name": "A", "value": "1"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var before map[string]any
 			if tc.project != nil {
 				before = copyValue(tc.project).(map[string]any)
 			}
-			got, err := helmValues(tc.chartDefaults, tc.project, tc.img, tc.host, tc.env)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := helmValues(tc.project, tc.img, tc.host)
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %v\nwant %v", got, tc.want)
 			}
@@ -167,12 +149,86 @@ func TestHelmValues_DeepMergesInjectedValuesOverProjectValues(t *testing.T) {
 	}
 }
 
-func TestHelmValues_RefusesValueFromInAnEnvMap(t *testing.T) {
-	env := []corev1.EnvVar{{Name: "P", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
-	if _, err := helmValues(nil, nil, Image{}, "", env); !errors.Is(err, ErrInvalidRequest) {
-		t.Errorf("got %v, want ErrInvalidRequest", err)
+// TestPostRenderer_InjectsEnvIntoEveryContainer: whatever a chart calls its variables (env,
+// extraEnvs, extraEnv, none at all), the post-renderer sets the environment's variables on every
+// container and init container of every workload, keeps the chart's own variables unless the
+// Environment names them, leaves test hooks alone, and counts the containers.
+func TestPostRenderer_InjectsEnvIntoEveryContainer(t *testing.T) {
+	vars := []corev1.EnvVar{{Name: "DEBUG", Value: "true"}, {Name: "PORT", Value: "8080"}}
+	for _, tc := range []struct {
+		name string
+		doc  string
+		// want is the env of each container, in document order (init containers first).
+		want  [][]any
+		count int
+	}{
+		{name: "no env in the chart",
+			doc:  "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {template: {spec: {containers: [{name: a, image: x}]}}}\n",
+			want: [][]any{{env("DEBUG", "true"), env("PORT", "8080")}}, count: 1},
+		{name: "null env (an empty template block)",
+			doc:  "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {template: {spec: {containers: [{name: a, image: x, env: null}]}}}\n",
+			want: [][]any{{env("DEBUG", "true"), env("PORT", "8080")}}, count: 1},
+		{name: "the chart's own variables are kept, a named one replaced in place",
+			doc:  "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\nspec: {template: {spec: {containers: [{name: a, image: x, env: [{name: PORT, value: '9898'}, {name: LOG, value: json}]}]}}}\n",
+			want: [][]any{{env("PORT", "8080"), env("LOG", "json"), env("DEBUG", "true")}}, count: 1},
+		{name: "init containers, sidecars and every workload kind",
+			doc: "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec: {schedule: '@daily', jobTemplate: {spec: {template: {spec: {initContainers: [{name: i, image: x}], containers: [{name: a, image: x}, {name: b, image: y}]}}}}}\n" +
+				"---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: ds}\nspec: {template: {spec: {containers: [{name: a, image: x}]}}}\n" +
+				"---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, image: x}]}\n",
+			want: [][]any{
+				{env("DEBUG", "true"), env("PORT", "8080")}, {env("DEBUG", "true"), env("PORT", "8080")}, {env("DEBUG", "true"), env("PORT", "8080")},
+				{env("DEBUG", "true"), env("PORT", "8080")}, {env("DEBUG", "true"), env("PORT", "8080")},
+			}, count: 5},
+		{name: "a pre-install hook gets them, a test hook does not",
+			doc: "apiVersion: batch/v1\nkind: Job\nmetadata: {name: migrate, annotations: {helm.sh/hook: pre-install}}\nspec: {template: {spec: {containers: [{name: a, image: x}]}}}\n" +
+				"---\napiVersion: v1\nkind: Pod\nmetadata: {name: t, annotations: {helm.sh/hook: test}}\nspec: {containers: [{name: a, image: x}]}\n",
+			want:  [][]any{{env("DEBUG", "true"), env("PORT", "8080")}, nil},
+			count: 1},
+		{name: "not a workload", doc: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: env}\ndata: {env: x}\n", count: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &postRenderer{req: Request{Namespace: "env-1", Env: vars}, scope: scope}
+			out, err := p.Run(bytes.NewBufferString(tc.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms, err := parseManifests("out", out.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got [][]any
+			for _, m := range ms {
+				path := podSpecPath(m.obj.GroupVersionKind().GroupKind())
+				if path == nil {
+					continue
+				}
+				for _, field := range []string{"initContainers", "containers"} {
+					cs, _, _ := unstructured.NestedSlice(m.obj.Object, append(append([]string{}, path...), field)...)
+					for _, c := range cs {
+						e, _ := c.(map[string]any)["env"].([]any)
+						got = append(got, e)
+					}
+				}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("env\n got %v\nwant %v", got, tc.want)
+			}
+			if p.envContainers != tc.count {
+				t.Errorf("counted %d containers, want %d", p.envContainers, tc.count)
+			}
+		})
 	}
+
+	t.Run("env that is not a list is an error naming it", func(t *testing.T) {
+		p := &postRenderer{req: Request{Namespace: "env-1", Env: vars}, scope: scope}
+		_, err := p.Run(bytes.NewBufferString("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {template: {spec: {containers: [{name: a, image: x, env: {A: b}}]}}}\n"))
+		if !errors.Is(err, ErrInvalidManifest) || !strings.Contains(err.Error(), "spec.template.spec.containers[0].env is not a list") {
+			t.Errorf("got %v, want ErrInvalidManifest naming the env field", err)
+		}
+	})
 }
+
+func env(name, value string) any { return map[string]any{"name": name, "value": value} }
 
 // scope is a fixed answer of the REST mapper for the kinds of these tests.
 func scope(gvk schema.GroupVersionKind) (bool, error) {
@@ -224,8 +280,8 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: cm, namespace: env-1}
 `)
-		if err := prepare(ms, req, scope, prepareOptions{inject: true, release: "pr-1"}); err != nil {
-			t.Fatal(err)
+		if n, err := prepare(ms, req, scope, prepareOptions{inject: true, release: "pr-1"}); err != nil || n != 3 {
+			t.Fatalf("prepare: %d containers, %v; want 3", n, err)
 		}
 		cron := ms[0].obj
 		if cron.GetNamespace() != "env-1" || ms[1].obj.GetNamespace() != "env-1" {
@@ -275,7 +331,7 @@ spec: {hostnames: [app.example.dev], rules: [{backendRefs: [{name: app, port: 80
 `)
 		r := req
 		r.Host = "pr-1.preview.example.dev"
-		if err := prepare(ms, r, scope, prepareOptions{inject: true}); err != nil {
+		if _, err := prepare(ms, r, scope, prepareOptions{inject: true}); err != nil {
 			t.Fatal(err)
 		}
 		rules, _, _ := unstructured.NestedSlice(ms[0].obj.Object, "spec", "rules")
@@ -321,7 +377,7 @@ spec: {hostnames: [app.example.dev], rules: [{backendRefs: [{name: app, port: 80
 			ErrInvalidManifest, "spec.template.spec.containers is not a list"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := prepare(parse(t, tc.doc), req, scope, prepareOptions{inject: true, release: "pr-1", reserved: InventoryName("pr-1")})
+			_, err := prepare(parse(t, tc.doc), req, scope, prepareOptions{inject: true, release: "pr-1", reserved: InventoryName("pr-1")})
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.wantInMsg) {
 				t.Errorf("got %v, want %v with %q", err, tc.want, tc.wantInMsg)
 			}

@@ -1,28 +1,23 @@
 package deploy
 
 import (
-	"fmt"
 	"strings"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
-// Helm value keys the deployer injects; a chart uses them to receive the environment's image,
-// host and variables. See the package documentation.
+// Helm value keys the deployer injects; a chart uses them to receive the environment's image and
+// host. The environment's variables are not values: the post-renderer sets them on every
+// container (see the package documentation).
 const (
 	ValueImageRepository = "image.repository"
 	ValueImageTag        = "image.tag"
 	ValueImageDigest     = "image.digest"
 	ValueIngressHost     = "ingress.host"
-	ValueEnv             = "env"
 )
 
 // helmValues returns the values of a Helm install or upgrade: the project's values with the
 // injected ones deep-merged over them (maps merge key by key, anything else is replaced).
-// project is not modified. The shape of env follows the chart: a list of EnvVar objects when
-// env is a list in the project's values (or, without one there, in the chart's values.yaml),
-// merged by name into that list; otherwise a map of name to value merged into the map.
-func helmValues(chartDefaults, project map[string]any, img Image, host string, env []corev1.EnvVar) (map[string]any, error) {
+// project is not modified.
+func helmValues(project map[string]any, img Image, host string) map[string]any {
 	injected := map[string]any{}
 	image := map[string]any{}
 	if img.Repository != "" {
@@ -40,29 +35,7 @@ func helmValues(chartDefaults, project map[string]any, img Image, host string, e
 	if host != "" {
 		injected["ingress"] = map[string]any{"host": host}
 	}
-	if len(env) > 0 {
-		base, list := project[ValueEnv].([]any)
-		if _, inProject := project[ValueEnv]; !inProject {
-			base, list = chartDefaults[ValueEnv].([]any)
-		}
-		if list {
-			merged, err := mergeEnv(base, env)
-			if err != nil {
-				return nil, err
-			}
-			injected[ValueEnv] = merged
-		} else {
-			m := make(map[string]any, len(env))
-			for _, v := range env {
-				if v.ValueFrom != nil {
-					return nil, fmt.Errorf("%w: variable %s has valueFrom, which the chart's env map cannot hold (make env a list in values.yaml)", ErrInvalidRequest, v.Name)
-				}
-				m[v.Name] = v.Value
-			}
-			injected[ValueEnv] = m
-		}
-	}
-	return mergeValues(copyValue(project).(map[string]any), injected), nil
+	return mergeValues(copyValue(project).(map[string]any), injected)
 }
 
 // mergeValues merges src into dst (which it modifies and returns): maps present in both are
