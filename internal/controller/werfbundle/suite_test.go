@@ -5,6 +5,7 @@ package werfbundle_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -39,6 +42,43 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, testenv.Full, func(e *testenv.Env) { env = e })
 }
 
+var (
+	identityOnce   sync.Once
+	identityCfg    *rest.Config
+	identityClient client.Client
+	identityErr    error
+)
+
+// operatorConfig is a rest.Config for the operator's user holding only the generated roles of the
+// WerfBundle controller and the common one (config/rbac), as an install with
+// --controllers=werfbundle: a missing RBAC marker fails the tests as it would fail in a cluster.
+func operatorConfig(t testing.TB) *rest.Config {
+	t.Helper()
+	identityOnce.Do(func() {
+		path, err := env.InstallOperatorIdentity(context.Background(), filepath.Join(env.LogDir, "operator.kubeconfig"), "werfbundle")
+		if err != nil {
+			identityErr = err
+			return
+		}
+		if identityCfg, identityErr = clientcmd.BuildConfigFromFlags("", path); identityErr != nil {
+			return
+		}
+		identityCfg.QPS, identityCfg.Burst = 500, 1000
+		identityClient, identityErr = client.New(identityCfg, client.Options{Scheme: scheme.New()})
+	})
+	if identityErr != nil {
+		t.Fatal(identityErr)
+	}
+	return identityCfg
+}
+
+// operatorClient is an uncached client as the operator's user, for reconcilers driven by hand.
+func operatorClient(t testing.TB) client.Client {
+	t.Helper()
+	operatorConfig(t)
+	return identityClient
+}
+
 // fixture is one test's world: a bundle namespace, a target namespace with the ServiceAccount.
 type fixture struct {
 	t        *testing.T
@@ -57,13 +97,26 @@ func newFixture(t *testing.T) *fixture {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
 	id := rand.String(5)
-	f := &fixture{t: t, ctx: ctx, ns: "wb-" + id, target: "wb-" + id + "-prod", opNS: "wb-" + id + "-op", c: env.Client,
+	f := &fixture{t: t, ctx: ctx, ns: "wb-" + id, target: "wb-" + id + "-prod", opNS: controlplane.OperatorNamespace, c: env.Client,
 		logs: &fakeLogs{}, outcomes: &podOutcomes{}}
-	for _, ns := range []string{f.ns, f.target, f.opNS} {
-		f.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	}
+	operatorConfig(t) // installs the operator's namespace and roles
+	f.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}})
+	// The target namespace accepts the bundles of the test's namespace (tenant isolation).
+	f.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.target,
+		Annotations: map[string]string{werfv1.AcceptBundlesFromAnnotation: f.ns}}})
 	f.create(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "werf-converge", Namespace: f.target}})
 	return f
+}
+
+// logsOf lists the stored Job logs of the bundle.
+func (f *fixture) logsOf(b *werfv1.WerfBundle) []corev1.ConfigMap {
+	f.t.Helper()
+	var list corev1.ConfigMapList
+	if err := f.c.List(f.ctx, &list, client.InNamespace(f.opNS),
+		client.MatchingLabels{werfbundle.LabelBundleName: b.Name, werfbundle.LabelBundleNamespace: b.Namespace}); err != nil {
+		f.t.Fatal(err)
+	}
+	return list.Items
 }
 
 func (f *fixture) create(o client.Object) {
@@ -86,13 +139,14 @@ func (f *fixture) reconciler() *werfbundle.Reconciler {
 	return f.reconc
 }
 
-// start runs a manager with the reconciler until the test ends (or stop is called).
+// start runs a manager with the reconciler as the operator's user (operatorConfig) until the test
+// ends (or stop is called).
 func (f *fixture) start() (stop func()) {
 	f.t.Helper()
 	r := f.reconciler()
 	ctx, cancel := context.WithCancel(f.ctx)
 	opts := operator.Options{MetricsAddr: "0", ProbeAddr: "0", Namespace: f.opNS, GracefulShutdownTimeout: 10 * time.Second}
-	mgr, err := operator.NewManager(ctx, env.Config, scheme.New(), opts, []operator.Controller{{
+	mgr, err := operator.NewManager(ctx, operatorConfig(f.t), scheme.New(), opts, []operator.Controller{{
 		Name: "werfbundle",
 		Setup: func(ctx context.Context, mgr ctrl.Manager, _ operator.Options) error {
 			r.Client, r.APIReader, r.Recorder = mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("werfbundle-test")
@@ -115,7 +169,9 @@ func (f *fixture) start() (stop func()) {
 			cancel()
 			<-done
 			// A restarted operator starts from scratch.
-			f.reconc = &werfbundle.Reconciler{OperatorNamespace: f.opNS, Logs: f.logs, DecoratePod: f.outcomes.decorate}
+			prev := f.reconc
+			f.reconc = &werfbundle.Reconciler{OperatorNamespace: f.opNS, Logs: f.logs, DecoratePod: f.outcomes.decorate,
+				AllowCrossNamespace: prev.AllowCrossNamespace, Log: prev.Log}
 		})
 	}
 	f.t.Cleanup(stop)
@@ -293,4 +349,10 @@ func startRegistry(t *testing.T, tags ...string) *registrytest.Registry {
 		registrytest.PushBundle(t, reg.Host, "demo/app", tag)
 	}
 	return reg
+}
+
+func clientKey(name string) client.ObjectKey { return client.ObjectKey{Name: name} }
+
+func clientKeyIn(namespace, name string) client.ObjectKey {
+	return client.ObjectKey{Namespace: namespace, Name: name}
 }

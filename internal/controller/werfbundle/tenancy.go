@@ -61,7 +61,7 @@ func (r *Reconciler) stepTenancy(ctx context.Context, s *scope) error {
 // acceptsBundlesFrom reads the annotation's value: "*", or namespaces separated by commas.
 func acceptsBundlesFrom(value, namespace string) bool {
 	for _, v := range strings.Split(value, ",") {
-		if v = strings.TrimSpace(v); v == "*" || v == namespace {
+		if v = strings.TrimSpace(v); v != "" && (v == "*" || v == namespace) {
 			return true
 		}
 	}

@@ -251,14 +251,13 @@ func TestWerfBundle_DeletionCleansUpJobsAndLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.eventually("Jobs and logs are gone", func() bool {
-		var logs corev1.ConfigMapList
-		_ = f.c.List(f.ctx, &logs, client.InNamespace(f.opNS), client.MatchingLabels{werfbundle.LabelBundleName: "app"})
+		logs := f.logsOf(b)
 		live := 0
 		for _, j := range f.jobs(b) {
 			if j.DeletionTimestamp.IsZero() {
 				live++
 			}
 		}
-		return live == 0 && len(logs.Items) == 0
+		return live == 0 && len(logs) == 0
 	})
 }

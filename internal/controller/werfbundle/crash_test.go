@@ -1,0 +1,240 @@
+//go:build e2e
+
+package werfbundle_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
+	"github.com/slipway-dev/slipway/internal/controller/werfbundle"
+	"github.com/slipway-dev/slipway/internal/registry/registrytest"
+	"github.com/slipway-dev/slipway/internal/scheme"
+)
+
+var errCrashed = errors.New("the operator died before this write")
+
+// crashingClient is the operator's client that stops writing from the n-th write on, as a process
+// killed after n-1 writes would; reads go on. calls counts the writes tried.
+func crashingClient(t *testing.T, n int, calls *atomic.Int32) client.Client {
+	t.Helper()
+	c, err := client.NewWithWatch(operatorConfig(t), client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func() error {
+		if int(calls.Add(1)) >= n {
+			return errCrashed
+		}
+		return nil
+	}
+	return interceptor.NewClient(c, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+			if err := write(); err != nil {
+				return err
+			}
+			return c.Create(ctx, o, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
+			if err := write(); err != nil {
+				return err
+			}
+			return c.Update(ctx, o, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+			if err := write(); err != nil {
+				return err
+			}
+			return c.Patch(ctx, o, p, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
+			if err := write(); err != nil {
+				return err
+			}
+			return c.Delete(ctx, o, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
+			if err := write(); err != nil {
+				return err
+			}
+			return c.SubResource(sub).Update(ctx, o, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			if err := write(); err != nil {
+				return err
+			}
+			return c.SubResource(sub).Patch(ctx, o, p, opts...)
+		},
+	})
+}
+
+// crashWorld is a bundle with values (so its Job has a Secret) driven by hand.
+type crashWorld struct {
+	*direct
+	values *corev1.ConfigMap
+}
+
+func newCrashWorld(t *testing.T, reg *registrytest.Registry) *crashWorld {
+	t.Helper()
+	values := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-values"},
+		Data: map[string]string{"values.yaml": "replicas: 2\n"}}
+	d := newDirect(t, reg.Repository("demo/app"), withValuesFrom(werfv1.ValuesReference{ConfigMapRef: &werfv1.ValuesSource{Name: "app-values"}}))
+	values.Namespace = d.ns
+	d.create(values)
+	d.outcomes.setDuration(10 * time.Minute) // the Job runs while the test looks at it
+	d.r.DecoratePod = d.outcomes.decorate
+	return &crashWorld{direct: d, values: values}
+}
+
+// crashAt runs one reconcile whose client dies at the n-th write. It returns how many writes went
+// through and whether the reconcile got to the n-th.
+func (w *crashWorld) crashAt(n int) (written int, crashed bool) {
+	w.t.Helper()
+	var calls atomic.Int32
+	r := &werfbundle.Reconciler{Client: crashingClient(w.t, n, &calls), APIReader: operatorClient(w.t), Clock: w.clock,
+		Logs: w.logs, OperatorNamespace: w.opNS, Registry: w.r.Registry, DecoratePod: w.outcomes.decorate}
+	_, _ = r.Reconcile(w.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w.b)})
+	tried := int(calls.Load())
+	return min(tried, n-1), tried >= n
+}
+
+// restart replaces the reconciler by a new one, as a restarted operator, and reconciles until the
+// bundle names a running Job.
+func (w *crashWorld) restart() *werfv1.WerfBundle {
+	w.t.Helper()
+	w.r = &werfbundle.Reconciler{Client: operatorClient(w.t), APIReader: operatorClient(w.t), Clock: w.clock, Logs: w.logs,
+		OperatorNamespace: w.opNS, Registry: w.r.Registry, DecoratePod: w.outcomes.decorate}
+	for range 3 {
+		w.reconcile()
+	}
+	return w.get(w.b)
+}
+
+// checkComplete asserts the state a crash-free reconcile leaves: one Job, named in the status, and
+// its Secret holding the values and owned by it; no other Secret of the bundle.
+func (w *crashWorld) checkComplete(what string, got *werfv1.WerfBundle, wantValues string) {
+	w.t.Helper()
+	jobs := w.jobs(w.b)
+	if len(jobs) != 1 {
+		w.t.Fatalf("%s: %d Jobs, want 1", what, len(jobs))
+	}
+	j := jobs[0]
+	if got.Status.ActiveJob != j.Name {
+		w.t.Errorf("%s: status.activeJob = %q, want %q", what, got.Status.ActiveJob, j.Name)
+	}
+	var secrets corev1.SecretList
+	if err := w.c.List(w.ctx, &secrets, client.InNamespace(w.target),
+		client.MatchingLabels{werfbundle.LabelBundleName: w.b.Name, werfbundle.LabelBundleNamespace: w.b.Namespace}); err != nil {
+		w.t.Fatal(err)
+	}
+	if len(secrets.Items) != 1 {
+		names := []string{}
+		for _, s := range secrets.Items {
+			names = append(names, s.Name)
+		}
+		w.t.Fatalf("%s: the bundle's Secrets are %v, want only the Job's %s", what, names, j.Name)
+	}
+	s := secrets.Items[0]
+	if s.Name != j.Name {
+		w.t.Errorf("%s: Secret %s, want %s (the Job mounts its namesake)", what, s.Name, j.Name)
+	}
+	if got := string(s.Data["values.yaml"]); got != wantValues {
+		w.t.Errorf("%s: Secret values %q, want %q", what, got, wantValues)
+	}
+	if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != j.UID {
+		w.t.Errorf("%s: Secret owners %+v, want the Job %s (%s)", what, s.OwnerReferences, j.Name, j.UID)
+	}
+}
+
+// jobWithoutSecret returns a Job of the bundle whose Secret does not exist.
+func (w *crashWorld) jobWithoutSecret() *batchv1.Job {
+	w.t.Helper()
+	for _, j := range w.jobs(w.b) {
+		var s corev1.Secret
+		if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: j.Namespace, Name: j.Name}, &s); err != nil {
+			return &j
+		}
+	}
+	return nil
+}
+
+// TestWerfBundle_CrashAfterAnyWriteIsCompleted: the operator dies at each write of a first deploy
+// in turn (the Secret, the Job, the Secret's owner, the status); at no point does a Job exist
+// without its Secret, and a restarted operator completes the deploy: one Job, its Secret with the
+// values, owned by it, and nothing left over.
+func TestWerfBundle_CrashAfterAnyWriteIsCompleted(t *testing.T) {
+	reg := startRegistry(t, "1.0.0")
+	for n := 1; ; n++ {
+		done := false
+		t.Run(fmt.Sprintf("dies at write %d", n), func(t *testing.T) {
+			w := newCrashWorld(t, reg)
+			written, crashed := w.crashAt(n)
+			if j := w.jobWithoutSecret(); j != nil {
+				t.Errorf("after %d writes the Job %s exists without its Secret: its pod cannot start", written, j.Name)
+			}
+			done = !crashed // the reconcile ended before the n-th write: every point was tried
+			w.checkComplete(fmt.Sprintf("restarted after %d writes", written), w.restart(), "replicas: 2\n")
+		})
+		if done || n == 8 || t.Failed() {
+			return
+		}
+	}
+}
+
+// TestWerfBundle_CrashBetweenSecretAndJobThenNewRevision: the operator dies after writing the
+// Secret of one revision; before it is back the values change. The restarted operator deploys the
+// new revision and deletes the Secret nobody will mount.
+func TestWerfBundle_CrashBetweenSecretAndJobThenNewRevision(t *testing.T) {
+	reg := startRegistry(t, "1.0.0")
+	w := newCrashWorld(t, reg)
+	if written, _ := w.crashAt(2); written != 1 {
+		t.Fatalf("%d writes before the crash, want 1 (the Secret)", written)
+	}
+	w.values.Data["values.yaml"] = "replicas: 3\n"
+	if err := w.c.Update(w.ctx, w.values); err != nil {
+		t.Fatal(err)
+	}
+	w.checkComplete("restarted after the values changed", w.restart(), "replicas: 3\n")
+}
+
+// TestWerfBundle_CrashBeforeSecretOwnedAndJobFinished: the operator dies after creating the Job,
+// before making it the owner of its Secret, and the Job finishes while it is down. The restarted
+// operator records the outcome and gives the Secret its owner, so it goes with the Job.
+func TestWerfBundle_CrashBeforeSecretOwnedAndJobFinished(t *testing.T) {
+	reg := startRegistry(t, "1.0.0")
+	w := newCrashWorld(t, reg)
+	w.outcomes.setDuration(0)
+	if written, _ := w.crashAt(3); written != 2 {
+		t.Fatalf("%d writes before the crash, want 2 (the Secret, the Job)", written)
+	}
+	w.eventually("the Job finishes", func() bool {
+		jobs := w.jobs(w.b)
+		return len(jobs) == 1 && jobDone(&jobs[0])
+	})
+	w.r = &werfbundle.Reconciler{Client: operatorClient(t), APIReader: operatorClient(t), Clock: w.clock, Logs: w.logs,
+		OperatorNamespace: w.opNS, Registry: w.r.Registry}
+	w.reconcile()
+	got := w.get(w.b)
+	if got.Status.Phase != werfv1.PhaseSynced {
+		t.Fatalf("phase %s after the restart, want Synced (%s)", got.Status.Phase, got.Status.LastErrorMessage)
+	}
+	j := w.jobs(w.b)[0]
+	var s corev1.Secret
+	if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: j.Namespace, Name: j.Name}, &s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != j.UID {
+		t.Errorf("Secret owners %+v, want the finished Job", s.OwnerReferences)
+	}
+}
