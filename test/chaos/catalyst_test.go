@@ -1,0 +1,334 @@
+//go:build e2e
+
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
+	"github.com/slipway-dev/slipway/internal/controller/catalyst"
+	"github.com/slipway-dev/slipway/internal/controller/catalyst/naming"
+	"github.com/slipway-dev/slipway/internal/gitsource/gittest"
+	"github.com/slipway-dev/slipway/internal/registry/registrytest"
+	"github.com/slipway-dev/slipway/internal/testenv"
+)
+
+const (
+	catalystTeam    = "chaos"
+	catalystProject = "app"
+	gitUser         = "bot"
+	gitPassword     = "chaos-git-password"
+)
+
+// TestChaos_Catalyst: Environments are created, each at a commit of its own whose image is not
+// in the registry (so each one builds), and half of them deleted again at random moments, while
+// the operator process is SIGKILLed repeatedly and the API server restarts once. Afterwards every
+// remaining Environment is Ready, every deleted one and its namespace are gone, no build Job or
+// copied Secret outlived its Environment, and no commit was built twice for one Environment.
+func TestChaos_Catalyst(t *testing.T) {
+	sc := chaosScale(t)
+	rnd := newRand(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*sc.converge)
+	defer cancel()
+	full := testenv.New(t, testenv.Full)
+	c := fastClient(t, full)
+	clock := &faultClock{}
+	kubeconfig, err := full.InstallOperatorIdentity(ctx, filepath.Join(t.TempDir(), "operator.kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The world: a git repository with the sample application, one commit per Environment, a
+	// registry without their images, the team's Secrets (git credentials, one to copy).
+	git := gittest.NewServer(t, gittest.WithBasicAuth(gitUser, gitPassword))
+	repo := git.NewRepository(t, "org/app")
+	commits := make([]string, sc.envs)
+	for i := range commits {
+		files := gittest.Files{"VERSION": []byte(fmt.Sprintf("%d\n", i))}
+		if i == 0 {
+			files = gittest.Merge(sampleApp(), files)
+		}
+		sha, err := repo.Commit(fmt.Sprintf("change %d", i), files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		commits[i] = sha
+	}
+	reg := registrytest.StartDistribution(t)
+	projNS := naming.ProjectNamespaceName(catalystTeam, catalystProject)
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: catalystTeam}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: projNS}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "git-credentials", Namespace: catalystTeam},
+			StringData: map[string]string{"username": gitUser, "password": gitPassword}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app-config", Namespace: catalystTeam},
+			StringData: map[string]string{"token": "chaos"}},
+		&catalystv1alpha1.Project{
+			ObjectMeta: metav1.ObjectMeta{Name: catalystProject, Namespace: catalystTeam},
+			Spec: catalystv1alpha1.ProjectSpec{
+				Source: catalystv1alpha1.ProjectSource{RepositoryURL: repo.URL, Branch: "main",
+					SecretRef: &catalystv1alpha1.SecretReference{Name: "git-credentials"}},
+				Deployment: catalystv1alpha1.DeploymentSpec{Type: catalystv1alpha1.DeploymentTypeManifest, Path: "deploy/manifests"},
+				Registry:   &catalystv1alpha1.RegistrySpec{Repository: reg.Repository("org/app"), Insecure: true},
+				Preview: catalystv1alpha1.PreviewSpec{Domain: "preview.example.dev",
+					Service: catalystv1alpha1.ServiceTarget{Name: "app", Port: 80}},
+				Resources: catalystv1alpha1.ProjectResources{DefaultQuota: &catalystv1alpha1.Quota{
+					CPU: ptr.To(resource.MustParse("1")), Memory: ptr.To(resource.MustParse("2Gi"))}},
+				SecretRefs: []catalystv1alpha1.SecretReference{{Name: "app-config"}},
+			},
+		},
+	} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Build pods take 2-6 s, so kills find builds in flight.
+	var hookMu sync.Mutex
+	installPodHook(ctx, t, c, "chaos-catalyst-builds",
+		&metav1.LabelSelector{MatchLabels: map[string]string{catalyst.LabelComponent: catalyst.ComponentBuild}},
+		func(*corev1.Pod) podOutcome {
+			hookMu.Lock()
+			defer hookMu.Unlock()
+			return podOutcome{duration: between(rnd, 2*time.Second, 6*time.Second)}
+		})
+
+	rec := &buildRecord{jobs: map[types.UID]buildSeen{}}
+	owned, err := labels.NewRequirement(catalyst.LabelEnvironmentName, selection.Exists, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := startWatches(t, full.Config, map[client.Object]cache.ByObject{
+		&batchv1.Job{}:   {Label: labels.SelectorFromSet(labels.Set{catalyst.LabelComponent: catalyst.ComponentBuild})},
+		&corev1.Secret{}: {Label: labels.NewSelector().Add(*owned)},
+	})
+	w.observe(t, &batchv1.Job{}, rec.job)
+
+	op := startOperator(ctx, t, kubeconfig, operatorConfig{name: "catalyst", controllers: "catalyst"})
+
+	names := make([]string, sc.envs)
+	testenv.Parallel(t, sc.envs, 8, func(i int) error {
+		names[i] = fmt.Sprintf("pr-%03d", i)
+		return c.Create(ctx, &catalystv1alpha1.Environment{
+			ObjectMeta: metav1.ObjectMeta{Name: names[i], Namespace: projNS, Labels: map[string]string{
+				naming.LabelTeam: catalystTeam, naming.LabelProject: catalystProject, naming.LabelEnvironment: names[i]}},
+			Spec: catalystv1alpha1.EnvironmentSpec{
+				ProjectRef: catalystv1alpha1.ProjectReference{Name: catalystProject},
+				Type:       catalystv1alpha1.EnvironmentTypeDevelopment,
+				Source:     catalystv1alpha1.EnvironmentSource{CommitSHA: commits[i], Branch: "main", PRNumber: int64(1000 + i)},
+				Config:     catalystv1alpha1.EnvironmentConfig{EnvVars: []catalystv1alpha1.EnvVar{{Name: "CHAOS", Value: "true"}}},
+			},
+		})
+	})
+
+	// Deletions at random moments while the operator is being killed: some before their first
+	// reconcile, some while building, some once Ready.
+	order := rnd.Perm(sc.envs)[:sc.envDeletes]
+	deleted := map[string]bool{}
+	var deleteErr error
+	delay := make([]time.Duration, len(order))
+	for i := range delay {
+		delay[i] = between(rnd, 500*time.Millisecond, 4*time.Second)
+	}
+	deleting := make(chan struct{})
+	go func() {
+		defer close(deleting)
+		for i, idx := range order {
+			sleep(ctx, delay[i])
+			e := &catalystv1alpha1.Environment{ObjectMeta: metav1.ObjectMeta{Name: names[idx], Namespace: projNS}}
+			if err := c.Delete(ctx, e); err != nil && !apierrors.IsNotFound(err) {
+				deleteErr = err
+				return
+			}
+			deleted[names[idx]] = true
+		}
+	}()
+
+	firstKills := sc.envKills / 2
+	kills := killAtRandom(ctx, t, rnd, clock, firstKills, func() *operatorProc { return op })
+	sleep(ctx, between(rnd, 2*time.Second, 6*time.Second))
+	down := restartAPIServer(ctx, t, full, clock)
+	kills += killAtRandom(ctx, t, rnd, clock, sc.envKills-firstKills, func() *operatorProc { return op })
+	<-deleting
+	if deleteErr != nil {
+		t.Fatalf("deleting an Environment: %v", deleteErr)
+	}
+
+	// Convergence: the remaining ones Ready at their commit, the deleted ones and their
+	// namespaces gone.
+	var remaining []string
+	for _, n := range names {
+		if !deleted[n] {
+			remaining = append(remaining, n)
+		}
+	}
+	envNamespaces := map[string]string{}
+	for _, n := range names {
+		envNamespaces[n] = naming.NamespaceName(catalystTeam, catalystProject, n)
+	}
+	waitCtx, waitCancel := context.WithTimeout(ctx, sc.converge)
+	defer waitCancel()
+	var pending []string
+	for {
+		pending = pending[:0]
+		var list catalystv1alpha1.EnvironmentList
+		if err := c.List(waitCtx, &list, client.InNamespace(projNS)); err != nil {
+			pending = append(pending, err.Error())
+		}
+		byName := map[string]*catalystv1alpha1.Environment{}
+		for i := range list.Items {
+			byName[list.Items[i].Name] = &list.Items[i]
+		}
+		for _, n := range remaining {
+			e := byName[n]
+			switch {
+			case e == nil:
+				pending = append(pending, n+" is missing")
+			case e.Status.Phase != catalystv1alpha1.PhaseReady || e.Status.ObservedGeneration != e.Generation ||
+				e.Status.ObservedCommit != e.Spec.Source.CommitSHA:
+				pending = append(pending, fmt.Sprintf("%s is %s", n, e.Status.Phase))
+			}
+		}
+		for n := range deleted {
+			if byName[n] != nil {
+				pending = append(pending, n+" still exists")
+			}
+			err := c.Get(waitCtx, client.ObjectKey{Name: envNamespaces[n]}, &corev1.Namespace{})
+			if !apierrors.IsNotFound(err) {
+				pending = append(pending, fmt.Sprintf("namespace of deleted %s is there (%v)", n, err))
+			}
+		}
+		if len(pending) == 0 {
+			break
+		}
+		select {
+		case <-waitCtx.Done():
+			sort.Strings(pending)
+			t.Fatalf("the Environments did not converge within %s: %s", sc.converge, strings.Join(pending[:min(10, len(pending))], "; "))
+		case <-time.After(2 * time.Second):
+		}
+	}
+	converged := clock.since()
+	t.Logf("%d Environments Ready, %d deleted with their namespaces", len(remaining), len(deleted))
+	if n := op.unexpectedExits(); n > 0 {
+		t.Errorf("the operator exited %d time(s) on its own", n)
+	}
+
+	// What must hold.
+	sleep(ctx, 2*time.Second)
+	dups := rec.duplicates()
+	for _, d := range dups {
+		t.Errorf("one commit built more than once for one Environment: %s", d)
+	}
+	orphans := orphansOf(ctx, t, c, deleted)
+	for _, o := range orphans {
+		t.Errorf("orphan: %s", o)
+	}
+	f := figures{suite: "Catalyst", scale: sc.name, objects: sc.envs, kills: kills, apiserverDown: down,
+		duplicates: len(dups), lost: len(orphans), converged: converged, peakRSS: op.peakRSS()}
+	f.add("Environments deleted", float64(len(deleted)), "deleted")
+	f.add("build Jobs", float64(rec.count()), "build-jobs")
+	f.add("orphaned build Jobs and Secrets", float64(len(orphans)), "orphans")
+	report(t, f)
+}
+
+// sampleApp is gittest's manifests and Dockerfile with the security context the restricted
+// pod-security standard of environment namespaces asks for.
+func sampleApp() gittest.Files {
+	const from = "    spec:\n      containers:\n      - name: app\n"
+	const to = "    spec:\n      securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}\n" +
+		"      containers:\n      - name: app\n        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}\n"
+	out := gittest.Files{}
+	for name, content := range gittest.Merge(gittest.Manifests("deploy/manifests"), gittest.Dockerfile("Dockerfile")) {
+		out[name] = []byte(strings.Replace(string(content), from, to, 1))
+	}
+	return out
+}
+
+// orphansOf lists the build Jobs and the Secrets (copied into an environment namespace, or made
+// for a build) that belong to a deleted Environment and still exist.
+func orphansOf(ctx context.Context, t *testing.T, c client.Client, deleted map[string]bool) []string {
+	t.Helper()
+	var out []string
+	var jobs batchv1.JobList
+	if err := c.List(ctx, &jobs, client.HasLabels{catalyst.LabelEnvironmentName}); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs.Items {
+		if deleted[j.Labels[catalyst.LabelEnvironmentName]] {
+			out = append(out, fmt.Sprintf("Job %s/%s of deleted %s", j.Namespace, j.Name, j.Labels[catalyst.LabelEnvironmentName]))
+		}
+	}
+	var secrets corev1.SecretList
+	if err := c.List(ctx, &secrets, client.HasLabels{catalyst.LabelEnvironmentName}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range secrets.Items {
+		if deleted[s.Labels[catalyst.LabelEnvironmentName]] {
+			out = append(out, fmt.Sprintf("Secret %s/%s of deleted %s", s.Namespace, s.Name, s.Labels[catalyst.LabelEnvironmentName]))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// buildRecord is every build Job a watch saw.
+type buildRecord struct {
+	mu   sync.Mutex
+	jobs map[types.UID]buildSeen
+}
+
+type buildSeen struct{ key, env, commit string }
+
+func (r *buildRecord) job(o client.Object, _ bool) {
+	j := o.(*batchv1.Job)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.jobs[j.UID] = buildSeen{key: j.Namespace + "/" + j.Name,
+		env:    j.Labels[catalyst.LabelEnvironmentNamespace] + "/" + j.Labels[catalyst.LabelEnvironmentName],
+		commit: j.Annotations[catalyst.AnnotationCommit]}
+}
+
+func (r *buildRecord) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.jobs)
+}
+
+// duplicates lists every (Environment, commit) built by more than one Job.
+func (r *buildRecord) duplicates() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	by := map[string][]string{}
+	for _, j := range r.jobs {
+		k := j.env + " @ " + j.commit
+		by[k] = append(by[k], j.key)
+	}
+	var out []string
+	for k, v := range by {
+		if len(v) > 1 {
+			out = append(out, fmt.Sprintf("%s: %v", k, v))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
