@@ -4,7 +4,7 @@ package v1alpha1
 // they are true (see internal/conditions).
 const (
 	// NamespaceReadyCondition is True when the environment's namespace exists and is labelled,
-	// and its ResourceQuota, NetworkPolicy and copied Secrets are in place.
+	// and its ResourceQuota, LimitRange, NetworkPolicy and copied Secrets are in place.
 	NamespaceReadyCondition = "NamespaceReady"
 
 	// BuildReadyCondition is True when the image for the environment's commit is in the registry:
@@ -43,6 +43,9 @@ const (
 	// NamespaceConflictReason: the namespace the environment needs exists and belongs to
 	// something else (its catalyst.dev labels name another environment). Rename the environment.
 	NamespaceConflictReason = "NamespaceConflict"
+	// InvalidContainerDefaultsReason: the Project's spec.resources.containerDefaults do not fit:
+	// a request above its limit, or a limit above the environment's quota. Fix the Project.
+	InvalidContainerDefaultsReason = "InvalidContainerDefaults"
 	// NamespaceTerminatingReason: the namespace is still being deleted from an earlier
 	// environment of the same name; it is recreated once gone.
 	NamespaceTerminatingReason = "NamespaceTerminating"
@@ -76,6 +79,10 @@ const (
 	// RegistryNotConfiguredReason: the image is missing and the Project has no registry to
 	// build into. Set spec.registry on the Project.
 	RegistryNotConfiguredReason = "RegistryNotConfigured"
+	// BuildNamespaceRefusedReason: the build namespace's Pod Security level would refuse the
+	// build engine's pod (Kaniko needs baseline, rootless BuildKit privileged). Label the build
+	// namespace for the engine or choose the other engine.
+	BuildNamespaceRefusedReason = "BuildNamespaceRefused"
 	// RegistryUnavailableReason: the registry could not be asked whether the image exists.
 	// Retried with backoff.
 	RegistryUnavailableReason = "RegistryUnavailable"
@@ -90,7 +97,9 @@ const (
 	// operator's guard rails), a name the operator keeps, or a kind the cluster does not serve.
 	ObjectRefusedReason = "ObjectRefused"
 	// DeploymentFailedReason: the rendered objects could not be applied, or the workloads did not
-	// become available in time.
+	// become available in time (a Deployment past its progress deadline); the message says why
+	// their pods are not coming when the cluster says (quota, Pod Security, admission, image
+	// pulls, crash loops).
 	DeploymentFailedReason = "DeploymentFailed"
 
 	// ExpiredReason: the environment's TTL passed; it is being deleted.

@@ -98,8 +98,9 @@ type EnvironmentSource struct {
 
 // EnvironmentConfig is injected into the deployment.
 type EnvironmentConfig struct {
-	// EnvVars are set on the application's containers (Helm: the env value; manifest and
-	// kustomize: every container of every workload).
+	// EnvVars are set on every container and init container of every workload the deployment
+	// renders, whatever its type (Helm: by a post-renderer, whatever the chart's values look
+	// like). A variable the deployment sets itself is kept unless one of the same name is here.
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=128
@@ -194,6 +195,11 @@ type EnvironmentStatus struct {
 	// to any of them causes a redeploy.
 	// +optional
 	DeployedRevision string `json:"deployedRevision,omitempty"`
+
+	// EnvVarContainers is how many containers (init containers included) of the last deploy
+	// received spec.config.envVars.
+	// +optional
+	EnvVarContainers int32 `json:"envVarContainers,omitempty"`
 
 	// ExpiresAt is when the environment will be deleted because of its TTL.
 	// +optional

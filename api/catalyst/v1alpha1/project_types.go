@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -129,6 +130,38 @@ type ProjectResources struct {
 	// DefaultQuota caps each environment namespace unless the Environment overrides it.
 	// +optional
 	DefaultQuota *Quota `json:"defaultQuota,omitempty"`
+
+	// ContainerDefaults are the requests and limits a container gets when the deployment sets
+	// none, through a LimitRange in every environment namespace. A quota caps limits as well as
+	// requests, so without them the quota would refuse every pod that sets no limits (as most
+	// public charts do at their default values). A value left empty is derived from the
+	// environment's quota: a limit is a quarter of the quota, a request a tenth. Without a quota
+	// and without values here the namespace gets no LimitRange.
+	// +optional
+	ContainerDefaults *ContainerDefaults `json:"containerDefaults,omitempty"`
+}
+
+// ContainerDefaults are the default requests and limits of an environment's containers.
+type ContainerDefaults struct {
+	// Requests of a container that sets none (a container that sets limits only gets requests
+	// equal to them, as Kubernetes does). Each must not exceed the limit of the same resource.
+	// +optional
+	Requests *ComputeResources `json:"requests,omitempty"`
+
+	// Limits of a container that sets none. Each must not exceed the quota of the same resource.
+	// +optional
+	Limits *ComputeResources `json:"limits,omitempty"`
+}
+
+// ComputeResources are amounts of CPU and memory.
+type ComputeResources struct {
+	// CPU, e.g. "250m".
+	// +optional
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+
+	// Memory, e.g. "256Mi".
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
 }
 
 // RegistrySpec is the image repository of the project.

@@ -188,6 +188,7 @@ func (r *EnvironmentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(ownerOf), owned(joblog.OutcomeChanged)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(ownerOf), owned(never)).
 		Watches(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(ownerOf), owned(specChanged)).
+		Watches(&corev1.LimitRange{}, handler.EnqueueRequestsFromMapFunc(ownerOf), owned(specChanged)).
 		Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(ownerOf), owned(specChanged)).
 		Watches(&networkingv1.Ingress{}, handler.EnqueueRequestsFromMapFunc(ownerOf), owned(specChanged)).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(ownerOf), owned(readinessChanged)).
@@ -203,13 +204,16 @@ func isOwned(o client.Object) bool {
 
 func never(_, _ client.Object) bool { return false }
 
-// specChanged compares the spec of quotas, network policies and Ingresses (and an Ingress's
-// annotations): what the controller keeps.
+// specChanged compares the spec of quotas, limit ranges, network policies and Ingresses (and an
+// Ingress's annotations): what the controller keeps.
 func specChanged(old, new client.Object) bool {
 	switch o := old.(type) {
 	case *corev1.ResourceQuota:
 		n, ok := new.(*corev1.ResourceQuota)
 		return !ok || !sameResources(o.Spec.Hard, n.Spec.Hard)
+	case *corev1.LimitRange:
+		n, ok := new.(*corev1.LimitRange)
+		return !ok || !equality.Semantic.DeepEqual(o.Spec, n.Spec)
 	case *networkingv1.NetworkPolicy:
 		n, ok := new.(*networkingv1.NetworkPolicy)
 		return !ok || !equality.Semantic.DeepEqual(o.Spec, n.Spec)
@@ -220,9 +224,25 @@ func specChanged(old, new client.Object) bool {
 	return true
 }
 
-// readinessChanged passes a Deployment update that changes what kstatus says about it.
+// readinessChanged passes a Deployment update that changes what kstatus says about it, or whether
+// its pods can be created (ReplicaFailure).
 func readinessChanged(old, new client.Object) bool {
-	return kstatusOf(old) != kstatusOf(new) || old.GetGeneration() != new.GetGeneration()
+	return kstatusOf(old) != kstatusOf(new) || old.GetGeneration() != new.GetGeneration() ||
+		replicaFailure(old) != replicaFailure(new)
+}
+
+// replicaFailure is the message of a Deployment's ReplicaFailure condition, "" without one.
+func replicaFailure(o client.Object) string {
+	d, ok := o.(*appsv1.Deployment)
+	if !ok {
+		return ""
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
+			return c.Message
+		}
+	}
+	return ""
 }
 
 // deletionStarted passes the update that sets a deletionTimestamp.
@@ -364,6 +384,7 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.stepTTL,
 		r.stepNamespace,
 		r.stepQuota,
+		r.stepLimitRange,
 		r.stepNetworkPolicy,
 		r.stepSecrets,
 		r.stepBuild,
@@ -395,6 +416,14 @@ func (r *EnvironmentReconciler) reconcileDelete(ctx context.Context, s *envScope
 		return nil
 	}
 	if err := r.deleteBuildJobs(ctx, env, ""); err != nil {
+		return err
+	}
+	// A Secret written just before a crash may have no Job to take it with it.
+	secrets, err := r.listBuildSecrets(ctx, env)
+	if err != nil {
+		return err
+	}
+	if err := r.pruneBuildSecrets(ctx, env, secrets, nil); err != nil {
 		return err
 	}
 	var waiting []string

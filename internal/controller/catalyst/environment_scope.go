@@ -26,6 +26,8 @@ type envScope struct {
 	namespace *corev1.Namespace
 	nsReady   bool
 	nsMessage string
+	// limits describes the LimitRange's container defaults, "" without one.
+	limits string
 
 	// build
 	image string // <repository>:<commit>, "" without a registry
@@ -38,10 +40,12 @@ type envScope struct {
 	deployed bool // revision is deployed (now or before)
 	// freshDeploy: the deploy happened in this reconcile.
 	freshDeploy bool
-	inventory   []inventoryEntry
-	host        string
-	ingress     bool
-	ready       *outcome // the deployed objects' readiness
+	// envContainers: how many containers the fresh deploy gave the environment's variables.
+	envContainers int32
+	inventory     []inventoryEntry
+	host          string
+	ingress       bool
+	ready         *outcome // the deployed objects' readiness
 
 	// expiresAt is the TTL's deadline, nil for none.
 	expiresAt *time.Time

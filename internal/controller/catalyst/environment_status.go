@@ -54,6 +54,9 @@ func (r *EnvironmentReconciler) computeStatus(s *envScope) {
 		st.Image = s.image
 		st.BuildJob = s.buildJob
 	}
+	if s.freshDeploy {
+		st.EnvVarContainers = s.envContainers
+	}
 	if s.deployed && s.revision != "" {
 		st.DeployedRevision = s.revision
 	} else if s.ready != nil && !s.deployed {

@@ -276,6 +276,9 @@ func (r *EnvironmentReconciler) stepSecrets(ctx context.Context, s *envScope) er
 	}
 	s.nsReady = true
 	s.nsMessage = fmt.Sprintf("Namespace %s is ready with its quota, network policy and %d copied Secret(s)", s.nsName, len(names))
+	if s.limits != "" {
+		s.nsMessage += "; " + s.limits
+	}
 	return nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"sort"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
@@ -69,6 +67,31 @@ func (r *EnvironmentReconciler) stepBuild(ctx context.Context, s *envScope) erro
 		}
 	}
 	sort.Slice(jobs, func(a, b int) bool { return jobs[b].CreationTimestamp.Before(&jobs[a].CreationTimestamp) })
+	// Build Secrets of no live Job of this image are left from a crash or from another commit.
+	secrets, err := r.listBuildSecrets(ctx, env)
+	if err != nil {
+		return err
+	}
+	// The Secret of the Job about to be made is kept: a crash may have come between the two.
+	keep := map[string]bool{buildJobName(env, s.image, hash): true}
+	for _, j := range jobs {
+		keep[j.Name] = true
+	}
+	if err := r.pruneBuildSecrets(ctx, env, secrets, keep); err != nil {
+		return err
+	}
+	if len(jobs) > 0 {
+		adopted, err := r.adoptBuildSecret(ctx, jobs[0], secrets)
+		if err != nil {
+			return err
+		}
+		if !adopted {
+			s.build = &outcome{reason: catalystv1alpha1.BuildingReason,
+				message: fmt.Sprintf("Build Job %s/%s lost its Secret; making it again", jobs[0].Namespace, jobs[0].Name)}
+			s.requeue(waitPoll)
+			return errStop
+		}
+	}
 
 	if len(jobs) > 0 {
 		j := jobs[0]
@@ -118,7 +141,9 @@ func (r *EnvironmentReconciler) stepBuild(ctx context.Context, s *envScope) erro
 	}
 	if exists {
 		s.build = &outcome{ok: true, reason: catalystv1alpha1.ImageFoundReason, message: fmt.Sprintf("Image %s is in the registry", s.image)}
-		return nil
+		// Nothing is built: a Secret written for a build before a crash goes.
+		delete(keep, buildJobName(env, s.image, hash))
+		return r.pruneBuildSecrets(ctx, env, secrets, keep)
 	}
 	return r.createBuildJob(ctx, s, engineImage, hash)
 }
@@ -163,9 +188,13 @@ func (r *EnvironmentReconciler) imageExists(ctx context.Context, s *envScope) (b
 	return false, nil
 }
 
-// createBuildJob creates the build Job and its Secret (owned by the Job, so they go together).
+// createBuildJob creates the build Job and its Secret (owned by the Job, so they go together):
+// see startBuild.
 func (r *EnvironmentReconciler) createBuildJob(ctx context.Context, s *envScope, engineImage, hash string) error {
 	project := s.project
+	if err := r.checkBuildNamespace(ctx, s); err != nil {
+		return err
+	}
 	var dockerCfg []byte
 	opts, err := registryOptions(ctx, r.APIReader, project)
 	if err != nil && !errors.Is(err, errSecret) {
@@ -192,6 +221,8 @@ func (r *EnvironmentReconciler) createBuildJob(ctx context.Context, s *envScope,
 	return err
 }
 
+// startBuild writes the build's Secret, then its Job, then gives the Secret to the Job (see
+// build_writes.go for why in this order).
 func (r *EnvironmentReconciler) startBuild(ctx context.Context, s *envScope, engineImage, hash string, data map[string][]byte) error {
 	env, project := s.env, s.project
 	job, err := newBuildJob(buildRequest{
@@ -205,6 +236,13 @@ func (r *EnvironmentReconciler) startBuild(ctx context.Context, s *envScope, eng
 			phase: catalystv1alpha1.PhaseFailed, stalled: true, message: err.Error()})
 		return errStop
 	}
+	var secret *corev1.Secret
+	if len(data) > 0 {
+		job.Annotations[AnnotationBuildSecret] = "true"
+		if secret, err = r.ensureBuildSecret(ctx, job, data); err != nil {
+			return err
+		}
+	}
 	if err := r.Create(ctx, job); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating build Job %s/%s: %w", job.Namespace, job.Name, err)
@@ -216,20 +254,17 @@ func (r *EnvironmentReconciler) startBuild(ctx context.Context, s *envScope, eng
 		buildsCreated.WithLabelValues(string(project.Spec.Build.Engine)).Inc()
 		s.eventf(false, "BuildStarted", fmt.Sprintf("Created build Job %s/%s for %s", job.Namespace, job.Name, s.image))
 	}
-	if len(data) > 0 {
-		secret := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: job.Name, Namespace: job.Namespace, Labels: maps.Clone(job.Labels),
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, BlockOwnerDeletion: ptr.To(false)}},
-			},
-			Type: corev1.SecretTypeOpaque,
-			Data: data,
-		}
-		if err := r.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating the Secret of build Job %s/%s: %w", job.Namespace, job.Name, err)
-		}
-	}
 	s.buildJob = &catalystv1alpha1.JobReference{Namespace: job.Namespace, Name: job.Name}
 	s.build = &outcome{reason: catalystv1alpha1.BuildingReason, message: fmt.Sprintf("Building %s with Job %s/%s", s.image, job.Namespace, job.Name)}
+	if !job.DeletionTimestamp.IsZero() {
+		// An earlier Job of this name is still going away: the Secret waits for the next one.
+		s.requeue(waitPoll)
+		return errStop
+	}
+	if secret != nil {
+		if err := r.ownBuildSecret(ctx, secret, job); err != nil {
+			return err
+		}
+	}
 	return errStop
 }

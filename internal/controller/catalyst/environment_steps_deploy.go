@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"time"
 
@@ -58,7 +59,7 @@ func (r *EnvironmentReconciler) stepDeploy(ctx context.Context, s *envScope) err
 		return errors.New("no deployer configured")
 	}
 	start := time.Now()
-	inv, f, err := r.deploy(ctx, s)
+	res, f, err := r.deploy(ctx, s)
 	deployDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		deploys.WithLabelValues("error").Inc()
@@ -76,6 +77,7 @@ func (r *EnvironmentReconciler) stepDeploy(ctx context.Context, s *envScope) err
 	}
 	deploys.WithLabelValues("succeeded").Inc()
 	r.failures.forget(key)
+	inv := inventoryOf(res)
 	value, err := encodeInventory(inv)
 	if err != nil {
 		return err
@@ -86,6 +88,7 @@ func (r *EnvironmentReconciler) stepDeploy(ctx context.Context, s *envScope) err
 		return fmt.Errorf("recording the deployed objects on namespace %s: %w", s.nsName, err)
 	}
 	s.deployed, s.inventory, s.freshDeploy = true, inv, true
+	s.envContainers = int32(min(res.EnvContainers, math.MaxInt32))
 	s.eventf(false, "Deployed", fmt.Sprintf("Deployed commit %s (revision %s, %d objects)", shortSHA(env.Spec.Source.CommitSHA), s.revision, len(inv)))
 	return nil
 }
@@ -93,7 +96,7 @@ func (r *EnvironmentReconciler) stepDeploy(ctx context.Context, s *envScope) err
 // deploy fetches the repository at the commit into a temporary directory and hands it to the
 // Deployer. Failures a reconcile can report are returned as a failure; the error is for the
 // unexpected.
-func (r *EnvironmentReconciler) deploy(ctx context.Context, s *envScope) ([]inventoryEntry, *failure, error) {
+func (r *EnvironmentReconciler) deploy(ctx context.Context, s *envScope) (deployResult, *failure, error) {
 	env, project := s.env, s.project
 	sourceFailure := func(err error) *failure {
 		reason, stalled := sourceReason(err)
@@ -106,9 +109,9 @@ func (r *EnvironmentReconciler) deploy(ctx context.Context, s *envScope) ([]inve
 	creds, err := gitCredentials(ctx, r.APIReader, project)
 	if err != nil {
 		if errors.Is(err, errSecret) {
-			return nil, sourceFailure(err), nil
+			return deployResult{}, sourceFailure(err), nil
 		}
-		return nil, nil, err
+		return deployResult{}, nil, err
 	}
 	snap, cached, err := r.sources.Get(ctx, gitsource.Options{
 		URL: project.Spec.Source.RepositoryURL, Branch: s.branch(), Commit: env.Spec.Source.CommitSHA,
@@ -117,7 +120,7 @@ func (r *EnvironmentReconciler) deploy(ctx context.Context, s *envScope) ([]inve
 	switch {
 	case err != nil:
 		gitFetches.WithLabelValues("error").Inc()
-		return nil, sourceFailure(err), nil
+		return deployResult{}, sourceFailure(err), nil
 	case cached:
 		gitFetches.WithLabelValues("cached").Inc()
 	default:
@@ -130,19 +133,19 @@ func (r *EnvironmentReconciler) deploy(ctx context.Context, s *envScope) ([]inve
 		err = snap.RequireDir(path)
 	}
 	if err != nil {
-		return nil, sourceFailure(err), nil
+		return deployResult{}, sourceFailure(err), nil
 	}
 	dir, err := os.MkdirTemp(r.CheckoutDir, "catalyst-checkout-")
 	if err != nil {
-		return nil, nil, err
+		return deployResult{}, nil, err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 	if err := snap.CheckoutDir(dir); err != nil {
-		return nil, sourceFailure(err), nil
+		return deployResult{}, sourceFailure(err), nil
 	}
 	values, err := projectValues(project)
 	if err != nil {
-		return nil, &failure{reason: catalystv1alpha1.RenderFailedReason, phase: catalystv1alpha1.PhaseFailed, stalled: true,
+		return deployResult{}, &failure{reason: catalystv1alpha1.RenderFailedReason, phase: catalystv1alpha1.PhaseFailed, stalled: true,
 			message: err.Error() + "; fix the Project's spec.deployment.values"}, nil
 	}
 	req := deployRequest{
@@ -162,9 +165,9 @@ func (r *EnvironmentReconciler) deploy(ctx context.Context, s *envScope) ([]inve
 	}
 	res, err := r.Deployer.Deploy(ctx, req)
 	if err != nil {
-		return nil, deployFailure(err), nil
+		return deployResult{}, deployFailure(err), nil
 	}
-	return inventoryOf(res), nil, nil
+	return res, nil, nil
 }
 
 // projectValues decodes the Project's Helm values.

@@ -12,10 +12,11 @@ package catalyst
 // +kubebuilder:rbac:groups=catalyst.catalyst.dev,resources=projects,verbs=get;list;watch
 // +kubebuilder:rbac:groups=catalyst.catalyst.dev,resources=projects/status,verbs=get;update;patch
 
-// Environment namespaces (created, labelled, deleted), their ResourceQuota, NetworkPolicy and
-// Ingress.
+// Environment namespaces (created, labelled, deleted), their ResourceQuota, LimitRange,
+// NetworkPolicy and Ingress.
 // +kubebuilder:rbac:groups=core,resources=namespaces,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=core,resources=resourcequotas,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=core,resources=limitranges,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 
 // Secrets: read the ones Projects name (credentials, secretRefs, the wildcard certificate),

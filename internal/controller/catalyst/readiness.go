@@ -83,22 +83,37 @@ func (r *EnvironmentReconciler) readiness(ctx context.Context, inventory []inven
 			return nil, false, fmt.Errorf("computing the status of %s: %w", e, err)
 		}
 		checked++
-		switch res.Status {
-		case status.CurrentStatus:
+		if res.Status == status.CurrentStatus {
 			continue
-		case status.FailedStatus:
-			return &outcome{reason: catalystv1alpha1.DeploymentFailedReason,
-				message: fmt.Sprintf("%s failed: %s; fix the application and push a new commit", e, res.Message)}, false, nil
-		default:
-			msg := strings.TrimSpace(res.Message)
-			if msg == "" {
-				msg = string(res.Status)
-			}
-			return &outcome{reason: catalystv1alpha1.DeployingReason, message: fmt.Sprintf("Waiting for %s: %s", e, msg)}, false, nil
 		}
+		why := ""
+		if workloadRank(e.Kind) == 0 {
+			if why, err = r.diagnose(ctx, u); err != nil {
+				return nil, false, err
+			}
+		}
+		return notCurrent(e, res, why), false, nil
 	}
 	return &outcome{ok: true, reason: catalystv1alpha1.SucceededReason,
 		message: fmt.Sprintf("%d deployed objects, %d of them checked, are Current", len(inventory), checked)}, false, nil
+}
+
+// notCurrent is the outcome of an object kstatus does not call Current, with why its pods are not
+// coming when known: Failed (a Deployment past its progress deadline) stops the environment,
+// anything else is still deploying.
+func notCurrent(e inventoryEntry, res *status.Result, why string) *outcome {
+	msg := strings.TrimSpace(res.Message)
+	if msg == "" {
+		msg = string(res.Status)
+	}
+	if why != "" {
+		msg += "; " + why
+	}
+	if res.Status == status.FailedStatus {
+		return &outcome{reason: catalystv1alpha1.DeploymentFailedReason,
+			message: fmt.Sprintf("%s failed: %s; fix the application (or the Project's quota and container defaults) and push a new commit", e, msg)}
+	}
+	return &outcome{reason: catalystv1alpha1.DeployingReason, message: fmt.Sprintf("Waiting for %s: %s", e, msg)}
 }
 
 func workloadRank(kind string) int {

@@ -2,6 +2,7 @@ package catalyst
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"time"
@@ -38,7 +39,7 @@ func Controller() operator.Controller {
 		BindFlags: func(fs *flag.FlagSet) {
 			fs.StringVar(&cfg.PreviewDomain, "catalyst-preview-domain", "", "preview domain of Projects that set none: environments are served at <environment>.<domain>; empty means no Ingress for them")
 			fs.StringVar(&cfg.IngressNamespace, "catalyst-ingress-namespace", DefaultIngressNamespace, "namespace of the ingress controller, allowed into environment namespaces by their NetworkPolicy")
-			fs.StringVar(&cfg.BuildNamespace, "catalyst-build-namespace", "", "namespace the image build Jobs run in (default: the operator's namespace)")
+			fs.StringVar(&cfg.BuildNamespace, "catalyst-build-namespace", DefaultBuildNamespace, "namespace the image build Jobs and their Secrets live in; its Pod Security level must admit the build engine (kaniko: baseline, buildkit: privileged)")
 			fs.StringVar(&cfg.KanikoImage, "catalyst-kaniko-image", DefaultKanikoImage, "Kaniko executor image of build Jobs (build.engine kaniko)")
 			fs.StringVar(&cfg.BuildKitImage, "catalyst-buildkit-image", DefaultBuildKitImage, "rootless BuildKit image of build Jobs (build.engine buildkit)")
 			fs.StringVar(&cfg.PodSecurityLevel, "catalyst-pod-security-level", DefaultPodSecurityLevel, "pod-security standard enforced in environment namespaces: restricted or baseline")
@@ -67,7 +68,7 @@ func (cfg *Config) setup(ctx context.Context, mgr ctrl.Manager, opts operator.Op
 	}
 	buildNS := cfg.BuildNamespace
 	if buildNS == "" {
-		buildNS = opts.Namespace
+		return errors.New("--catalyst-build-namespace must not be empty")
 	}
 	deployer, err := newDeployer(mgr.GetConfig())
 	if err != nil {
