@@ -18,9 +18,17 @@
 //     switched in one rename), for an operator that runs outside the cluster. In a cluster the
 //     Secret is mounted there instead.
 //   - Server wraps controller-runtime's webhook server: it waits until the directory holds a key
-//     pair, then starts serving; controller-runtime's certwatcher reloads the files when they
-//     change, so a rotated certificate is served without a restart. Its StartedChecker is the
-//     operator's readiness check: not ready until the certificate is in place.
+//     pair, then starts serving; a certwatcher reloads the files when they change, so a rotated
+//     certificate is served without a restart. Its StartedChecker is the operator's readiness
+//     check: not ready until the certificate is in place.
+//   - The trust reader (every replica) tells the Server what the API server trusts: the CA bundle
+//     of the Secret and of every webhook of the configurations. The Server then presents only a
+//     certificate that chains to all of them, whatever the directory holds: at start (a previous
+//     control plane's certificate left in the directory, an old mounted Secret) and on every
+//     handshake and readiness check after. Until the directory holds a trusted certificate (the
+//     mirror or the kubelet rewrites it from the Secret) it does not serve, readiness fails with
+//     the reason, and after a change it keeps serving the last trusted certificate while that is
+//     still trusted.
 //
 // Every replica serves webhooks; only the leader writes the Secret and the configurations.
 //

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -125,38 +124,9 @@ func (r *issuer) writeSecret(ctx context.Context, s *corev1.Secret, m material) 
 	return nil
 }
 
-// configs returns the named webhook configurations that exist.
+// configs returns the named webhook configurations that exist, from the API server.
 func (r *issuer) configs(ctx context.Context) ([]webhookConfig, error) {
-	var out []webhookConfig
-	if name := r.opts.MutatingWebhookConfiguration; name != "" {
-		o := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		if found, err := r.get(ctx, name, o); err != nil {
-			return nil, err
-		} else if found {
-			out = append(out, mutatingConfig(o))
-		}
-	}
-	if name := r.opts.ValidatingWebhookConfiguration; name != "" {
-		o := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if found, err := r.get(ctx, name, o); err != nil {
-			return nil, err
-		} else if found {
-			out = append(out, validatingConfig(o))
-		}
-	}
-	return out, nil
-}
-
-func (r *issuer) get(ctx context.Context, name string, o client.Object) (bool, error) {
-	err := r.reader.Get(ctx, types.NamespacedName{Name: name}, o)
-	if apierrors.IsNotFound(err) {
-		ctrl.LoggerFrom(ctx).V(1).Info("Webhook configuration not found; the CA bundle is injected once it exists", "name", name)
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("reading webhook configuration %s: %w", name, err)
-	}
-	return true, nil
+	return readConfigs(ctx, r.reader, r.opts)
 }
 
 func (r *issuer) inject(ctx context.Context, configs []webhookConfig, bundle []byte) error {

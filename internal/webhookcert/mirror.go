@@ -2,6 +2,7 @@ package webhookcert
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -9,8 +10,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
+// mirrorResync is how often the mirror compares the directory with the Secret without an event, so
+// files changed on disk (by hand, or left by a previous run) are rewritten.
+const mirrorResync = time.Minute
+
 // mirror copies the serving pair and the CA bundle from the Secret into the certificate
 // directory, on every replica, for an operator outside the cluster where no volume holds them.
+// Whatever the directory held before (a previous control plane's certificate) is replaced.
 type mirror struct {
 	reader client.Reader
 	dir    string
@@ -29,12 +35,12 @@ func (m *mirror) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Res
 	}
 	files := map[string][]byte{KeyCert: s.Data[KeyCert], KeyKey: s.Data[KeyKey], KeyCA: s.Data[KeyCA]}
 	if filesEqual(m.dir, files) {
-		return ctrl.Result{}, nil
+		return ctrl.Result{RequeueAfter: mirrorResync}, nil
 	}
 	if err := writeFiles(m.dir, files); err != nil {
 		return ctrl.Result{}, err
 	}
 	ctrl.LoggerFrom(ctx).Info("Wrote the webhook serving certificate", "dir", m.dir, "notAfter", pair.cert.NotAfter,
 		"serial", pair.cert.SerialNumber.Text(16))
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: mirrorResync}, nil
 }
