@@ -62,7 +62,8 @@ type Options struct {
 	GracefulShutdownTimeout time.Duration
 	// Namespace is where the operator runs; used for its own objects (leases, logs).
 	Namespace string
-	// QPS and Burst limit the operator's requests to the API server.
+	// QPS and Burst limit the operator's requests to the API server (see ClientRateLimit: 0, the
+	// default, means no limit when the API server enforces API Priority and Fairness).
 	QPS   float64
 	Burst int
 	// EventQPS and EventBurst limit the Events the controllers record (see EventRecorder).
@@ -102,8 +103,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet, available []Controller) {
 	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 2*time.Second, "how often leader-election actions are retried")
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "how long in-flight reconciles may take to finish on shutdown")
 	fs.StringVar(&o.Namespace, "namespace", "slipway-system", "namespace the operator runs in")
-	fs.Float64Var(&o.QPS, "kube-api-qps", 50, "requests per second to the API server")
-	fs.IntVar(&o.Burst, "kube-api-burst", 100, "request burst to the API server")
+	fs.Float64Var(&o.QPS, "kube-api-qps", 0, fmt.Sprintf("client-side limit of requests per second to the API server; 0: none when the API server enforces API Priority and Fairness, else %d; negative: none", FallbackQPS))
+	fs.IntVar(&o.Burst, "kube-api-burst", FallbackBurst, "request burst to the API server, with a positive --kube-api-qps")
 	bindEventFlags(fs, o)
 	for _, c := range available {
 		if c.BindFlags != nil {
@@ -154,10 +155,11 @@ func NewManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 	if opts.LeaderElectionNamespace == "" {
 		opts.LeaderElectionNamespace = opts.Namespace
 	}
-	if opts.QPS > 0 {
-		cfg = rest.CopyConfig(cfg)
-		cfg.QPS, cfg.Burst = float32(opts.QPS), opts.Burst
+	cfg, limit, err := ClientRateLimit(ctx, cfg, opts.QPS, opts.Burst)
+	if err != nil {
+		return nil, err
 	}
+	ctrl.Log.WithName("setup").Info("Set the client-side rate limit", "limit", limit)
 	// HTTP/2 is off for the metrics and webhook servers (CVE-2023-44487, CVE-2023-39325).
 	disableHTTP2 := func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
 	metricsOpts := metricsserver.Options{

@@ -8,7 +8,7 @@
 //	p.WaitReady(ctx, t)
 //	_ = p.Kill()      // SIGKILL, as a crash
 //	_ = p.Restart()   // same flags and ports
-//	cur, peak, _ := p.RSS()
+//	cur, peak, _ := p.RSS() // or p.Memory(), anonymous and file-backed apart
 //	jobs, _ := p.MetricSum(ctx, "slipway_werfbundle_jobs_created_total", nil)
 //
 // The harness chooses free ports for metrics (plain HTTP), probes and webhooks, and a webhook
@@ -407,17 +407,30 @@ func (p *Process) waitReady(ctx context.Context) error {
 	}
 }
 
-// RSS returns the running process's resident set size and its peak so far (VmRSS and VmHWM in
-// /proc/<pid>/status), in bytes.
-func (p *Process) RSS() (current, peak int64, err error) {
+// Memory is a running operator's memory as /proc/<pid>/status reports it, in bytes.
+type Memory struct {
+	// RSS is the resident set size (VmRSS): Anon + File (+ shared memory).
+	RSS int64
+	// Peak is the highest RSS so far (VmHWM).
+	Peak int64
+	// Anon is the resident anonymous memory (RssAnon): the Go heap, stacks and runtime.
+	Anon int64
+	// File is the resident file-backed memory (RssFile): mostly the mapped pages of the binary,
+	// shared with the page cache and reclaimable.
+	File int64
+}
+
+// Memory reads the running process's memory.
+func (p *Process) Memory() (Memory, error) {
 	cmd, exited := p.current()
-	if isClosed(exited) {
-		return 0, 0, fmt.Errorf("%s is not running", p.Name)
+	if cmd == nil || isClosed(exited) {
+		return Memory{}, fmt.Errorf("%s is not running", p.Name)
 	}
 	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "status"))
 	if err != nil {
-		return 0, 0, err
+		return Memory{}, err
 	}
+	var m Memory
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Fields(line)
 		if len(f) < 2 {
@@ -426,15 +439,26 @@ func (p *Process) RSS() (current, peak int64, err error) {
 		kb, _ := strconv.ParseInt(f[1], 10, 64)
 		switch f[0] {
 		case "VmRSS:":
-			current = kb << 10
+			m.RSS = kb << 10
 		case "VmHWM:":
-			peak = kb << 10
+			m.Peak = kb << 10
+		case "RssAnon:":
+			m.Anon = kb << 10
+		case "RssFile:":
+			m.File = kb << 10
 		}
 	}
-	if peak == 0 {
-		return 0, 0, fmt.Errorf("no VmHWM in /proc/%d/status (has it ended?)", cmd.Process.Pid)
+	if m.Peak == 0 {
+		return Memory{}, fmt.Errorf("no VmHWM in /proc/%d/status (has it ended?)", cmd.Process.Pid)
 	}
-	return current, peak, nil
+	return m, nil
+}
+
+// RSS returns the running process's resident set size and its peak so far (VmRSS and VmHWM in
+// /proc/<pid>/status), in bytes.
+func (p *Process) RSS() (current, peak int64, err error) {
+	m, err := p.Memory()
+	return m.RSS, m.Peak, err
 }
 
 // PeakRSS is the highest resident set size of every process started so far: the running one's
