@@ -24,11 +24,11 @@ help: ## Show the targets
 ##@ Everyday
 
 .PHONY: dev
-dev: controlplane devenv ## Run the whole product locally (control plane, registry, operator, samples) until Ctrl-C
+dev: deps-dev controlplane devenv ## Run the whole product locally (control plane, registry, operator, samples) until Ctrl-C
 	KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) $(DEVENV) run
 
 .PHONY: dev-up
-dev-up: controlplane devenv ## Start the local environment in the background and return once it is ready
+dev-up: deps-dev controlplane devenv ## Start the local environment in the background and return once it is ready
 	KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) $(DEVENV) up
 
 .PHONY: dev-down
@@ -39,8 +39,17 @@ dev-down: devenv ## Stop the environment started by dev-up
 devenv:
 	@$(GO) build -o $(DEVENV) ./cmd/devenv
 
+.PHONY: deps
+deps: ## Install the Debian packages the tests and make dev need, when missing (hack/deps.sh)
+	hack/deps.sh
+
+# make test and make dev check their packages first and fail at once with the command to run.
+.PHONY: deps-test deps-dev
+deps-test deps-dev: deps-%:
+	@hack/deps.sh --check $*
+
 .PHONY: test
-test: controlplane ## Run every test (unit, envtest and full control plane) against real binaries
+test: deps-test controlplane ## Run every test (unit, envtest and full control plane) against real binaries
 	KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) $(GO) test -tags e2e $(TEST_FLAGS) $(TEST_PKGS)
 
 .PHONY: bench
