@@ -76,7 +76,7 @@ manifests: ## Generate CRDs, RBAC and webhook configurations from markers into c
 	for c in $(CONTROLLERS); do \
 		$(CONTROLLER_GEN) rbac:roleName=slipway-$$c paths=./internal/controller/$$c/... output:rbac:artifacts:config=config/rbac/$$c; \
 	done
-	@# The chart ships the same generated files (charts/README.md; TestChart_MatchesConfig checks them).
+	@# The chart ships the same generated files (docs/chart.md; TestChart_MatchesConfig checks them).
 	rm -f charts/slipway/crds/*.yaml && cp config/crd/bases/*.yaml charts/slipway/crds/
 	for c in common $(CONTROLLERS); do mkdir -p charts/slipway/files/rbac/$$c && cp config/rbac/$$c/role.yaml charts/slipway/files/rbac/$$c/; done
 	mkdir -p charts/slipway/files/webhook && cp config/webhook/manifests.yaml charts/slipway/files/webhook/
