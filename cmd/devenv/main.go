@@ -34,14 +34,25 @@ func main() {
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	opts := devenv.Options{Out: os.Stdout}
 	fs.StringVar(&opts.Dir, "dir", ".slipway/dev", "state directory (kubeconfig, logs)")
-	fs.StringVar(&opts.RegistryAddr, "registry-addr", devenv.DefaultRegistryAddr, "address of the local OCI registry")
-	fs.StringVar(&opts.ProbeAddr, "probe-addr", "127.0.0.1:8081", "operator health probe address")
-	fs.StringVar(&opts.MetricsAddr, "metrics-addr", "127.0.0.1:8080", "operator metrics address")
-	fs.StringVar(&opts.GitAddr, "git-addr", devenv.DefaultGitAddr, "address of the git server holding the Catalyst samples' repository")
-	fs.IntVar(&opts.WebhookPort, "webhook-port", 9443, "port of the operator's webhook server (the API server calls https://127.0.0.1:<port>)")
+	// Every address is chosen free at start (its default when free) unless a flag or its variable
+	// fixes it; a fixed address that is in use fails the start, naming both.
+	fs.StringVar(&opts.RegistryAddr, "registry-addr", os.Getenv(devenv.EnvRegistryAddr),
+		"address of the local OCI registry (default "+devenv.DefaultRegistryAddr+" when free; $"+devenv.EnvRegistryAddr+")")
+	fs.StringVar(&opts.ProbeAddr, "probe-addr", os.Getenv(devenv.EnvProbeAddr),
+		"operator health probe address (default "+devenv.DefaultProbeAddr+" when free; $"+devenv.EnvProbeAddr+")")
+	fs.StringVar(&opts.MetricsAddr, "metrics-addr", os.Getenv(devenv.EnvMetricsAddr),
+		"operator metrics address (default "+devenv.DefaultMetricsAddr+" when free; $"+devenv.EnvMetricsAddr+")")
+	fs.StringVar(&opts.GitAddr, "git-addr", os.Getenv(devenv.EnvGitAddr),
+		"address of the git server holding the Catalyst samples' repository (default "+devenv.DefaultGitAddr+" when free; $"+devenv.EnvGitAddr+")")
+	fs.IntVar(&opts.WebhookPort, "webhook-port", 0,
+		fmt.Sprintf("port of the operator's webhook server, called at https://127.0.0.1:<port> (default %d when free; $%s)", devenv.DefaultWebhookPort, devenv.EnvWebhookPort))
 	fs.StringVar(&opts.OperatorBinary, "operator", "", "operator binary (default: build ./cmd/operator)")
 	_ = fs.Parse(os.Args[2:])
 	ctrl.SetLogger(zap.New())
+	if err := webhookPortFromEnv(fs, &opts); err != nil {
+		fmt.Fprintln(os.Stderr, "devenv:", err)
+		os.Exit(2)
+	}
 
 	var err error
 	switch os.Args[1] {
@@ -60,6 +71,26 @@ func main() {
 		fmt.Fprintln(os.Stderr, "devenv:", err)
 		os.Exit(1)
 	}
+}
+
+// webhookPortFromEnv reads the webhook port's variable when the flag is not given.
+func webhookPortFromEnv(fs *flag.FlagSet, opts *devenv.Options) error {
+	v := os.Getenv(devenv.EnvWebhookPort)
+	if v == "" || flagSet(fs, "webhook-port") {
+		return nil
+	}
+	port, err := strconv.Atoi(v)
+	if err != nil || port < 0 || port > 65535 {
+		return fmt.Errorf("%s=%q is not a port number (0-65535)", devenv.EnvWebhookPort, v)
+	}
+	opts.WebhookPort = port
+	return nil
+}
+
+func flagSet(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
 }
 
 func usage() {

@@ -33,6 +33,10 @@ import (
 type Options struct {
 	// Dir is the state directory (kubeconfig, logs, pid file): .slipway/dev.
 	Dir string
+	// The addresses below are chosen at start when empty (zero): the default when it is free,
+	// else a free port, printed. A set address must be free, or Start fails naming it and the
+	// variable that moves it (see ports.go); port 0 picks a free port.
+	//
 	// RegistryAddr is where the local OCI registry listens.
 	RegistryAddr string
 	// ProbeAddr and MetricsAddr are the operator's endpoints.
@@ -74,6 +78,17 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		return nil, err
 	}
 	_ = os.Remove(filepath.Join(opts.Dir, readyFile))
+	step := func(format string, args ...any) {
+		fmt.Fprintf(opts.Out, "==> "+format+"\n", args...)
+	}
+	// Ports first: a port in use fails here, in a second, not deep in a process's log.
+	moved, err := opts.ports()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range moved {
+		step("Port moved: %s", n)
+	}
 	env = &Env{opts: opts}
 	defer func() {
 		if err != nil {
@@ -81,10 +96,6 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 			env = nil
 		}
 	}()
-	step := func(format string, args ...any) {
-		fmt.Fprintf(opts.Out, "==> "+format+"\n", args...)
-	}
-
 	crds, err := config.CRDs()
 	if err != nil {
 		return env, err
@@ -155,10 +166,17 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	fmt.Fprintf(opts.Out, "\nReady in %s. Pods are simulated by kwok: no container runs.\n", time.Since(start).Round(100*time.Millisecond))
 	fmt.Fprintf(opts.Out, "  kubeconfig: %s\n", abs)
 	fmt.Fprintf(opts.Out, "  try:        %s --kubeconfig %s get nodes\n", filepath.Clean(kubectl), kubeconfig)
-	fmt.Fprintf(opts.Out, "  registry:   %s\n  operator:   http://%s/healthz  http://%s/metrics\n  logs:       %s\n\n",
-		opts.RegistryAddr, opts.ProbeAddr, opts.MetricsAddr, filepath.Join(opts.Dir, "logs"))
+	fmt.Fprintf(opts.Out, "  registry:   %s\n  git:        http://%s/%s\n  operator:   http://%s/healthz  http://%s/metrics  webhooks https://127.0.0.1:%d\n",
+		opts.RegistryAddr, opts.GitAddr, sampleGitRepo, opts.ProbeAddr, opts.MetricsAddr, opts.WebhookPort)
+	for _, n := range moved {
+		fmt.Fprintf(opts.Out, "  moved:      %s\n", n)
+	}
+	fmt.Fprintf(opts.Out, "  logs:       %s\n\n", filepath.Join(opts.Dir, "logs"))
 	return env, nil
 }
+
+// Options returns the options the environment runs with, every address resolved.
+func (e *Env) Options() Options { return e.opts }
 
 // OperatorExited is closed (with the operator's exit error) when the operator process ends.
 func (e *Env) OperatorExited() <-chan error { return e.opDone }
@@ -249,12 +267,23 @@ func (e *Env) waitReady(ctx context.Context) error {
 		}
 		select {
 		case err := <-e.opDone:
-			return fmt.Errorf("the operator exited (see %s): %w", filepath.Join(e.opts.Dir, "logs", "operator.log"), err)
+			log := filepath.Join(e.opts.Dir, "logs", "operator.log")
+			return fmt.Errorf("the operator exited (%w); the end of %s:\n%s", err, log, tail(log, 15))
 		case <-ctx.Done():
 			return fmt.Errorf("the operator did not answer %s: %w", url, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// tail returns the last n lines of the file at path, or why it cannot be read.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // ignoreSignalExit drops the error of a process that ended on a signal we sent; any other exit
@@ -287,7 +316,7 @@ func installWebhooks(ctx context.Context, c client.Client, port int) error {
 func startRegistry(addr, logPath string) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("registry: %w (is another dev environment running? make dev-down)", err)
+		return nil, fmt.Errorf("registry: %w (%s or --registry-addr moves it)", err, EnvRegistryAddr)
 	}
 	srv := &http.Server{Handler: newRegistryHandler(logPath), ReadHeaderTimeout: 10 * time.Second}
 	go func() {

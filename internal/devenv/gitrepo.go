@@ -27,7 +27,7 @@ func startGitServer(dir, addr string) (*gittest.Server, string, error) {
 	}
 	srv, err := gittest.Start(root, gittest.WithAddr(addr))
 	if err != nil {
-		return nil, "", fmt.Errorf("git server: %w (is another dev environment running? make dev-down)", err)
+		return nil, "", fmt.Errorf("git server: %w (%s or --git-addr moves it)", err, EnvGitAddr)
 	}
 	repo, err := srv.CreateRepository(sampleGitRepo)
 	if err != nil {

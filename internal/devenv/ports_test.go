@@ -1,0 +1,122 @@
+package devenv
+
+import (
+	"bytes"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// hold listens on addr for the rest of the test; an address another program holds already is
+// held just the same.
+func hold(t *testing.T, addr string) {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		if c, lerr := net.Dial("tcp", addr); lerr == nil {
+			_ = c.Close()
+		} else {
+			t.Fatalf("%s is neither free nor held: %v", addr, err)
+		}
+		return
+	}
+	t.Cleanup(func() { _ = l.Close() })
+}
+
+// holdDefaultPorts holds every default port of the dev environment on 127.0.0.1 for the rest of
+// the test, as a developer's own servers would.
+func holdDefaultPorts(t *testing.T) {
+	for _, a := range []string{DefaultRegistryAddr, DefaultGitAddr, DefaultProbeAddr, DefaultMetricsAddr,
+		"127.0.0.1:" + strconv.Itoa(DefaultWebhookPort)} {
+		hold(t, a)
+	}
+}
+
+func TestPorts_DefaultsInUseAreMovedAndNamed(t *testing.T) {
+	holdDefaultPorts(t)
+	var opts Options
+	notes, err := opts.ports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ got, def, env string }{
+		{opts.RegistryAddr, DefaultRegistryAddr, EnvRegistryAddr},
+		{opts.GitAddr, DefaultGitAddr, EnvGitAddr},
+		{opts.ProbeAddr, DefaultProbeAddr, EnvProbeAddr},
+		{opts.MetricsAddr, DefaultMetricsAddr, EnvMetricsAddr},
+		{"127.0.0.1:" + strconv.Itoa(opts.WebhookPort), "127.0.0.1:" + strconv.Itoa(DefaultWebhookPort), EnvWebhookPort},
+	} {
+		if tc.got == tc.def || !strings.HasPrefix(tc.got, "127.0.0.1:") || strings.HasSuffix(tc.got, ":0") {
+			t.Errorf("%s: got %q, want a free port on 127.0.0.1 other than %s", tc.env, tc.got, tc.def)
+		}
+		if !strings.Contains(strings.Join(notes, "\n"), tc.env) {
+			t.Errorf("no note names %s:\n%s", tc.env, strings.Join(notes, "\n"))
+		}
+		// The chosen port is free again for the process that listens on it.
+		l, err := net.Listen("tcp", tc.got)
+		if err != nil {
+			t.Errorf("%s: chosen %s is not free: %v", tc.env, tc.got, err)
+			continue
+		}
+		_ = l.Close()
+	}
+}
+
+func TestPorts_FixedAddressInUseFailsNamingItAndItsVariable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	busy := l.Addr().String()
+	_, port, _ := net.SplitHostPort(busy)
+	p, _ := strconv.Atoi(port)
+
+	for _, tc := range []struct {
+		name string
+		set  func(*Options)
+		want []string
+	}{
+		{"metrics", func(o *Options) { o.MetricsAddr = busy }, []string{"operator metrics", busy, EnvMetricsAddr, "--metrics-addr"}},
+		{"probes", func(o *Options) { o.ProbeAddr = busy }, []string{"operator health probes", busy, EnvProbeAddr, "--probe-addr"}},
+		{"registry", func(o *Options) { o.RegistryAddr = busy }, []string{"OCI registry", busy, EnvRegistryAddr, "--registry-addr"}},
+		{"git", func(o *Options) { o.GitAddr = busy }, []string{"git server", busy, EnvGitAddr, "--git-addr"}},
+		{"webhooks", func(o *Options) { o.WebhookPort = p }, []string{"operator webhooks", ":" + port, EnvWebhookPort, "--webhook-port"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var opts Options
+			tc.set(&opts)
+			_, err := opts.ports()
+			if err == nil {
+				t.Fatal("no error for an address in use")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// A fixed port in use fails Start before anything is started.
+func TestStart_FixedPortInUseFailsBeforeAnythingStarts(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var out bytes.Buffer
+	env, err := Start(t.Context(), Options{Dir: t.TempDir(), MetricsAddr: l.Addr().String(), Out: &out})
+	if err == nil {
+		_ = env.Stop()
+		t.Fatal("Start succeeded with the metrics address in use")
+	}
+	if !strings.Contains(err.Error(), EnvMetricsAddr) || !strings.Contains(err.Error(), l.Addr().String()) {
+		t.Errorf("error %q does not name the address and %s", err, EnvMetricsAddr)
+	}
+	if out.Len() != 0 {
+		t.Errorf("Start began before failing:\n%s", out.String())
+	}
+}

@@ -1,0 +1,164 @@
+//go:build e2e
+
+package devenv_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
+	"github.com/slipway-dev/slipway/internal/controlplane"
+	"github.com/slipway-dev/slipway/internal/scheme"
+	"github.com/slipway-dev/slipway/internal/testenv"
+	"github.com/slipway-dev/slipway/internal/webhookcert"
+)
+
+// TestDevEnv_UpDownUpDownInOneDirectory is `make dev-up`, `make dev-down`, `make dev-up`,
+// `make dev-down` in one clone, through the devenv command. The second control plane has a new
+// webhook CA while the first run's serving certificate is still in the state directory; the second
+// up must still apply the samples through the webhooks, serve a certificate the API server trusts,
+// and each down must leave no process behind.
+func TestDevEnv_UpDownUpDownInOneDirectory(t *testing.T) {
+	dir := t.TempDir()
+	devenvBin, operatorBin := buildBinary(t, dir, "devenv"), buildBinary(t, dir, "operator")
+	state := filepath.Join(dir, "dev")
+	args := []string{"--dir=" + state, "--operator=" + operatorBin, "--registry-addr=" + testenv.FreeAddr(t),
+		"--git-addr=" + testenv.FreeAddr(t), "--probe-addr=" + testenv.FreeAddr(t), "--metrics-addr=" + testenv.FreeAddr(t),
+		"--webhook-port=" + strconv.Itoa(webhookPort(t))}
+	devenv := func(cmd string) (string, error) {
+		out, err := exec.Command(devenvBin, append([]string{cmd}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() {
+		if out, err := devenv("down"); err != nil {
+			t.Errorf("down at cleanup: %v\n%s", err, out)
+		}
+	})
+
+	var cas []string
+	for run := 1; run <= 2; run++ {
+		if out, err := devenv("up"); err != nil {
+			t.Fatalf("up #%d: %v\n%s\n--- end of operator.log:\n%s", run, err, out, lastLines(filepath.Join(state, "logs", "operator.log"), 30))
+		}
+		c := kubeClient(t, filepath.Join(state, "kubeconfig"))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		// The API server calls both webhooks: the mutating one on a dry-run create, the validating
+		// one refuses an image without a tag.
+		ok := &webappv1.WebApp{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "webapp-demo"}, Spec: webappv1.WebAppSpec{Image: "nginx:1.27"}}
+		if err := c.Create(ctx, ok, client.DryRunAll); err != nil {
+			t.Errorf("up #%d: dry-run create of a valid WebApp: %v", run, err)
+		}
+		bad := &webappv1.WebApp{ObjectMeta: metav1.ObjectMeta{Name: "no-tag", Namespace: "webapp-demo"}, Spec: webappv1.WebAppSpec{Image: "nginx"}}
+		if err := c.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "tag or a digest") {
+			t.Errorf("up #%d: creating a WebApp without an image tag: %v, want the webhook's refusal", run, err)
+		}
+		if err := servedIsTrusted(ctx, c); err != nil {
+			t.Errorf("up #%d: %v", run, err)
+		}
+		var secret corev1.Secret
+		if err := c.Get(ctx, client.ObjectKey{Namespace: controlplane.OperatorNamespace, Name: webhookcert.DefaultSecretName}, &secret); err != nil {
+			t.Fatal(err)
+		}
+		cas = append(cas, string(secret.Data[webhookcert.KeyCA]))
+		cancel()
+
+		pid := readPid(t, state)
+		if out, err := devenv("down"); err != nil {
+			t.Fatalf("down #%d: %v\n%s", run, err, out)
+		}
+		if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Fatalf("down #%d: processes of group %d are still running (%v)", run, pid, err)
+		}
+	}
+	if cas[0] == cas[1] {
+		t.Fatal("both runs had the same webhook CA: the second control plane did not start from scratch")
+	}
+}
+
+// servedIsTrusted dials the webhook server the mutating configuration points at and verifies its
+// certificate against that webhook's caBundle, as the API server does.
+func servedIsTrusted(ctx context.Context, c client.Client) error {
+	m := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	if err := c.Get(ctx, client.ObjectKey{Name: webhookcert.MutatingWebhookConfiguration}, m); err != nil {
+		return err
+	}
+	cc := m.Webhooks[0].ClientConfig
+	u, err := url.Parse(*cc.URL)
+	if err != nil {
+		return err
+	}
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", u.Host, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // verified below
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(cc.CABundle)
+	_, err = conn.ConnectionState().PeerCertificates[0].Verify(x509.VerifyOptions{Roots: pool, DNSName: u.Hostname()})
+	return err
+}
+
+func buildBinary(t *testing.T, dir, name string) string {
+	t.Helper()
+	bin := filepath.Join(dir, name)
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/"+name).CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", name, err, out)
+	}
+	return bin
+}
+
+func kubeClient(t *testing.T, kubeconfig string) client.Client {
+	t.Helper()
+	ctrl.SetLogger(logr.Discard())
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func readPid(t *testing.T, state string) int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(state, "devenv.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+func lastLines(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
