@@ -143,6 +143,7 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 		find(t, objs, "Service", "slipway-webhook-service")
 		find(t, objs, "Service", "slipway-operator-metrics")
 		find(t, objs, "Namespace", "slipway-builds")
+		find(t, objs, "PodDisruptionBudget", "slipway-operator")
 		for _, kind := range []string{"Certificate", "Issuer", "ServiceMonitor"} {
 			if has(objs, kind, "") {
 				t.Errorf("unexpected %s by default", kind)
@@ -201,11 +202,33 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 		}
 	})
 
+	t.Run("one replica", func(t *testing.T) {
+		if objs := render(t, "replicas: 1\n"); has(objs, "PodDisruptionBudget", "") {
+			t.Error("a PodDisruptionBudget for a single replica would block every node drain")
+		}
+	})
+
 	t.Run("unknown controller", func(t *testing.T) {
 		if _, err := renderErr(t, "controllers: [nope]\n"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
 			t.Errorf("want an error naming the unknown controller, got %v", err)
 		}
 	})
+}
+
+// TestChart_Lints runs helm lint --strict on the chart with its defaults and with every optional
+// part on.
+func TestChart_Lints(t *testing.T) {
+	for _, values := range []string{"", "webhook: {certManager: {enabled: true}}\nmetrics: {serviceMonitor: {enabled: true}}\nreceiver: {enabled: true}\n"} {
+		l := action.NewLint()
+		l.Strict, l.Namespace = true, "slipway"
+		res := l.Run([]string{chartDir}, parseValues(t, values))
+		for _, err := range res.Errors {
+			t.Errorf("values %q: %v", values, err)
+		}
+		for _, m := range res.Messages {
+			t.Logf("values %q: %s", values, m)
+		}
+	}
 }
 
 func loadChart(t testing.TB) *chart.Chart {
