@@ -256,21 +256,26 @@ func (e *Env) startOperator(ctx context.Context, kubeconfig string) error {
 func (e *Env) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	url := "http://" + e.opts.ProbeAddr + "/readyz"
+	url := "http://" + e.opts.ProbeAddr + "/readyz?verbose"
+	log := filepath.Join(e.opts.Dir, "logs", "operator.log")
+	last := ""
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
+			last = string(body)
+		} else {
+			last = err.Error()
 		}
 		select {
 		case err := <-e.opDone:
-			log := filepath.Join(e.opts.Dir, "logs", "operator.log")
 			return fmt.Errorf("the operator exited (%w); the end of %s:\n%s", err, log, tail(log, 15))
 		case <-ctx.Done():
-			return fmt.Errorf("the operator did not answer %s: %w", url, ctx.Err())
+			return fmt.Errorf("the operator was not ready at %s: %w; its last answer:\n%s\nthe end of %s:\n%s", url, ctx.Err(), last, log, tail(log, 15))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
