@@ -44,7 +44,8 @@ const releaseName, releaseNS = "slipway", "slipway"
 // control plane (WerfBundle and WebApp controllers, the receiver on), checks the objects it made,
 // then runs the built operator binary with the Deployment's own arguments as the chart's
 // ServiceAccount: it becomes ready, leads, serves the receiver and reconciles a WerfBundle with the
-// RBAC the chart installed. The Deployment's pod is admitted by the restricted namespace.
+// RBAC the chart installed. The Deployment's pod is admitted by the restricted namespace. An
+// upgrade then keeps the CA bundle the operator injected.
 func TestChart_InstallsIntoFullControlPlane(t *testing.T) {
 	env := testenv.New(t, testenv.Full)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -177,6 +178,30 @@ func TestChart_InstallsIntoFullControlPlane(t *testing.T) {
 	testenv.WaitFor(ctx, t, c, client.ObjectKeyFromObject(b), "the WerfBundle has a status", func(got *werfv1.WerfBundle) bool {
 		return len(got.Status.Conditions) > 0
 	})
+
+	// An upgrade keeps the CA bundle the operator injected into the webhook configurations: the
+	// chart does not set the field, and server-side apply leaves it to its owner.
+	ch := loadChart(t)
+	ch.Metadata.Version = "0.2.0"
+	up := action.NewUpgrade(helmConfig(t, env))
+	up.Namespace = releaseNS
+	up.ServerSideApply = "true"
+	up.WaitStrategy = kube.HookOnlyStrategy
+	if _, err := up.RunWithContext(ctx, releaseName, ch, parseValues(t, "controllers: [werfbundle, webapp]\nreplicas: 1\nreceiver: {enabled: true}\n")); err != nil {
+		t.Fatal(err)
+	}
+	var m admissionregistrationv1.MutatingWebhookConfiguration
+	if err := c.Get(ctx, client.ObjectKey{Name: "slipway-mutating-webhook-configuration"}, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Labels["helm.sh/chart"] != "slipway-0.2.0" {
+		t.Errorf("after the upgrade: chart label %q", m.Labels["helm.sh/chart"])
+	}
+	for _, w := range m.Webhooks {
+		if len(w.ClientConfig.CABundle) == 0 {
+			t.Errorf("webhook %s lost its CA bundle in the upgrade", w.Name)
+		}
+	}
 }
 
 // TestChart_UpgradeKeepsCustomResources installs the chart, creates a WebApp and a WerfBundle,
