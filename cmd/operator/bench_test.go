@@ -29,9 +29,10 @@ import (
 // with its default flags, under its RBAC identity, on a light control plane of its own (etcd and
 // kube-apiserver; nothing runs the Jobs) beside a registry with 10 semver tags, with N
 // WerfBundles in namespaces of 100 created before it starts. It reports the time from the
-// process's start to every bundle's first Job (s-first-jobs), the operator's RSS then, its peak
+// process's start to every bundle's first Job (s-first-jobs) and to the first one (s-to-one-job:
+// start-up, cache sync, leader election), the operator's RSS then, its peak
 // (VmHWM) and its anonymous and file-backed parts (the latter mostly the binary's own mapped
-// pages), the Go heap in use, and its API requests per bundle by method (client-go's
+// pages), the Go heap in use, the operator's CPU time, and its API requests per bundle by method (client-go's
 // rest_client_requests_total). The only flags besides the defaults are the harness's (free ports,
 // plain-HTTP metrics for the scrape, the webhook certificate mirrored into a directory, as the
 // mounted Secret is in a cluster); OPERATOR_BENCH_FLAGS adds more, e.g. "--kube-api-qps=50" to
@@ -100,11 +101,16 @@ func benchAsShipped(b *testing.B, bin string, n int, flags []string) {
 		v, _ := p.MetricSum(ctx, "slipway_werfbundle_jobs_created_total", map[string]string{"kind": "apply"})
 		return v
 	}
+	var firstJob time.Time
 	created := testenv.Until(ctx, b, "every first Job exists", func() bool {
 		if !p.Running() {
 			b.Fatalf("the operator exited: %v", p.Err())
 		}
-		return jobs() >= float64(n)
+		got := jobs()
+		if got > 0 && firstJob.IsZero() {
+			firstJob = time.Now()
+		}
+		return got >= float64(n)
 	})
 	firstJobs := created.Sub(start)
 	families, err := p.Metrics(ctx)
@@ -112,6 +118,10 @@ func benchAsShipped(b *testing.B, bin string, n int, flags []string) {
 		b.Fatal(err)
 	}
 	mem, err := p.Memory()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpu, err := p.CPUTime()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -132,7 +142,9 @@ func benchAsShipped(b *testing.B, bin string, n int, flags []string) {
 	}
 
 	b.ReportMetric(firstJobs.Seconds(), "s-first-jobs")
+	b.ReportMetric(firstJob.Sub(start).Seconds(), "s-to-one-job")
 	b.ReportMetric(float64(n)/firstJobs.Seconds(), "jobs/s")
+	b.ReportMetric(cpu.Seconds(), "s-cpu-operator")
 	b.ReportMetric(float64(mem.RSS)/(1<<20), "MiB-rss")
 	b.ReportMetric(float64(mem.Peak)/(1<<20), "MiB-rss-peak")
 	b.ReportMetric(float64(mem.Anon)/(1<<20), "MiB-rss-anon")

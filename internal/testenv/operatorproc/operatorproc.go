@@ -461,6 +461,31 @@ func (p *Process) RSS() (current, peak int64, err error) {
 	return m.RSS, m.Peak, err
 }
 
+// CPUTime is the user and system CPU time the running process has used (/proc/<pid>/stat).
+func (p *Process) CPUTime() (time.Duration, error) {
+	cmd, exited := p.current()
+	if cmd == nil || isClosed(exited) {
+		return 0, fmt.Errorf("%s is not running", p.Name)
+	}
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "stat"))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; the fields after its closing parenthesis
+	// start at field 3, so utime and stime (14 and 15) are the 12th and 13th.
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", cmd.Process.Pid)
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times: 100 on every Linux platform Go
+// supports.
+const clockTicks = 100
+
 // PeakRSS is the highest resident set size of every process started so far: the running one's
 // VmHWM and the peak (from wait4's rusage) of each that ended, however it ended.
 func (p *Process) PeakRSS() int64 {
