@@ -42,7 +42,11 @@ const allInterfaces = ""
 // free port. It returns a note for every address that was moved off its default.
 func (opts *Options) ports() (notes []string, err error) {
 	webhook := ""
-	if opts.WebhookPort != 0 {
+	switch {
+	case opts.WebhookPort < 0 || opts.WebhookPort > 65535:
+		return nil, fmt.Errorf("the operator webhooks' port %d (%s or --webhook-port) is not a port number (1-65535; 0 or unset chooses one)",
+			opts.WebhookPort, EnvWebhookPort)
+	case opts.WebhookPort != 0:
 		webhook = net.JoinHostPort(allInterfaces, strconv.Itoa(opts.WebhookPort))
 	}
 	eps := []endpoint{
@@ -62,6 +66,11 @@ func (opts *Options) ports() (notes []string, err error) {
 	var errs []error
 	for _, ep := range eps {
 		if *ep.addr != "" {
+			if _, _, err := net.SplitHostPort(*ep.addr); err != nil {
+				errs = append(errs, fmt.Errorf("the %s address %q (%s or %s) is not host:port, e.g. %s: %w",
+					ep.what, *ep.addr, ep.env, ep.flag, ep.def, err))
+				continue
+			}
 			l, err := net.Listen("tcp", *ep.addr)
 			if err != nil {
 				errs = append(errs, ep.inUse(*ep.addr, err))

@@ -120,3 +120,30 @@ func TestStart_FixedPortInUseFailsBeforeAnythingStarts(t *testing.T) {
 		t.Errorf("Start began before failing:\n%s", out.String())
 	}
 }
+
+func TestPorts_MalformedAddressesFailNamingTheirVariable(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*Options)
+		want []string
+	}{
+		{"no port", func(o *Options) { o.MetricsAddr = "localhost" }, []string{`"localhost"`, EnvMetricsAddr, "--metrics-addr", "not host:port"}},
+		{"a URL", func(o *Options) { o.RegistryAddr = "http://127.0.0.1:5001" }, []string{EnvRegistryAddr, "not host:port"}},
+		{"port out of range", func(o *Options) { o.WebhookPort = 70000 }, []string{"70000", EnvWebhookPort, "--webhook-port", "not a port number"}},
+		{"negative port", func(o *Options) { o.WebhookPort = -1 }, []string{EnvWebhookPort, "not a port number"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var opts Options
+			tc.set(&opts)
+			_, err := opts.ports()
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %q", err, w)
+				}
+			}
+		})
+	}
+}
