@@ -145,7 +145,7 @@ func (s *scope) writeFailed(kind string, err error) error {
 		hint = "fix the WebApp spec; the field is named above (the WebApp's name is also a label value " +
 			"and a Service name: at most 63 characters)"
 	case apierrors.IsForbidden(err):
-		hint = "grant the operator the rights in config/rbac/role.yaml, or lift the admission policy or quota named above"
+		hint = "grant the operator the rights in config/rbac/webapp/role.yaml, or lift the admission policy or quota named above"
 	default:
 		s.retrying = fmt.Sprintf("Writing %s %s failed, retrying with backoff: %v", kind, name, err)
 		return fmt.Errorf("applying %s %s: %w", kind, name, err)
