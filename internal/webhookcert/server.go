@@ -93,13 +93,12 @@ func (s *Server) Registered() bool { return s.registered.Load() }
 // requireTrust makes the server present only certificates the trust read by setTrust accepts.
 func (s *Server) requireTrust() { s.gated.Store(true) }
 
-// setTrust records what the API server trusts now.
-func (s *Server) setTrust(ctx context.Context, t *trust) {
+// setTrust records what the API server trusts now and checks the served certificate against it
+// at once, so a refusal is logged (and the files re-read) without waiting for a handshake.
+func (s *Server) setTrust(t *trust) {
 	s.trust.Store(t)
 	if w := s.watcher.Load(); w != nil {
-		if _, err := s.certificate(w); err == nil {
-			ctrl.LoggerFrom(ctx).V(1).Info("Checked the served certificate against the webhook CA bundles")
-		}
+		_, _ = s.certificate(w)
 	}
 }
 

@@ -87,7 +87,7 @@ func TestServer_PresentsOnlyTrustedCertificatesAfterStart(t *testing.T) {
 	srv.requireTrust()
 	a, b := mustCA(t, time.Now(), 2*time.Hour), mustCA(t, time.Now(), 2*time.Hour)
 	trustOnly := func(ca *keyPair) {
-		srv.setTrust(context.Background(), newTrust("ns/cert", &corev1.Secret{Data: map[string][]byte{KeyCA: ca.certPEM}}, nil))
+		srv.setTrust(newTrust("ns/cert", &corev1.Secret{Data: map[string][]byte{KeyCA: ca.certPEM}}, nil))
 	}
 	trustOnly(a)
 	files, fromA := pairFiles(t, a)

@@ -66,12 +66,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 func setupTrust(mgr ctrl.Manager, c cache.Cache, opts Options, key reconcile.Request) error {
 	srv, ok := mgr.GetWebhookServer().(*Server)
 	if !ok {
-		mgr.GetLogger().WithName("webhookcert").Info("Serving whatever certificate is in the cert dir: the webhook server is not a webhookcert.Server",
+		mgr.GetLogger().WithName("webhookcert").Info("Skipped checking the served certificate against the CA bundles: the webhook server is not a webhookcert.Server",
 			"server", fmt.Sprintf("%T", mgr.GetWebhookServer()))
 		return nil
 	}
 	srv.requireTrust()
-	err := watchAll(ctrl.NewControllerManagedBy(mgr).Named("webhookcert-trust"), c, opts, key).WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 1}).
+	err := watchAll(ctrl.NewControllerManagedBy(mgr).Named("webhookcert-trust"), c, opts, key).
+		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 1}).
 		Complete(&trustReader{reader: c, opts: opts, srv: srv})
 	if err != nil {
 		return fmt.Errorf("setting up the webhook certificate trust reader: %w", err)

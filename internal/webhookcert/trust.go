@@ -98,6 +98,6 @@ func (r *trustReader) Reconcile(ctx context.Context, req reconcile.Request) (ctr
 		return ctrl.Result{}, err
 	}
 	ref := types.NamespacedName{Namespace: r.opts.Namespace, Name: r.opts.SecretName}.String()
-	r.srv.setTrust(ctx, newTrust(ref, secret, configs))
+	r.srv.setTrust(newTrust(ref, secret, configs))
 	return ctrl.Result{}, nil
 }
