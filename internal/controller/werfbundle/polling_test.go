@@ -87,9 +87,6 @@ func TestWerfBundle_SuspendStopsEverythingAndResumePollsAtOnce(t *testing.T) {
 
 	registrytest.PushBundle(t, reg.Host, "demo/app", "1.1.0")
 	proxy.ResetStats()
-	d.update(func(b *werfv1.WerfBundle) {
-		b.Annotations = map[string]string{werfv1.ReconcileNowAnnotation: "while-suspended"}
-	})
 	d.clock.Step(time.Minute)
 	d.reconcile()
 	if n := proxy.Stats().Total; n != 0 {
