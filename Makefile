@@ -14,6 +14,7 @@ TEST_PKGS     ?= ./...
 DEVENV        := .slipway/bin/devenv
 BENCH         ?= .
 BENCH_FLAGS   ?= -benchtime=1x -timeout=60m
+CHAOS_FLAGS   ?= -count=1 -timeout=120m -v
 # The operator's controllers, each with its own generated role under config/rbac/<name>.
 CONTROLLERS   := werfbundle webapp catalyst
 
@@ -50,11 +51,15 @@ deps-test deps-dev: deps-%:
 
 .PHONY: test
 test: deps-test controlplane ## Run every test (unit, envtest and full control plane) against real binaries
-	KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) $(GO) test -tags e2e $(TEST_FLAGS) $(TEST_PKGS)
+	SLIPWAY_CHAOS_SCALE=short KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) $(GO) test -tags e2e $(TEST_FLAGS) $(TEST_PKGS)
 
 .PHONY: bench
 bench: controlplane ## Run the benchmarks (BENCH=regexp) on the real control plane
 	KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) $(GO) test -tags e2e -run '^$$' -bench '$(BENCH)' -benchmem $(BENCH_FLAGS) $(TEST_PKGS)
+
+.PHONY: chaos
+chaos: deps-test controlplane ## Run the chaos suites at full size (operator SIGKILLs, an API server restart, registry faults) and print their figures
+	SLIPWAY_CHAOS_SCALE=full KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) $(GO) test -tags e2e $(CHAOS_FLAGS) -run '^TestChaos_' ./test/chaos/
 
 .PHONY: controlplane
 controlplane: ## Build etcd, kube-apiserver, controller-manager, scheduler, kubectl and kwok into the cache
