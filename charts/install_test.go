@@ -34,6 +34,7 @@ import (
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/testenv"
+	"github.com/slipway-dev/slipway/internal/testenv/operatorproc"
 )
 
 // The test release: its namespace differs from config/'s slipway-system, so a namespace the
@@ -51,7 +52,7 @@ func TestChart_InstallsIntoFullControlPlane(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c := env.Client
-	bin := buildOperator(t)
+	bin := operatorproc.Binary(t)
 	createReleaseNamespace(ctx, t, c)
 
 	rel := install(ctx, t, env, "controllers: [werfbundle, webapp]\nreplicas: 1\nreceiver: {enabled: true}\n")
@@ -352,16 +353,9 @@ func werfBundle(ns string) *werfv1.WerfBundle {
 	}
 }
 
-func buildOperator(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "operator")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/operator").CombinedOutput(); err != nil {
-		t.Fatalf("building the operator: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// runOperator starts the operator binary until the test ends; its log is shown when the test fails.
+// runOperator starts the operator binary with exactly args until the test ends; its log is shown
+// when the test fails. (operatorproc.Start puts its own addresses before the arguments, where the
+// chart's would override them.)
 func runOperator(t *testing.T, bin string, args []string) {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "operator.log")
