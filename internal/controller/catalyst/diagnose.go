@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,12 +117,53 @@ func podProblems(pods []corev1.Pod) string {
 	return strings.Join(parts, "; ")
 }
 
+// failedCreateEvent is the newest FailedCreate warning about a workload, "" without one:
+// StatefulSets and DaemonSets create their pods themselves and say why they could not only in
+// events.
+func failedCreateEvent(events []corev1.Event) string {
+	var newest *corev1.Event
+	for i := range events {
+		e := &events[i]
+		if e.Type != corev1.EventTypeWarning || e.Reason != "FailedCreate" {
+			continue
+		}
+		if newest == nil || eventTime(e).After(eventTime(newest)) {
+			newest = e
+		}
+	}
+	if newest == nil {
+		return ""
+	}
+	return fmt.Sprintf("pods cannot be created (FailedCreate): %s", strings.TrimSpace(newest.Message))
+}
+
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
 // diagnose says why the workload's pods are not coming, "" when the cluster does not say. Pods
-// are read from the API server (they are not cached), only for workloads not yet available.
+// and events are read from the API server (they are not cached), only for workloads not yet
+// available.
 func (r *EnvironmentReconciler) diagnose(ctx context.Context, u *unstructured.Unstructured) (string, error) {
 	var parts []string
 	if p := workloadProblem(u); p != "" {
 		parts = append(parts, p)
+	} else if u.GetKind() == "StatefulSet" || u.GetKind() == "DaemonSet" {
+		var events corev1.EventList
+		if err := r.APIReader.List(ctx, &events, client.InNamespace(u.GetNamespace()), client.MatchingFields{
+			"involvedObject.kind": u.GetKind(), "involvedObject.name": u.GetName(), "reason": "FailedCreate",
+		}); err != nil {
+			return "", fmt.Errorf("listing the events of %s/%s: %w", u.GetKind(), u.GetName(), err)
+		}
+		if p := failedCreateEvent(events.Items); p != "" {
+			parts = append(parts, p)
+		}
 	}
 	sel, found, err := unstructured.NestedMap(u.Object, "spec", "selector")
 	if err != nil || !found {

@@ -99,3 +99,28 @@ func TestNotCurrent_FailedAfterTheProgressDeadline(t *testing.T) {
 		t.Errorf("got %+v", got)
 	}
 }
+
+// TestFailedCreateEvent_NewestWarning: a StatefulSet's or DaemonSet's FailedCreate events say
+// why its pods are not coming; the newest warning counts.
+func TestFailedCreateEvent_NewestWarning(t *testing.T) {
+	ev := func(typ, reason, msg string, at int64) corev1.Event {
+		return corev1.Event{Type: typ, Reason: reason, Message: msg, LastTimestamp: metav1.Time{Time: time.Unix(at, 0)}}
+	}
+	for _, tc := range []struct {
+		name   string
+		events []corev1.Event
+		want   string
+	}{
+		{"none", nil, ""},
+		{"other reasons", []corev1.Event{ev("Normal", "SuccessfulCreate", "create Pod db-0", 1), ev("Warning", "FailedDelete", "x", 2)}, ""},
+		{"the newest warning", []corev1.Event{ev("Warning", "FailedCreate", "old: exceeded quota", 1), ev("Warning", "FailedCreate", "create Pod db-0 in StatefulSet db failed: violates PodSecurity", 5),
+			ev("Normal", "FailedCreate", "not a warning", 9)},
+			"pods cannot be created (FailedCreate): create Pod db-0 in StatefulSet db failed: violates PodSecurity"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := failedCreateEvent(tc.events); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}

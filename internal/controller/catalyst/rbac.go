@@ -32,6 +32,10 @@ package catalyst
 // +kubebuilder:rbac:groups=core,resources=pods,verbs=list
 // +kubebuilder:rbac:groups=core,resources=pods/log,verbs=get
 
+// Why a deployment's pods are not coming: its pods' statuses (the pods rule above) and the
+// FailedCreate events of StatefulSets and DaemonSets.
+// +kubebuilder:rbac:groups=core,resources=events,verbs=list
+
 // What an application deploys into its environment namespace (the deploy package applies it with
 // server-side apply, prunes what a new revision drops, and Helm reads and waits for it): the
 // kinds a web application's preview needs. An application with other kinds needs a rule added to

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
+	"github.com/slipway-dev/slipway/config"
 	"github.com/slipway-dev/slipway/internal/controller/catalyst"
 	"github.com/slipway-dev/slipway/internal/controller/catalyst/deploy"
 	"github.com/slipway-dev/slipway/internal/controller/catalyst/naming"
@@ -69,6 +71,9 @@ func operatorConfig(t testing.TB) *rest.Config {
 		if identityCfg != nil {
 			identityCfg.QPS, identityCfg.Burst = 500, 1000
 		}
+		if identityErr == nil {
+			identityErr = installShippedNamespaces(context.Background())
+		}
 	})
 	if identityErr != nil {
 		t.Fatal(identityErr)
@@ -76,11 +81,43 @@ func operatorConfig(t testing.TB) *rest.Config {
 	return identityCfg
 }
 
+// installShippedNamespaces creates the namespaces config/manager ships (the build namespace among
+// them) with their labels, or sets those labels on namespaces that exist: the build pods of these
+// tests meet the Pod Security level a cluster's install enforces.
+func installShippedNamespaces(ctx context.Context) error {
+	nss, err := config.Namespaces()
+	if err != nil {
+		return err
+	}
+	for _, want := range nss {
+		live := &corev1.Namespace{}
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(want), live)
+		if apierrors.IsNotFound(err) {
+			if err := env.Client.Create(ctx, want.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		base := live.DeepCopy()
+		if live.Labels == nil {
+			live.Labels = map[string]string{}
+		}
+		maps.Copy(live.Labels, want.Labels)
+		if err := env.Client.Patch(ctx, live, client.MergeFrom(base)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 const (
 	projectName   = "app"
 	gitUser       = "bot"
 	gitPassword   = "s3cret-git-password"
-	buildNS       = controlplane.OperatorNamespace
+	buildNS       = catalyst.DefaultBuildNamespace
 	previewDomain = "preview.example.dev"
 )
 
@@ -105,6 +142,10 @@ type fixture struct {
 	concurrency int
 	// writes counts the Environment controller's writes (the deploy engine has its own client).
 	writes *testenv.CountingClient
+	// wrap, when set, wraps the Environment controller's client (tests make writes fail with it).
+	wrap func(client.Client) client.Client
+	// podSecurityLevel is the level of environment namespaces (default: the operator's default).
+	podSecurityLevel string
 }
 
 type fixtureOption func(*fixtureConfig)
@@ -204,6 +245,7 @@ func (f *fixture) start() {
 	f.t.Helper()
 	cfg := operatorConfig(f.t)
 	envR := &catalyst.EnvironmentReconciler{
+		PodSecurityLevel: f.podSecurityLevel,
 		BuildNamespace:   buildNS,
 		IngressNamespace: "ingress-nginx",
 		PublicEgress:     true,
@@ -225,6 +267,9 @@ func (f *fixture) start() {
 			}
 			f.writes = testenv.CountWrites(mgr.GetClient())
 			envR.Client, envR.APIReader, envR.Recorder, envR.Deployer = f.writes, mgr.GetAPIReader(), mgr.GetEventRecorder("catalyst-test"), d
+			if f.wrap != nil {
+				envR.Client = f.wrap(f.writes)
+			}
 			projR.Client, projR.APIReader, projR.Recorder = mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("catalyst-test")
 			copts := controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: max(f.concurrency, 8)}
 			if err := envR.SetupWithManager(ctx, mgr, copts); err != nil {
