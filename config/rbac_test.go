@@ -65,7 +65,12 @@ func TestRBAC_OperatorHoldsOnlyTheRolesOfItsControllers(t *testing.T) {
 		controllers: []string{"webapp"},
 		want: []access{
 			allow("create", "apps", "deployments", ns),
-			allow("update", "webapp.slipway.dev", "webapps/status", ns),
+			allow("patch", "apps", "deployments", ns),
+			allow("patch", "webapp.slipway.dev", "webapps/status", ns),
+			// Server-side apply and merge patches: no update, no delete.
+			deny("update", "apps", "deployments", ns),
+			deny("update", "", "services", ns),
+			deny("update", "webapp.slipway.dev", "webapps/status", ns),
 			// Only its own webhook certificate: no other Secret, anywhere.
 			deny("get", "", "secrets", ns),
 			deny("list", "", "secrets", ""),
@@ -89,7 +94,7 @@ func TestRBAC_OperatorHoldsOnlyTheRolesOfItsControllers(t *testing.T) {
 			deny("create", "apps", "deployments", ns),
 			deny("patch", "", "serviceaccounts", ns),
 			deny("create", "networking.k8s.io", "ingresses", ns),
-			deny("update", "webapp.slipway.dev", "webapps/status", ns),
+			deny("patch", "webapp.slipway.dev", "webapps/status", ns),
 			deny("list", "catalyst.catalyst.dev", "projects", ""),
 		},
 	}, {
@@ -98,7 +103,7 @@ func TestRBAC_OperatorHoldsOnlyTheRolesOfItsControllers(t *testing.T) {
 			allow("create", "", "namespaces", ""),
 			allow("update", "catalyst.catalyst.dev", "environments/status", ns),
 			deny("update", "werf.io", "werfbundles/status", ns),
-			deny("update", "webapp.slipway.dev", "webapps/status", ns),
+			deny("patch", "webapp.slipway.dev", "webapps/status", ns),
 			deny("get", "werf.io", "werfbundles", ns),
 		},
 	}, {

@@ -25,11 +25,15 @@ import (
 	"github.com/slipway-dev/slipway/internal/patch"
 )
 
+// The WebApp role (config/rbac/webapp, docs/operator.md): the status is written with a merge
+// patch; the Deployment and Service with server-side apply (patch, and create for a first
+// apply); the garbage collector deletes them with their WebApp; owner references that block
+// deletion need update on the WebApp's finalizers.
 // +kubebuilder:rbac:groups=webapp.slipway.dev,resources=webapps,verbs=get;list;watch
-// +kubebuilder:rbac:groups=webapp.slipway.dev,resources=webapps/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=webapp.slipway.dev,resources=webapps/status,verbs=patch
 // +kubebuilder:rbac:groups=webapp.slipway.dev,resources=webapps/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=core,resources=services,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=core,resources=services,verbs=get;list;watch;create;patch
 
 // Defaults for the Reconciler and its controller.
 const (
