@@ -85,11 +85,12 @@ type crashWorld struct {
 	values *corev1.ConfigMap
 }
 
-func newCrashWorld(t *testing.T, reg *registrytest.Registry) *crashWorld {
+func newCrashWorld(t *testing.T, reg *registrytest.Registry, opts ...bundleOption) *crashWorld {
 	t.Helper()
 	values := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-values"},
 		Data: map[string]string{"values.yaml": "replicas: 2\n"}}
-	d := newDirect(t, reg.Repository("demo/app"), withValuesFrom(werfv1.ValuesReference{ConfigMapRef: &werfv1.ValuesSource{Name: "app-values"}}))
+	opts = append(opts, withValuesFrom(werfv1.ValuesReference{ConfigMapRef: &werfv1.ValuesSource{Name: "app-values"}}))
+	d := newDirect(t, reg.Repository("demo/app"), opts...)
 	values.Namespace = d.ns
 	d.create(values)
 	d.outcomes.setDuration(10 * time.Minute) // the Job runs while the test looks at it
@@ -236,5 +237,54 @@ func TestWerfBundle_CrashBeforeSecretOwnedAndJobFinished(t *testing.T) {
 	}
 	if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != j.UID {
 		t.Errorf("Secret owners %+v, want the finished Job", s.OwnerReferences)
+	}
+}
+
+// TestWerfBundle_CrashBeforeDriftCorrectionCounted: the operator dies after creating a drift
+// correction's Job, before the status write that counts it; the restarted operator counts it from
+// the Job, so maxRetries still bounds the corrections.
+func TestWerfBundle_CrashBeforeDriftCorrectionCounted(t *testing.T) {
+	reg := startRegistry(t, "1.0.0")
+	w := newCrashWorld(t, reg, withDrift(3))
+	w.outcomes.setDuration(0)
+	w.reconcile()
+	waitSynced(w.direct)
+	w.outcomes.checkExit.Store(2)
+	w.clock.Step(2 * time.Minute)
+	w.reconcile() // the drift check
+	w.eventually("the drift check finishes", func() bool {
+		for _, j := range w.jobs(w.b) {
+			if !jobDone(&j) {
+				return false
+			}
+		}
+		return true
+	})
+	w.outcomes.setDuration(10 * time.Minute)
+	// The log of the check, the correction's Secret, its Job, the Secret's owner; not the status.
+	if written, crashed := w.crashAt(5); written != 4 || !crashed {
+		t.Fatalf("%d writes before the crash (crashed %t), want 4 and the status write refused", written, crashed)
+	}
+	if c := w.get(w.b).Status.Drift; c != nil && c.Corrections != 0 {
+		t.Fatalf("corrections = %d before the restart, want the lost write's 0", c.Corrections)
+	}
+	w.r = &werfbundle.Reconciler{Client: operatorClient(t), APIReader: operatorClient(t), Clock: w.clock, Logs: w.logs,
+		OperatorNamespace: w.opNS, Registry: w.r.Registry, DecoratePod: w.outcomes.decorate}
+	w.reconcile()
+	got := w.get(w.b)
+	if got.Status.Drift == nil || got.Status.Drift.Corrections != 1 {
+		t.Errorf("drift status after the restart = %+v, want 1 correction counted", got.Status.Drift)
+	}
+	running := 0
+	for _, j := range w.jobs(w.b) {
+		if !jobDone(&j) {
+			running++
+			if j.Name != got.Status.ActiveJob {
+				t.Errorf("running Job %s, status names %q", j.Name, got.Status.ActiveJob)
+			}
+		}
+	}
+	if running != 1 {
+		t.Errorf("%d running Jobs, want the one correction", running)
 	}
 }

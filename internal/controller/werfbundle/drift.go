@@ -65,7 +65,7 @@ func (r *Reconciler) stepDrift(ctx context.Context, s *scope) error {
 		driftCorrections.Inc()
 		s.eventf(false, ReasonDriftCorrecting, fmt.Sprintf("Re-applying tag %s to correct drift (%d of %d)",
 			b.Status.LastAppliedTag, d.Corrections, dd.MaxRetries))
-		return r.createJob(ctx, s, jobRequest{Kind: KindApply, Tag: b.Status.LastAppliedTag,
+		return r.createJob(ctx, s, jobRequest{Kind: KindApply, Tag: b.Status.LastAppliedTag, Correction: d.Corrections,
 			Revision: b.Status.LastAppliedRevision, Nonce: "drift-" + strconv.Itoa(int(d.Corrections)) + "-" + d.LastCheckTime.UTC().Format("20060102T150405")})
 	}
 	interval := defaultPollInterval
@@ -84,4 +84,17 @@ func (r *Reconciler) stepDrift(ctx context.Context, s *scope) error {
 	}
 	return r.createJob(ctx, s, jobRequest{Kind: KindCheck, Tag: b.Status.LastAppliedTag,
 		Revision: b.Status.LastAppliedRevision, Nonce: s.now.UTC().Format("20060102T150405")})
+}
+
+// adoptCorrection counts the drift correction a Job makes when the status write that counted it
+// was lost (the operator stopped right after creating the Job).
+func adoptCorrection(b *werfv1.WerfBundle, j *batchv1.Job) {
+	n, err := strconv.Atoi(j.Annotations[AnnotationDriftCorrection])
+	if err != nil || n <= 0 {
+		return
+	}
+	if b.Status.Drift == nil {
+		b.Status.Drift = &werfv1.DriftStatus{}
+	}
+	b.Status.Drift.Corrections = max(b.Status.Drift.Corrections, int32(n))
 }

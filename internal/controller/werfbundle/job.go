@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -37,6 +38,9 @@ const (
 	LabelRevision        = "werf.io/revision"
 	AnnotationTag        = "werf.io/tag"
 	AnnotationRollback   = "werf.io/rollback-of"
+	// AnnotationDriftCorrection numbers a drift correction's Job, so a restarted operator counts
+	// a correction whose status write was lost.
+	AnnotationDriftCorrection = "werf.io/drift-correction"
 
 	containerName = "werf"
 	valuesDir     = "/werf/values"
@@ -56,6 +60,7 @@ type jobRequest struct {
 	Revision   string // apply: the revision deployed; check: the revision checked
 	RollbackOf string // apply only: the revision whose failure this rollback answers
 	Nonce      string // check: the check's schedule slot; apply: a drift correction's number
+	Correction int32  // apply only: the number of the drift correction this Job makes
 }
 
 // revision hashes what a deploy depends on: tag, merged values and converge settings.
@@ -120,6 +125,9 @@ func buildJob(js jobSpec, req jobRequest) *batchv1.Job {
 	annotations := map[string]string{AnnotationTag: req.Tag}
 	if req.RollbackOf != "" {
 		annotations[AnnotationRollback] = req.RollbackOf
+	}
+	if req.Correction > 0 {
+		annotations[AnnotationDriftCorrection] = strconv.Itoa(int(req.Correction))
 	}
 
 	verb := "apply"

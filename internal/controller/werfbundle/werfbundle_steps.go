@@ -231,11 +231,13 @@ func (r *Reconciler) stepJobs(ctx context.Context, s *scope) error {
 		if err := r.adoptJobSecret(ctx, j); err != nil {
 			return err
 		}
+		adoptCorrection(b, j)
 	}
 	if len(finished) > 0 && finished[0].Name != b.Status.LastFinishedJob && finished[0].Name != b.Status.ActiveJob {
 		if err := r.adoptJobSecret(ctx, finished[0]); err != nil {
 			return err
 		}
+		adoptCorrection(b, finished[0])
 	}
 	// Record the newest finished Job if it is new to the status.
 	if len(finished) > 0 && finished[0].Name != b.Status.LastFinishedJob {
