@@ -75,6 +75,10 @@ func desiredLimitRange(env *catalystv1alpha1.Environment, project *catalystv1alp
 		if limit != nil && r.quota != nil && limit.Cmp(*r.quota) > 0 {
 			return nil, fmt.Errorf("%w: the default %s limit %s is above the environment's quota of %s", errContainerDefaults, r.name, limit, r.quota)
 		}
+		if limit != nil && request == nil {
+			// What the API server would default it to; said here so the live object matches.
+			request = limit
+		}
 		if limit != nil {
 			limits[r.name] = *limit
 		}

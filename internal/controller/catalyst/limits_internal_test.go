@@ -44,6 +44,9 @@ func TestDesiredLimitRange_DerivesDefaultsFromTheQuota(t *testing.T) {
 		{name: "explicit defaults without a quota", defaults: &catalystv1alpha1.ContainerDefaults{
 			Requests: &catalystv1alpha1.ComputeResources{CPU: q("50m")}, Limits: &catalystv1alpha1.ComputeResources{CPU: q("500m")}},
 			want: &want{reqCPU: "50m", limCPU: "500m"}},
+		{name: "a limit alone gives the request too (as the API server would)", defaults: &catalystv1alpha1.ContainerDefaults{
+			Limits: &catalystv1alpha1.ComputeResources{Memory: q("256Mi")}},
+			want: &want{reqMem: "256Mi", limMem: "256Mi"}},
 		{name: "a request above its limit", defaults: &catalystv1alpha1.ContainerDefaults{
 			Requests: &catalystv1alpha1.ComputeResources{Memory: q("1Gi")}, Limits: &catalystv1alpha1.ComputeResources{Memory: q("512Mi")}},
 			wantErr: "the default memory request 1Gi is above the default limit 512Mi"},
