@@ -125,53 +125,70 @@ func TestChaos_Catalyst(t *testing.T) {
 
 	op := startOperator(ctx, t, kubeconfig, operatorConfig{name: "catalyst", controllers: "catalyst"})
 
+	// Creations and deletions at random moments while the operator is being killed: the
+	// Environments come one after the other over about as long as the kills take (each kill
+	// waits up to a lease duration of 15 s for the restarted operator to lead), and each deleted
+	// one goes 0-20 s after its creation: before its first reconcile, while it builds, or once
+	// Ready.
 	names := make([]string, sc.envs)
-	testenv.Parallel(t, sc.envs, 8, func(i int) error {
+	for i := range names {
 		names[i] = fmt.Sprintf("pr-%03d", i)
-		return c.Create(ctx, &catalystv1alpha1.Environment{
-			ObjectMeta: metav1.ObjectMeta{Name: names[i], Namespace: projNS, Labels: map[string]string{
-				naming.LabelTeam: catalystTeam, naming.LabelProject: catalystProject, naming.LabelEnvironment: names[i]}},
-			Spec: catalystv1alpha1.EnvironmentSpec{
-				ProjectRef: catalystv1alpha1.ProjectReference{Name: catalystProject},
-				Type:       catalystv1alpha1.EnvironmentTypeDevelopment,
-				Source:     catalystv1alpha1.EnvironmentSource{CommitSHA: commits[i], Branch: "main", PRNumber: int64(1000 + i)},
-				Config:     catalystv1alpha1.EnvironmentConfig{EnvVars: []catalystv1alpha1.EnvVar{{Name: "CHAOS", Value: "true"}}},
-			},
-		})
-	})
-
-	// Deletions at random moments while the operator is being killed: some before their first
-	// reconcile, some while building, some once Ready.
-	order := rnd.Perm(sc.envs)[:sc.envDeletes]
-	deleted := map[string]bool{}
-	var deleteErr error
-	delay := make([]time.Duration, len(order))
-	for i := range delay {
-		delay[i] = between(rnd, 500*time.Millisecond, 4*time.Second)
 	}
-	deleting := make(chan struct{})
+	var churn []envAction
+	at := time.Duration(0)
+	gap := 2 * time.Duration(sc.envKills) * 15 * time.Second / time.Duration(sc.envs+sc.envDeletes)
+	toDelete := map[int]bool{}
+	for _, i := range rnd.Perm(sc.envs)[:sc.envDeletes] {
+		toDelete[i] = true
+	}
+	for i := range names {
+		at += between(rnd, gap/4, gap)
+		churn = append(churn, envAction{at: at, env: i})
+		if toDelete[i] {
+			churn = append(churn, envAction{at: at + between(rnd, 0, 20*time.Second), env: i, delete: true})
+		}
+	}
+	sort.SliceStable(churn, func(a, b int) bool { return churn[a].at < churn[b].at })
+	deleted := map[string]bool{}
+	var churnErr error
+	churning := make(chan struct{})
+	start := time.Now()
 	go func() {
-		defer close(deleting)
-		for i, idx := range order {
-			sleep(ctx, delay[i])
-			e := &catalystv1alpha1.Environment{ObjectMeta: metav1.ObjectMeta{Name: names[idx], Namespace: projNS}}
-			if err := c.Delete(ctx, e); err != nil && !apierrors.IsNotFound(err) {
-				deleteErr = err
+		defer close(churning)
+		for _, a := range churn {
+			sleep(ctx, time.Until(start.Add(a.at)))
+			var err error
+			if a.delete {
+				err = deleteEnvironment(ctx, c, projNS, names[a.env])
+				deleted[names[a.env]] = true
+			} else {
+				err = createEnvironment(ctx, c, projNS, names[a.env], commits[a.env], a.env)
+			}
+			if err != nil {
+				churnErr = err
 				return
 			}
-			deleted[names[idx]] = true
 		}
 	}()
 
+	// Half the kills, the API server restart, all but one of the other kills; the last one comes
+	// 1-5 s after the last creation or deletion, so it finds work in flight.
 	firstKills := sc.envKills / 2
 	kills := killAtRandom(ctx, t, rnd, clock, firstKills, func() *operatorProc { return op })
 	sleep(ctx, between(rnd, 2*time.Second, 6*time.Second))
 	down := restartAPIServer(ctx, t, full, clock)
-	kills += killAtRandom(ctx, t, rnd, clock, sc.envKills-firstKills, func() *operatorProc { return op })
-	<-deleting
-	if deleteErr != nil {
-		t.Fatalf("deleting an Environment: %v", deleteErr)
+	kills += killAtRandom(ctx, t, rnd, clock, sc.envKills-firstKills-1, func() *operatorProc { return op })
+	<-churning
+	if churnErr != nil {
+		t.Fatal(churnErr)
 	}
+	sleep(ctx, between(rnd, time.Second, 5*time.Second))
+	if err := op.crash(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kills++
+	clock.mark()
+	t.Logf("killed %s (SIGKILL) after the last change and started it again", op.Name)
 
 	// Convergence: the remaining ones Ready at their commit, the deleted ones and their
 	// namespaces gone.
@@ -249,6 +266,54 @@ func TestChaos_Catalyst(t *testing.T) {
 	f.add("build Jobs", float64(rec.count()), "build-jobs")
 	f.add("orphaned build Jobs and Secrets", float64(len(orphans)), "orphans")
 	report(t, f)
+}
+
+// envAction creates or deletes one Environment at a moment of the run.
+type envAction struct {
+	at     time.Duration
+	env    int
+	delete bool
+}
+
+func createEnvironment(ctx context.Context, c client.Client, ns, name, commit string, i int) error {
+	e := &catalystv1alpha1.Environment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
+			naming.LabelTeam: catalystTeam, naming.LabelProject: catalystProject, naming.LabelEnvironment: name}},
+		Spec: catalystv1alpha1.EnvironmentSpec{
+			ProjectRef: catalystv1alpha1.ProjectReference{Name: catalystProject},
+			Type:       catalystv1alpha1.EnvironmentTypeDevelopment,
+			Source:     catalystv1alpha1.EnvironmentSource{CommitSHA: commit, Branch: "main", PRNumber: int64(1000 + i)},
+			Config:     catalystv1alpha1.EnvironmentConfig{EnvVars: []catalystv1alpha1.EnvVar{{Name: "CHAOS", Value: "true"}}},
+		},
+	}
+	return retryUnavailable(ctx, func() error {
+		if err := c.Create(ctx, e); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating Environment %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+func deleteEnvironment(ctx context.Context, c client.Client, ns, name string) error {
+	e := &catalystv1alpha1.Environment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	return retryUnavailable(ctx, func() error {
+		if err := c.Delete(ctx, e); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting Environment %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// retryUnavailable runs write again while the API server does not answer (its restart), as a
+// user or a CI job would; any other error ends it.
+func retryUnavailable(ctx context.Context, write func() error) error {
+	for {
+		err := write()
+		if err == nil || !isUnavailable(err) || ctx.Err() != nil {
+			return err
+		}
+		sleep(ctx, time.Second)
+	}
 }
 
 // sampleApp is gittest's manifests and Dockerfile with the security context the restricted

@@ -7,8 +7,8 @@
 // figures: objects, kills, duplicates, objects lost, time from the last fault to all converged,
 // peak RSS of the operator.
 //
-// The suites are behind the e2e build tag. `make chaos` runs them at full size;
-// SLIPWAY_CHAOS_SCALE=short (what `make test` sets) runs a smaller form of each.
+// The suites are behind the e2e build tag. `make chaos` runs them at full size
+// (SLIPWAY_CHAOS_SCALE=full); without the variable, as in `make test`, they run a short form.
 //
 // Files: werfbundle_test.go, catalyst_test.go, webapp_test.go (one suite each), scale_test.go
 // (sizes), faults_test.go (the killer and the API server restart), recorder_test.go (watch

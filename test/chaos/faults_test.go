@@ -109,7 +109,7 @@ func startRegistryFaults(t *testing.T, rnd *rand.Rand, proxy *registrytest.Fault
 			func() {
 				proxy.Add(registrytest.Rule{Fault: registrytest.HugeBody, Match: registrytest.IsTagsList, Size: 16 << 20, Times: few})
 			},
-			func() { slow.next(few) },
+			func() { slow.slowFor(3 * time.Second) },
 		}
 		for i := 0; ctx.Err() == nil; i++ {
 			kinds[i%len(kinds)]()
@@ -126,18 +126,19 @@ func (f *registryFaults) end() {
 	f.stop()
 	<-f.done
 	f.proxy.Clear()
-	f.slow.next(0)
+	f.slow.slowFor(0)
 }
 
-// slowBody is a TCP relay in front of the fault proxy that trickles what the registry sends on
-// the next n connections (256 bytes every 100 ms): the registry answers, but slowly. Everything
-// else passes as it is, resets included (a reset from upstream is passed on as a reset).
+// slowBody is a TCP relay in front of the fault proxy that, for a while at a time, trickles
+// what the registry sends (64 bytes every 250 ms on every connection): the registry answers, but
+// slowly. Everything else passes as it is, resets included (a reset from upstream is passed on as
+// a reset).
 type slowBody struct {
 	Host     string
 	upstream string
 	ln       net.Listener
-	left     atomic.Int64
-	hits     atomic.Int64
+	until    atomic.Int64 // unix nanoseconds
+	hits     atomic.Int64 // reads from upstream passed on slowly
 }
 
 func newSlowBody(t *testing.T, upstream string) *slowBody {
@@ -152,8 +153,10 @@ func newSlowBody(t *testing.T, upstream string) *slowBody {
 	return s
 }
 
-// next makes the next n connections slow (0: none).
-func (s *slowBody) next(n int) { s.left.Store(int64(n)) }
+// slowFor makes every connection slow for d from now (0: stop now).
+func (s *slowBody) slowFor(d time.Duration) { s.until.Store(time.Now().Add(d).UnixNano()) }
+
+func (s *slowBody) slow() bool { return time.Now().UnixNano() < s.until.Load() }
 
 func (s *slowBody) serve() {
 	for {
@@ -161,15 +164,11 @@ func (s *slowBody) serve() {
 		if err != nil {
 			return
 		}
-		slow := s.left.Add(-1) >= 0
-		if slow {
-			s.hits.Add(1)
-		}
-		go s.relay(in.(*net.TCPConn), slow)
+		go s.relay(in.(*net.TCPConn))
 	}
 }
 
-func (s *slowBody) relay(in *net.TCPConn, slow bool) {
+func (s *slowBody) relay(in *net.TCPConn) {
 	defer func() { _ = in.Close() }()
 	c, err := net.DialTimeout("tcp", s.upstream, 5*time.Second)
 	if err != nil {
@@ -183,12 +182,17 @@ func (s *slowBody) relay(in *net.TCPConn, slow bool) {
 		_ = out.CloseWrite()
 	}()
 	buf := make([]byte, 32<<10)
-	if slow {
-		buf = buf[:256]
-	}
 	for {
 		n, err := out.Read(buf)
-		if n > 0 {
+		if n > 0 && s.slow() {
+			s.hits.Add(1)
+			for b := buf[:n]; len(b) > 0; b = b[min(64, len(b)):] {
+				if _, werr := in.Write(b[:min(64, len(b))]); werr != nil {
+					return
+				}
+				time.Sleep(250 * time.Millisecond)
+			}
+		} else if n > 0 {
 			if _, werr := in.Write(buf[:n]); werr != nil {
 				return
 			}
@@ -199,9 +203,6 @@ func (s *slowBody) relay(in *net.TCPConn, slow bool) {
 			}
 			_ = in.CloseWrite()
 			return
-		}
-		if slow {
-			time.Sleep(100 * time.Millisecond)
 		}
 	}
 }

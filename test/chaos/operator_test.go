@@ -117,26 +117,45 @@ func (o *operatorProc) unexpectedExits() int {
 func (o *operatorProc) peakRSS() int64 { return o.PeakRSS() }
 
 // killAtRandom SIGKILLs n times the operator pick returns, each time at a random moment 2-12 s
-// after the killed process became ready, so kills land in every part of the work (a reconcile,
-// a write, a cache sync, a leader election); the operator is started again at once. It returns
-// how many kills it made.
+// after it took the lead (a restarted process first waits for the dead one's Lease to expire),
+// so kills land anywhere in the work (a reconcile, between two writes, a cache sync); the
+// operator is started again at once. It returns how many kills it made.
 func killAtRandom(ctx context.Context, t *testing.T, rnd *rand.Rand, clock *faultClock, n int, pick func() *operatorProc) int {
 	t.Helper()
 	kills := 0
 	for range n {
+		o := pick()
+		o.waitLeading(ctx, t)
 		sleep(ctx, between(rnd, 2*time.Second, 12*time.Second))
 		if ctx.Err() != nil {
 			t.Fatalf("killing the operator: %v", ctx.Err())
 		}
-		o := pick()
 		if err := o.crash(ctx); err != nil {
 			t.Fatalf("restarting %s after a kill: %v", o.Name, err)
 		}
 		kills++
 		clock.mark()
-		t.Logf("killed %s (SIGKILL) and started it again (kill %d of %d)", o.Name, kills, n)
+		t.Logf("killed %s (SIGKILL) and started it again", o.Name)
 	}
 	return kills
+}
+
+// leaseName is the operator's leader-election Lease (its default --leader-election-id).
+const leaseName = "slipway-operator.slipway.dev"
+
+// leading reports whether the operator's metrics say it holds the Lease.
+func (o *operatorProc) leading(ctx context.Context) bool {
+	if !o.Running() {
+		return false
+	}
+	v, err := o.MetricSum(ctx, "leader_election_master_status", map[string]string{"name": leaseName})
+	return err == nil && v == 1
+}
+
+// waitLeading waits until the operator leads.
+func (o *operatorProc) waitLeading(ctx context.Context, t *testing.T) {
+	t.Helper()
+	testenv.Eventually(ctx, t, o.Name+" leads", func() (bool, error) { return o.leading(ctx), nil })
 }
 
 // fastClient is an admin client for the test's own reads and writes, with a client rate limit

@@ -29,17 +29,22 @@ var scales = map[string]scale{
 		webapps: 20, webappRounds: 3, webappKills: 3, converge: 10 * time.Minute},
 }
 
-// chaosScale reads SLIPWAY_CHAOS_SCALE: full (the default, what make chaos runs) or short (what
-// make test runs).
+// chaosScale reads SLIPWAY_CHAOS_SCALE: short (the default, so make test and a plain go test run
+// the short form) or full (what make chaos sets).
 func chaosScale(t *testing.T) scale {
 	t.Helper()
 	name := os.Getenv("SLIPWAY_CHAOS_SCALE")
 	if name == "" {
-		name = "full"
+		name = "short"
 	}
 	s, ok := scales[name]
 	if !ok {
 		t.Fatalf("SLIPWAY_CHAOS_SCALE=%q: want full or short", name)
+	}
+	// The short form runs its suites side by side (each has its own control plane) to stay a
+	// small part of make test; the full form one at a time, so each has the machine to itself.
+	if s.name == "short" {
+		t.Parallel()
 	}
 	fmt.Printf("chaos: %s scale\n", s.name)
 	return s

@@ -32,7 +32,6 @@ import (
 const (
 	webappReplicas     = 3
 	webappsPerNS       = 50
-	webappLeaseName    = "slipway-operator.slipway.dev"
 	webappChangeWorker = 8
 )
 
@@ -129,9 +128,9 @@ func TestChaos_WebApp(t *testing.T) {
 			if ctx.Err() != nil {
 				return
 			}
-			// Rollouts take a while; a round every few seconds keeps changes coming without
-			// burying two shared cores.
-			sleep(changing, 5*time.Second)
+			// Rollouts take a while; a pause between rounds (longer for more WebApps) keeps
+			// changes coming without burying two shared cores.
+			sleep(changing, 5*time.Second+time.Duration(len(apps))*50*time.Millisecond)
 		}
 	}()
 
@@ -139,8 +138,8 @@ func TestChaos_WebApp(t *testing.T) {
 	kills := 0
 	killLeader := func(n int) {
 		for range n {
-			sleep(ctx, between(rnd, 3*time.Second, 12*time.Second))
 			l := waitLeader(ctx, t, ops)
+			sleep(ctx, between(rnd, 2*time.Second, 12*time.Second))
 			failing.Store(true)
 			if err := l.crash(ctx); err != nil {
 				t.Fatalf("restarting %s: %v", l.Name, err)
@@ -149,7 +148,7 @@ func TestChaos_WebApp(t *testing.T) {
 			clock.mark()
 			next := waitLeader(ctx, t, ops)
 			failing.Store(false)
-			t.Logf("killed leader %s; %s leads now (kill %d)", l.Name, next.Name, kills)
+			t.Logf("killed leader %s; %s leads now", l.Name, next.Name)
 		}
 	}
 	killLeader(firstKills)
@@ -287,11 +286,7 @@ func waitLeader(ctx context.Context, t *testing.T, ops []*operatorProc) *operato
 	testenv.Eventually(ctx, t, "one replica leads", func() (bool, error) {
 		leader = nil
 		for _, o := range ops {
-			if !o.Running() {
-				continue
-			}
-			v, err := o.MetricSum(ctx, "leader_election_master_status", map[string]string{"name": webappLeaseName})
-			if err == nil && v == 1 {
+			if o.leading(ctx) {
 				if leader != nil {
 					return false, fmt.Errorf("%s and %s both lead", leader.Name, o.Name)
 				}
