@@ -4,6 +4,8 @@ package werfbundle_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -286,5 +288,44 @@ func TestWerfBundle_CrashBeforeDriftCorrectionCounted(t *testing.T) {
 	}
 	if running != 1 {
 		t.Errorf("%d running Jobs, want the one correction", running)
+	}
+}
+
+// TestWerfBundle_LeftSecretGetsTheCurrentCredentials: the operator dies after writing a Job's
+// Secret; the registry credentials change before it is back (the revision, and so the name, stay
+// the same). The restarted operator brings the Secret's data up to date before creating the Job.
+func TestWerfBundle_LeftSecretGetsTheCurrentCredentials(t *testing.T) {
+	reg := startRegistry(t, "1.0.0")
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"},
+		StringData: map[string]string{"username": "bot", "password": "old-password"}}
+	w := newCrashWorld(t, reg, func(b *werfv1.WerfBundle) {
+		b.Spec.Registry.SecretRef = &corev1.LocalObjectReference{Name: "creds"}
+		creds.Namespace = b.Namespace
+	})
+	w.create(creds)
+	if written, _ := w.crashAt(2); written != 1 {
+		t.Fatalf("%d writes before the crash, want 1 (the Secret)", written)
+	}
+	creds.StringData = map[string]string{"password": "new-password"}
+	if err := w.c.Update(w.ctx, creds); err != nil {
+		t.Fatal(err)
+	}
+	w.checkComplete("restarted after the credentials changed", w.restart(), "replicas: 2\n")
+	j := w.jobs(w.b)[0]
+	var s corev1.Secret
+	if err := w.c.Get(w.ctx, clientKeyIn(j.Namespace, j.Name), &s); err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Auths map[string]struct {
+			Auth string `json:"auth"`
+		} `json:"auths"`
+	}
+	if err := json.Unmarshal(s.Data["config.json"], &cfg); err != nil {
+		t.Fatal(err)
+	}
+	auth, err := base64.StdEncoding.DecodeString(cfg.Auths[reg.Host].Auth)
+	if err != nil || string(auth) != "bot:new-password" {
+		t.Errorf("the Job's registry credentials are %q (%v), want bot:new-password", auth, err)
 	}
 }
