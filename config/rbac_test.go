@@ -53,6 +53,7 @@ func TestRBAC_OperatorHoldsOnlyTheRolesOfItsControllers(t *testing.T) {
 	// operator's namespace only.
 	common := []access{
 		allow("update", "coordination.k8s.io", "leases", sys),
+		deny("delete", "coordination.k8s.io", "leases", sys),
 		deny("update", "coordination.k8s.io", "leases", "kube-system"),
 		allow("create", "", "events", ns),
 		{verb: "update", resource: "secrets", namespace: sys, name: "slipway-webhook-cert", allowed: true},

@@ -8,8 +8,9 @@ package operator
 // +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Leader election: the operator's Lease, in its own namespace only.
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=slipway-system
+// Leader election: the operator's Lease, in its own namespace only; client-go reads, creates and
+// updates it (renewing and, on shutdown, releasing it).
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=slipway-system
 
 // Secure metrics (--metrics-secure): the operator asks the API server to authenticate and
 // authorize each scraper.
