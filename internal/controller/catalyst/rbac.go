@@ -1,8 +1,8 @@
 package catalyst
 
 // The operator's permissions for Catalyst, each with its reason (docs/catalyst.md lists them too).
-// The operator's ClusterRole is the union of every controller's markers; `make manifests` writes
-// it to config/rbac/role.yaml.
+// `make manifests` generates the role slipway-catalyst from the markers of this package alone into
+// config/rbac/catalyst/role.yaml; it is installed when --controllers runs catalyst.
 
 // Projects and Environments: read both; write Environment status, the finalizer and the TTL
 // annotation; delete expired Environments; write Project status.
