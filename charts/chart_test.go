@@ -5,6 +5,7 @@ package charts_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -75,10 +76,30 @@ func TestChart_MatchesConfig(t *testing.T) {
 		}
 	}
 
-	// The chart's default controllers are every controller with a role.
+	// The chart's default controllers, and those its schema accepts, are every controller with a
+	// role.
 	controllers, err := config.Controllers()
 	if err != nil {
 		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(chartDir, "values.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Properties struct {
+			Controllers struct {
+				Items struct {
+					Enum []string `json:"enum"`
+				} `json:"items"`
+			} `json:"controllers"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(data, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if enum := slices.Sorted(slices.Values(schema.Properties.Controllers.Items.Enum)); !slices.Equal(enum, controllers) {
+		t.Errorf("values.schema.json accepts controllers %v, config/rbac has roles for %v", enum, controllers)
 	}
 	objs := render(t, "")
 	if got := deployment(t, objs).Spec.Template.Spec.Containers[0].Args[0]; got != "--controllers=werfbundle,webapp,catalyst" {
@@ -208,9 +229,11 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 		}
 	})
 
-	t.Run("unknown controller", func(t *testing.T) {
-		if _, err := renderErr(t, "controllers: [nope]\n"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
-			t.Errorf("want an error naming the unknown controller, got %v", err)
+	t.Run("values the schema refuses", func(t *testing.T) {
+		for _, values := range []string{"controllers: [nope]\n", "controllers: []\n", "replicas: 0\n", "podAntiAffinity: always\n"} {
+			if _, err := renderErr(t, values); err == nil || !strings.Contains(err.Error(), "schema") {
+				t.Errorf("values %q: want a schema error, got %v", values, err)
+			}
 		}
 	})
 }
