@@ -159,7 +159,8 @@ func (r *Reconciler) stepPoll(ctx context.Context, s *scope) error {
 }
 
 // pollFailed counts a registry failure and schedules the retry: 30s, 1m, 2m, 4m, 8m, each ±10 %,
-// or what a 429's Retry-After asks plus up to 10 %. From the fifth failure in a row the bundle is Failed.
+// or what a 429's Retry-After asks plus up to 10 % (retryDelay). From the fifth failure in a row
+// the bundle is Failed.
 func (r *Reconciler) pollFailed(s *scope, err error) error {
 	b := s.bundle
 	b.Status.ConsecutiveFailures++
