@@ -172,7 +172,7 @@ func TestChaos_Catalyst(t *testing.T) {
 	}()
 
 	// Half the kills, the API server restart, all but one of the other kills; the last one comes
-	// 1-5 s after the last creation or deletion, so it finds work in flight.
+	// 0.2-2 s after the last creation or deletion, so it finds work in flight.
 	firstKills := sc.envKills / 2
 	kills := killAtRandom(ctx, t, rnd, clock, firstKills, func() *operatorProc { return op })
 	sleep(ctx, between(rnd, 2*time.Second, 6*time.Second))
@@ -182,12 +182,12 @@ func TestChaos_Catalyst(t *testing.T) {
 	if churnErr != nil {
 		t.Fatal(churnErr)
 	}
-	sleep(ctx, between(rnd, time.Second, 5*time.Second))
+	sleep(ctx, between(rnd, 200*time.Millisecond, 2*time.Second))
+	clock.mark()
 	if err := op.crash(ctx); err != nil {
 		t.Fatal(err)
 	}
 	kills++
-	clock.mark()
 	t.Logf("killed %s (SIGKILL) after the last change and started it again", op.Name)
 
 	// Convergence: the remaining ones Ready at their commit, the deleted ones and their

@@ -130,11 +130,11 @@ func killAtRandom(ctx context.Context, t *testing.T, rnd *rand.Rand, clock *faul
 		if ctx.Err() != nil {
 			t.Fatalf("killing the operator: %v", ctx.Err())
 		}
+		clock.mark()
 		if err := o.crash(ctx); err != nil {
 			t.Fatalf("restarting %s after a kill: %v", o.Name, err)
 		}
 		kills++
-		clock.mark()
 		t.Logf("killed %s (SIGKILL) and started it again", o.Name)
 	}
 	return kills

@@ -21,8 +21,8 @@ type figures struct {
 	apiserverDown time.Duration
 	duplicates    int
 	lost          int
-	// converged is the time from the last fault (kill, API server restart, registry fault) until
-	// every object converged.
+	// converged is the time from the last fault (the last kill, the API server back after its
+	// restart, the end of the registry faults) until every object converged.
 	converged time.Duration
 	peakRSS   int64
 	// extra are suite-specific figures, printed after the common ones.

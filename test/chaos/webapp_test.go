@@ -141,11 +141,11 @@ func TestChaos_WebApp(t *testing.T) {
 			l := waitLeader(ctx, t, ops)
 			sleep(ctx, between(rnd, 2*time.Second, 12*time.Second))
 			failing.Store(true)
+			clock.mark()
 			if err := l.crash(ctx); err != nil {
 				t.Fatalf("restarting %s: %v", l.Name, err)
 			}
 			kills++
-			clock.mark()
 			next := waitLeader(ctx, t, ops)
 			failing.Store(false)
 			t.Logf("killed leader %s; %s leads now", l.Name, next.Name)
