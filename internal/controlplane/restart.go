@@ -57,7 +57,7 @@ func (cp *ControlPlane) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for kube-apiserver /readyz after its restart: %w (last: %v; logs in %s)", ctx.Err(), err, cp.LogDir)
+			return fmt.Errorf("waiting for kube-apiserver /readyz after its restart (logs in %s): %w", cp.LogDir, errors.Join(ctx.Err(), err))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
