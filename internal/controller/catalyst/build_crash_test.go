@@ -118,6 +118,50 @@ func TestEnvironment_BuildWritesSurviveACrashAtEachStep(t *testing.T) {
 	}
 }
 
+// TestEnvironment_BuildSecretLeftByACrashIsTakenOver: the operator wrote a build's Secret and
+// died before its Job. A fresh operator finds the Secret without a Job, brings its credentials
+// up to date, makes the Job and gives the Secret to it.
+func TestEnvironment_BuildSecretLeftByACrashIsTakenOver(t *testing.T) {
+	f := newFixture(t)
+	p := f.project()
+	f.create(p)
+	if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(p), p); err != nil { // with the API's defaults
+		t.Fatal(err)
+	}
+	e := f.environment("pr-8", f.head)
+	first := e.DeepCopy()
+	first.Generation = 1
+	name := catalyst.BuildJobName(first, p.Spec.Registry.Repository+":"+f.head, p, catalyst.DefaultKanikoImage)
+	if err := installShippedNamespaces(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.create(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: buildNS, Labels: map[string]string{
+			catalyst.LabelManagedBy: catalyst.ManagedByValue, catalyst.LabelComponent: catalyst.ComponentBuild,
+			catalyst.LabelEnvironmentNamespace: e.Namespace, catalyst.LabelEnvironmentName: e.Name,
+		}},
+		StringData: map[string]string{"git-username": gitUser, "git-password": "an older password"},
+	})
+	f.start()
+	f.waitProjectReady(p)
+	f.createEnvironment(e)
+	f.waitReady(e)
+	jobs := f.buildJobs(e)
+	if len(jobs) != 1 || jobs[0].Name != name {
+		t.Fatalf("build Jobs %d (want 1 named %s)", len(jobs), name)
+	}
+	var sec corev1.Secret
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: buildNS, Name: name}, &sec); err != nil {
+		t.Fatal(err)
+	}
+	if len(sec.OwnerReferences) != 1 || sec.OwnerReferences[0].UID != jobs[0].UID {
+		t.Errorf("the Secret's owners %+v, want the Job", sec.OwnerReferences)
+	}
+	if string(sec.Data["git-password"]) != gitPassword {
+		t.Error("the Secret left by the crash still holds the older password")
+	}
+}
+
 // TestEnvironment_NoBuildSecretOutlivesItsEnvironment: a build Secret the operator wrote just
 // before dying, whose Job was never made, is deleted once the environment finds its image in the
 // registry, and such a Secret left when the environment is deleted goes with it.

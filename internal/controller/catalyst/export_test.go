@@ -27,3 +27,9 @@ func BuildPodTemplate(engine catalystv1alpha1.BuildEngine) (corev1.PodTemplateSp
 
 // BuildNamespaceRefusal is buildNamespaceRefusal, for the same tests.
 var BuildNamespaceRefusal = buildNamespaceRefusal
+
+// BuildJobName is the name of the build Job (and of its Secret) of env for image, with the
+// Project's build settings and engine image.
+func BuildJobName(env *catalystv1alpha1.Environment, image string, project *catalystv1alpha1.Project, engineImage string) string {
+	return buildJobName(env, image, buildHash(project, engineImage))
+}
