@@ -255,3 +255,39 @@ spec:
 		t.Errorf("DeploymentReady %+v", c)
 	}
 }
+
+// TestEnvironment_SaysTheQuotaRefusesPods: a pod asking for more than the namespace's quota is
+// refused by the quota; the DeploymentReady message quotes the refusal.
+func TestEnvironment_SaysTheQuotaRefusesPods(t *testing.T) {
+	f := newFixture(t)
+	head := f.commit("a Deployment above the quota", gittest.Files{"deploy/big/deployment.yaml": []byte(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: big}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: big}}
+  template:
+    metadata: {labels: {app: big}}
+    spec:
+      securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}
+      containers:
+      - name: app
+        image: app
+        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+        resources: {requests: {cpu: "2", memory: 64Mi}, limits: {cpu: "2", memory: 64Mi}}
+`)})
+	f.pushImage(head)
+	p := f.project(withDeployment(catalystv1alpha1.DeploymentTypeManifest, "deploy/big"))
+	f.create(p)
+	f.start()
+	f.waitProjectReady(p)
+	e := f.createEnvironment(f.environment("pr-13", head))
+	got := f.waitEnv(e, "a DeploymentReady message naming the quota", func(got *catalystv1alpha1.Environment) bool {
+		c := condition(got.Status.Conditions, catalystv1alpha1.DeploymentReadyCondition)
+		return c != nil && strings.Contains(c.Message, "exceeded quota: "+catalyst.QuotaName)
+	})
+	c := condition(got.Status.Conditions, catalystv1alpha1.DeploymentReadyCondition)
+	if !strings.Contains(c.Message, "Waiting for Deployment/big: ") || !strings.Contains(c.Message, "pods cannot be created (FailedCreate): ") {
+		t.Errorf("DeploymentReady %+v", c)
+	}
+}
