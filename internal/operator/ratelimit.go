@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -74,7 +73,7 @@ func priorityAndFairnessEnforced(ctx context.Context, cfg *rest.Config) (bool, e
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return false, fmt.Errorf("GET %s: %w", (&url.URL{Path: u.Path}).String(), err)
+		return false, err
 	}
 	_ = resp.Body.Close()
 	return PriorityAndFairnessHeaders(resp.Header), nil
