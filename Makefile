@@ -103,7 +103,7 @@ lint: ## go vet and golangci-lint
 
 .PHONY: build
 build: ## Build the binaries into bin/
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o bin/ ./cmd/...
 
 .PHONY: clean
 clean: ## Remove build output and local dev state

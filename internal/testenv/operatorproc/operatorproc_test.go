@@ -4,7 +4,9 @@ package operatorproc_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -70,5 +72,39 @@ func TestProcess_KillRestartMeasure(t *testing.T) {
 	}
 	if err := p.Stop(ctx); err != nil {
 		t.Errorf("Stop: %v", err)
+	}
+}
+
+// TestShippedBuildFlags_MatchTheReleaseBuilds keeps the harness's build of the operator equal to
+// the released one: the Dockerfile's image build and make build use ShippedBuildFlags with cgo
+// off, so the processes tests and benchmarks measure are the binary users run.
+func TestShippedBuildFlags_MatchTheReleaseBuilds(t *testing.T) {
+	root := filepath.Join("..", "..", "..")
+	for _, file := range []string{"Dockerfile", "Makefile"} {
+		data, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var line string
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.Contains(l, " build ") && strings.Contains(l, "-trimpath") {
+				line = l
+			}
+		}
+		if line == "" {
+			t.Fatalf("%s: no release go build line", file)
+		}
+		want := []string{"CGO_ENABLED=0"}
+		for _, f := range operatorproc.ShippedBuildFlags {
+			if k, v, ok := strings.Cut(f, "="); ok && strings.Contains(v, " ") {
+				f = k + `="` + v + `"`
+			}
+			want = append(want, f)
+		}
+		for _, w := range want {
+			if !strings.Contains(line, w) {
+				t.Errorf("%s builds with %q, which lacks %s: keep it and operatorproc.ShippedBuildFlags equal", file, strings.TrimSpace(line), w)
+			}
+		}
 	}
 }
