@@ -135,7 +135,8 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 		d := deployment(t, objs)
 		c := d.Spec.Template.Spec.Containers[0]
 		for _, arg := range []string{"--leader-elect=true", "--namespace=$(POD_NAMESPACE)", "--webhook-cert-self-managed=true",
-			"--werfbundle-webhook-bind-address=", "--catalyst-build-namespace=slipway-builds", "--metrics-secure=true"} {
+			"--werfbundle-webhook-bind-address=", "--werfbundle-allow-cross-namespace=false",
+			"--catalyst-build-namespace=slipway-builds", "--metrics-secure=true"} {
 			if !slices.Contains(c.Args, arg) {
 				t.Errorf("args %v: want %s", c.Args, arg)
 			}
@@ -176,9 +177,9 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 	})
 
 	t.Run("werfbundle only with the receiver", func(t *testing.T) {
-		objs := render(t, "controllers: [werfbundle]\nreceiver: {enabled: true}\n")
+		objs := render(t, "controllers: [werfbundle]\nreceiver: {enabled: true}\nwerfbundle: {allowCrossNamespace: true}\n")
 		c := deployment(t, objs).Spec.Template.Spec.Containers[0]
-		for _, arg := range []string{"--controllers=werfbundle", "--werfbundle-webhook-bind-address=:9292"} {
+		for _, arg := range []string{"--controllers=werfbundle", "--werfbundle-webhook-bind-address=:9292", "--werfbundle-allow-cross-namespace=true"} {
 			if !slices.Contains(c.Args, arg) {
 				t.Errorf("args %v: want %s", c.Args, arg)
 			}
