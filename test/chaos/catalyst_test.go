@@ -129,24 +129,25 @@ func TestChaos_Catalyst(t *testing.T) {
 	// Environments come one after the other over about as long as the kills take (each kill
 	// waits up to a lease duration of 15 s for the restarted operator to lead), and each deleted
 	// one goes 0-20 s after its creation: before its first reconcile, while it builds, or once
-	// Ready.
+	// Ready. The last action is a creation (the last Environment stays), so the final kill,
+	// just after it, finds a build in flight.
 	names := make([]string, sc.envs)
 	for i := range names {
 		names[i] = fmt.Sprintf("pr-%03d", i)
 	}
-	var churn []envAction
+	created := make([]time.Duration, sc.envs)
 	at := time.Duration(0)
 	gap := 2 * time.Duration(sc.envKills) * 15 * time.Second / time.Duration(sc.envs+sc.envDeletes)
-	toDelete := map[int]bool{}
-	for _, i := range rnd.Perm(sc.envs)[:sc.envDeletes] {
-		toDelete[i] = true
-	}
+	var churn []envAction
 	for i := range names {
 		at += between(rnd, gap/4, gap)
+		created[i] = at
 		churn = append(churn, envAction{at: at, env: i})
-		if toDelete[i] {
-			churn = append(churn, envAction{at: at + between(rnd, 0, 20*time.Second), env: i, delete: true})
-		}
+	}
+	last := created[sc.envs-1]
+	for _, i := range rnd.Perm(sc.envs - 1)[:sc.envDeletes] {
+		del := min(created[i]+between(rnd, 0, 20*time.Second), last-500*time.Millisecond)
+		churn = append(churn, envAction{at: max(del, created[i]), env: i, delete: true})
 	}
 	sort.SliceStable(churn, func(a, b int) bool { return churn[a].at < churn[b].at })
 	deleted := map[string]bool{}

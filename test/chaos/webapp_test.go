@@ -122,7 +122,7 @@ func TestChaos_WebApp(t *testing.T) {
 		defer close(changed)
 		for round := 1; changing.Err() == nil || round <= sc.webappRounds; round++ {
 			testenv.Parallel(t, len(apps), webappChangeWorker, func(i int) error {
-				apps[i].change(ctx, c, round, i, errs, failing.Load())
+				apps[i].change(ctx, c, round, i, errs, failing.Load)
 				return nil
 			})
 			rounds.Add(1)
@@ -225,13 +225,14 @@ type webappState struct {
 }
 
 // change patches image and replicas once; the spec counts only when the write was accepted.
-func (a *webappState) change(ctx context.Context, c client.Client, round, i int, errs *writeErrors, failover bool) {
+// failover tells, once the write has returned, whether a leader is being replaced.
+func (a *webappState) change(ctx context.Context, c client.Client, round, i int, errs *writeErrors, failover func() bool) {
 	image := fmt.Sprintf("nginx:1.%d", 25+round)
 	replicas := int32(1 + (i+round)%3)
 	patch := fmt.Sprintf(`{"spec":{"image":%q,"replicas":%d}}`, image, replicas)
 	app := &webappv1.WebApp{ObjectMeta: metav1.ObjectMeta{Name: a.key.Name, Namespace: a.key.Namespace}}
 	err := c.Patch(ctx, app, client.RawPatch(types.MergePatchType, []byte(patch)))
-	errs.count(err, failover)
+	errs.count(err, failover())
 	if err == nil {
 		a.mu.Lock()
 		a.image, a.replicas = image, replicas
