@@ -126,7 +126,7 @@ func TestChaos_Catalyst(t *testing.T) {
 	op := startOperator(ctx, t, kubeconfig, operatorConfig{name: "catalyst", controllers: "catalyst"})
 
 	// Creations and deletions at random moments while the operator is being killed: the
-	// Environments come one after the other over about as long as the kills take (each kill
+	// Environments come one after the other over a bit longer than the kills take (each kill
 	// waits up to a lease duration of 15 s for the restarted operator to lead), and each deleted
 	// one goes 0-20 s after its creation: before its first reconcile, while it builds, or once
 	// Ready. The last action is a creation (the last Environment stays), so the final kill,
@@ -137,7 +137,9 @@ func TestChaos_Catalyst(t *testing.T) {
 	}
 	created := make([]time.Duration, sc.envs)
 	at := time.Duration(0)
-	gap := 2 * time.Duration(sc.envKills) * 15 * time.Second / time.Duration(sc.envs+sc.envDeletes)
+	// A kill takes some 22 s (the lease wait and 2-12 s of work); the creations, 5/8 gap apart
+	// on average, last a quarter longer than the kills, so the final kill follows them.
+	gap := 2 * time.Duration(sc.envKills) * 22 * time.Second / time.Duration(sc.envs)
 	var churn []envAction
 	for i := range names {
 		at += between(rnd, gap/4, gap)
