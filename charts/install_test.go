@@ -48,11 +48,12 @@ const releaseName, releaseNS = "slipway", "slipway"
 // RBAC the chart installed. The Deployment's pod is admitted by the restricted namespace. An
 // upgrade then keeps the CA bundle the operator injected.
 func TestChart_InstallsIntoFullControlPlane(t *testing.T) {
+	// The binary first: a cold build takes minutes, which must not count against the deadline.
+	bin := operatorproc.Binary(t)
 	env := testenv.New(t, testenv.Full)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c := env.Client
-	bin := operatorproc.Binary(t)
 	createReleaseNamespace(ctx, t, c)
 
 	rel := install(ctx, t, env, "controllers: [werfbundle, webapp]\nreplicas: 1\nreceiver: {enabled: true}\n")

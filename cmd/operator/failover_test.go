@@ -153,6 +153,8 @@ func deploymentImage(ctx context.Context, c client.Client, key client.ObjectKey)
 // and reconciles a change made after the crash within the lease duration plus one resync; a
 // SIGTERM then stops the new leader cleanly, releasing the Lease.
 func TestOperator_LeaderFailover(t *testing.T) {
+	// The binary first: a cold build takes minutes, which must not count against the deadline.
+	operatorproc.Binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := env.Client

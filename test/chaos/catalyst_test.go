@@ -30,6 +30,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/gitsource/gittest"
 	"github.com/slipway-dev/slipway/internal/registry/registrytest"
 	"github.com/slipway-dev/slipway/internal/testenv"
+	"github.com/slipway-dev/slipway/internal/testenv/operatorproc"
 )
 
 const (
@@ -47,6 +48,8 @@ const (
 func TestChaos_Catalyst(t *testing.T) {
 	sc := chaosScale(t)
 	rnd := newRand(t)
+	// The binary first: a cold build takes minutes, which must not count against the deadline.
+	operatorproc.Binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*sc.converge)
 	defer cancel()
 	full := testenv.New(t, testenv.Full)

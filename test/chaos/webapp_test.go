@@ -27,6 +27,7 @@ import (
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
 	"github.com/slipway-dev/slipway/config"
 	"github.com/slipway-dev/slipway/internal/testenv"
+	"github.com/slipway-dev/slipway/internal/testenv/operatorproc"
 )
 
 const (
@@ -45,6 +46,8 @@ const (
 func TestChaos_WebApp(t *testing.T) {
 	sc := chaosScale(t)
 	rnd := newRand(t)
+	// The binary first: a cold build takes minutes, which must not count against the deadline.
+	operatorproc.Binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*sc.converge)
 	defer cancel()
 	full := testenv.New(t, testenv.Full)

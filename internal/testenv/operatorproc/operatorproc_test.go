@@ -24,6 +24,8 @@ func TestMain(m *testing.M) { testenv.Main(m, testenv.Light, func(e *testenv.Env
 // ready, reports its RSS and metrics, dies on Kill without a graceful exit, comes back ready on
 // Restart with the same ports, and exits with status 0 on Stop.
 func TestProcess_KillRestartMeasure(t *testing.T) {
+	// The binary first: a cold build takes minutes, which must not count against the deadline.
+	operatorproc.Binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	kubeconfig, err := env.InstallOperatorIdentity(ctx, filepath.Join(t.TempDir(), "operator.kubeconfig"))
