@@ -9,11 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/joblog"
+	"github.com/slipway-dev/slipway/internal/jobsecret"
 )
 
 // A build writes two objects, in this order, so that a crash (or a failed request) after any one
@@ -63,50 +63,14 @@ func (r *EnvironmentReconciler) pruneBuildSecrets(ctx context.Context, env *cata
 	return nil
 }
 
-// ensureBuildSecret is step 1: the Job's Secret with data, created or brought up to date (a
-// Secret left by a crash may hold older credentials).
-func (r *EnvironmentReconciler) ensureBuildSecret(ctx context.Context, job *batchv1.Job, data map[string][]byte) (*corev1.Secret, error) {
-	want := &corev1.Secret{
+// buildSecret is the Job's Secret (step 1, written with jobsecret.Ensure), carrying the Job's
+// labels and annotations.
+func buildSecret(job *batchv1.Job, data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: job.Name, Namespace: job.Namespace, Labels: maps.Clone(job.Labels), Annotations: maps.Clone(job.Annotations)},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       data,
 	}
-	err := r.Create(ctx, want)
-	if err == nil {
-		return want, nil
-	}
-	if !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("creating the Secret of build Job %s/%s: %w", job.Namespace, job.Name, err)
-	}
-	live := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), live); err != nil {
-		return nil, fmt.Errorf("reading the Secret of build Job %s/%s: %w", job.Namespace, job.Name, err)
-	}
-	if sameData(live.Data, data) {
-		return live, nil
-	}
-	base := live.DeepCopy()
-	live.Data = data
-	if err := r.Patch(ctx, live, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return nil, fmt.Errorf("updating the Secret of build Job %s/%s: %w", job.Namespace, job.Name, err)
-	}
-	return live, nil
-}
-
-// ownBuildSecret is step 3: the Secret gets the Job as its owner. A Secret already owned by the
-// Job is left alone.
-func (r *EnvironmentReconciler) ownBuildSecret(ctx context.Context, secret *corev1.Secret, job *batchv1.Job) error {
-	for _, o := range secret.OwnerReferences {
-		if o.UID == job.UID {
-			return nil
-		}
-	}
-	base := secret.DeepCopy()
-	secret.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, BlockOwnerDeletion: ptr.To(false)}}
-	if err := r.Patch(ctx, secret, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("giving build Job %s/%s its Secret: %w", job.Namespace, job.Name, err)
-	}
-	return nil
 }
 
 // adoptBuildSecret completes step 3 for a Job found by a later reconcile. ok is false when the
@@ -129,7 +93,7 @@ func (r *EnvironmentReconciler) adoptBuildSecret(ctx context.Context, job *batch
 		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: job.Name}, sec); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
-		return true, r.ownBuildSecret(ctx, sec, job)
+		return true, jobsecret.Own(ctx, r.Client, sec, job)
 	}
 	if done, _ := joblog.Finished(job); done {
 		// Finished: its Secret is no longer needed.

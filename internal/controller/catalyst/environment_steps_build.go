@@ -16,6 +16,7 @@ import (
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/conditions"
 	"github.com/slipway-dev/slipway/internal/joblog"
+	"github.com/slipway-dev/slipway/internal/jobsecret"
 	"github.com/slipway-dev/slipway/internal/registry"
 )
 
@@ -239,7 +240,7 @@ func (r *EnvironmentReconciler) startBuild(ctx context.Context, s *envScope, eng
 	var secret *corev1.Secret
 	if len(data) > 0 {
 		job.Annotations[AnnotationBuildSecret] = "true"
-		if secret, err = r.ensureBuildSecret(ctx, job, data); err != nil {
+		if secret, err = jobsecret.Ensure(ctx, r.Client, r.APIReader, buildSecret(job, data)); err != nil {
 			return err
 		}
 	}
@@ -262,7 +263,7 @@ func (r *EnvironmentReconciler) startBuild(ctx context.Context, s *envScope, eng
 		return errStop
 	}
 	if secret != nil {
-		if err := r.ownBuildSecret(ctx, secret, job); err != nil {
+		if err := jobsecret.Own(ctx, r.Client, secret, job); err != nil {
 			return err
 		}
 	}

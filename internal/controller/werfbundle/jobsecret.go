@@ -1,17 +1,16 @@
 package werfbundle
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/slipway-dev/slipway/internal/jobsecret"
 )
 
 // A Job's Secret (merged values, registry config.json, CA) is named like the Job and written
@@ -26,52 +25,14 @@ import (
 //   - Job written, Secret not yet its own: the Job is running or finished but the bundle's status
 //     does not name it as the active Job; adoptJobSecret gives the Secret its owner.
 
-// ensureJobSecret creates the Secret for job, or brings the data of one an earlier attempt left
-// behind up to date: the name carries the revision (tag, values, converge settings), not the
-// registry credentials or CA, which may have changed since.
-func (r *Reconciler) ensureJobSecret(ctx context.Context, job *batchv1.Job, data map[string][]byte) (*corev1.Secret, error) {
-	secret := &corev1.Secret{
+// jobSecret is the Secret for job (merged values, registry config.json, CA), written with
+// jobsecret.Ensure before the Job.
+func jobSecret(job *batchv1.Job, data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: job.Name, Namespace: job.Namespace, Labels: maps.Clone(job.Labels)},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       data,
 	}
-	err := r.Create(ctx, secret)
-	if err == nil {
-		return secret, nil
-	}
-	if !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("creating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
-	}
-	existing := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(secret), existing); err != nil {
-		return nil, fmt.Errorf("reading Secret %s/%s: %w", secret.Namespace, secret.Name, err)
-	}
-	if maps.EqualFunc(existing.Data, data, bytes.Equal) {
-		return existing, nil
-	}
-	existing.Data = data
-	if err := r.Update(ctx, existing); err != nil {
-		return nil, fmt.Errorf("updating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
-	}
-	return existing, nil
-}
-
-// ownJobSecret makes job the owner of secret, unless it is already.
-func (r *Reconciler) ownJobSecret(ctx context.Context, secret *corev1.Secret, job *batchv1.Job) error {
-	for _, o := range secret.OwnerReferences {
-		if o.UID == job.UID {
-			return nil
-		}
-	}
-	base := secret.DeepCopy()
-	secret.OwnerReferences = []metav1.OwnerReference{{
-		APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID,
-		BlockOwnerDeletion: ptr.To(false),
-	}}
-	if err := r.Patch(ctx, secret, client.MergeFrom(base)); err != nil {
-		return fmt.Errorf("making Job %s/%s the owner of its Secret: %w", job.Namespace, job.Name, err)
-	}
-	return nil
 }
 
 // adoptJobSecret finishes the write order for a Job that an earlier reconcile created without
@@ -87,7 +48,7 @@ func (r *Reconciler) adoptJobSecret(ctx context.Context, job *batchv1.Job) error
 		secret.Labels[LabelBundleNamespace] != job.Labels[LabelBundleNamespace] {
 		return nil
 	}
-	return r.ownJobSecret(ctx, secret, job)
+	return jobsecret.Own(ctx, r.Client, secret, job)
 }
 
 // sweepJobSecrets deletes the Secrets of this bundle in the target namespace that have no owner

@@ -19,6 +19,7 @@ import (
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/controller/werfbundle/tags"
 	"github.com/slipway-dev/slipway/internal/joblog"
+	"github.com/slipway-dev/slipway/internal/jobsecret"
 	"github.com/slipway-dev/slipway/internal/registry"
 )
 
@@ -409,7 +410,7 @@ func (r *Reconciler) createJob(ctx context.Context, s *scope, req jobRequest) er
 		if err := r.sweepJobSecrets(ctx, s, job.Name); err != nil {
 			return err
 		}
-		if secret, err = r.ensureJobSecret(ctx, job, secretData); err != nil {
+		if secret, err = jobsecret.Ensure(ctx, r.Client, r.APIReader, jobSecret(job, secretData)); err != nil {
 			return err
 		}
 	}
@@ -428,7 +429,7 @@ func (r *Reconciler) createJob(ctx context.Context, s *scope, req jobRequest) er
 	}
 	// 3. The Secret goes with the Job from now on.
 	if secret != nil {
-		if err := r.ownJobSecret(ctx, secret, job); err != nil {
+		if err := jobsecret.Own(ctx, r.Client, secret, job); err != nil {
 			return err
 		}
 	}
