@@ -5,7 +5,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -29,8 +28,6 @@ import (
 	"github.com/slipway-dev/slipway/internal/controller/catalyst/naming"
 	"github.com/slipway-dev/slipway/internal/gitsource/gittest"
 	"github.com/slipway-dev/slipway/internal/registry/registrytest"
-	"github.com/slipway-dev/slipway/internal/testenv"
-	"github.com/slipway-dev/slipway/internal/testenv/operatorproc"
 )
 
 const (
@@ -46,19 +43,8 @@ const (
 // remaining Environment is Ready, every deleted one and its namespace are gone, no build Job or
 // copied Secret outlived its Environment, and no commit was built twice for one Environment.
 func TestChaos_Catalyst(t *testing.T) {
-	sc := chaosScale(t)
-	rnd := newRand(t)
-	// The binary first: a cold build takes minutes, which must not count against the deadline.
-	operatorproc.Binary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*sc.converge)
-	defer cancel()
-	full := testenv.New(t, testenv.Full)
-	c := fastClient(t, full)
-	clock := &faultClock{}
-	kubeconfig, err := full.InstallOperatorIdentity(ctx, filepath.Join(t.TempDir(), "operator.kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := startSuite(t)
+	sc, rnd, ctx, full, c, clock, kubeconfig := st.sc, st.rnd, st.ctx, st.full, st.c, st.clock, st.kubeconfig
 
 	// The world: a git repository with the sample application, one commit per Environment, a
 	// registry without their images, the team's Secrets (git credentials, one to copy).

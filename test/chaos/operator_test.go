@@ -5,6 +5,7 @@ package chaos
 import (
 	"context"
 	"math/rand/v2"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -169,4 +170,36 @@ func fastClient(t *testing.T, full *testenv.Env) client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// suite is what every chaos suite starts with.
+type suite struct {
+	sc    scale
+	rnd   *rand.Rand
+	ctx   context.Context // the suite's deadline: three times the scale's convergence bound
+	full  *testenv.Env    // a full control plane of the suite's own
+	c     client.Client   // a client of the test's, not rate-limited like the operator's
+	clock *faultClock
+	// kubeconfig of the operator's RBAC identity.
+	kubeconfig string
+}
+
+// startSuite builds the operator binary first (a cold build takes minutes, which must not count
+// against the deadline), then starts the suite's control plane and installs the operator's
+// identity.
+func startSuite(t *testing.T) suite {
+	t.Helper()
+	st := suite{sc: chaosScale(t), rnd: newRand(t), clock: &faultClock{}}
+	operatorproc.Binary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*st.sc.converge)
+	t.Cleanup(cancel)
+	st.ctx = ctx
+	st.full = testenv.New(t, testenv.Full)
+	st.c = fastClient(t, st.full)
+	kubeconfig, err := st.full.InstallOperatorIdentity(ctx, filepath.Join(t.TempDir(), "operator.kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.kubeconfig = kubeconfig
+	return st
 }

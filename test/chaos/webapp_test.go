@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -27,7 +26,6 @@ import (
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
 	"github.com/slipway-dev/slipway/config"
 	"github.com/slipway-dev/slipway/internal/testenv"
-	"github.com/slipway-dev/slipway/internal/testenv/operatorproc"
 )
 
 const (
@@ -44,19 +42,8 @@ const (
 // Service, and no admission failure had another cause than a call in flight on the killed
 // replica's connection.
 func TestChaos_WebApp(t *testing.T) {
-	sc := chaosScale(t)
-	rnd := newRand(t)
-	// The binary first: a cold build takes minutes, which must not count against the deadline.
-	operatorproc.Binary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*sc.converge)
-	defer cancel()
-	full := testenv.New(t, testenv.Full)
-	c := fastClient(t, full)
-	clock := &faultClock{}
-	kubeconfig, err := full.InstallOperatorIdentity(ctx, filepath.Join(t.TempDir(), "operator.kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := startSuite(t)
+	sc, rnd, ctx, full, c, clock, kubeconfig := st.sc, st.rnd, st.ctx, st.full, st.c, st.clock, st.kubeconfig
 
 	// Three replicas, each with its own ports; the API server reaches their webhooks through one
 	// address (see webhookFront).

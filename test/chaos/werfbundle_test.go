@@ -5,7 +5,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -27,7 +26,6 @@ import (
 	"github.com/slipway-dev/slipway/internal/controlplane"
 	"github.com/slipway-dev/slipway/internal/registry/registrytest"
 	"github.com/slipway-dev/slipway/internal/testenv"
-	"github.com/slipway-dev/slipway/internal/testenv/operatorproc"
 )
 
 const (
@@ -47,20 +45,8 @@ const (
 // for any (bundle, revision), lastAppliedTag never went backwards in any status a watch saw,
 // every failed Job left its log, and every Job had its values Secret.
 func TestChaos_WerfBundle(t *testing.T) {
-	sc := chaosScale(t)
-	rnd := newRand(t)
-	// The binary first: a cold build takes minutes, which must not count against the deadline.
-	operatorproc.Binary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*sc.converge)
-	defer cancel()
-	full := testenv.New(t, testenv.Full)
-	c := fastClient(t, full)
-	clock := &faultClock{}
-
-	kubeconfig, err := full.InstallOperatorIdentity(ctx, filepath.Join(t.TempDir(), "operator.kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := startSuite(t)
+	sc, rnd, ctx, full, c, clock, kubeconfig := st.sc, st.rnd, st.ctx, st.full, st.c, st.clock, st.kubeconfig
 	reg := registrytest.StartDistribution(t)
 	repos := (sc.bundles + bundlesPerRepo - 1) / bundlesPerRepo
 	for i := range repos {
