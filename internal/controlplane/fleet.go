@@ -1,0 +1,230 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// FleetOptions configures a Fleet.
+type FleetOptions struct {
+	// Servers is how many kube-apiservers to start (at least 1).
+	Servers int
+	// AssetsDir holds the binaries; defaults to $KUBEBUILDER_ASSETS.
+	AssetsDir string
+	// LogDir receives etcd.log and one kube-apiserver-<i>.log per server; created when missing.
+	LogDir string
+}
+
+// Fleet is one etcd with several kube-apiservers over it, each under its own --etcd-prefix: as
+// many independent "clusters" as servers, for the memory of one etcd. Each server has its own
+// serving certificate, client CA and service-account signing key, so a credential of one is
+// refused by the others, as between real clusters. No CRDs are installed and no controllers run.
+type Fleet struct {
+	Etcd    *envtest.Etcd
+	Servers []*FleetServer
+
+	mu       sync.Mutex
+	guard    *guard
+	etcdPIDs []int
+	files    []*os.File
+}
+
+// FleetServer is one kube-apiserver of a Fleet.
+type FleetServer struct {
+	// Name is "cluster-<i>"; Prefix its --etcd-prefix.
+	Name, Prefix string
+	// Config is an admin (system:masters) rest.Config.
+	Config *rest.Config
+	// Kubeconfig is an admin (system:masters) kubeconfig with inline credentials.
+	Kubeconfig []byte
+
+	fleet   *Fleet
+	plane   *envtest.ControlPlane // AddUser only; never started or stopped as a whole
+	certDir string
+	pids    []int
+	stopped bool
+}
+
+// StartFleet starts etcd and opts.Servers kube-apiservers over it, and returns once every server
+// answers /readyz. On error, whatever was started is stopped.
+func StartFleet(ctx context.Context, opts FleetOptions) (f *Fleet, err error) {
+	assets := opts.AssetsDir
+	if assets == "" {
+		assets = os.Getenv("KUBEBUILDER_ASSETS")
+	}
+	if assets == "" {
+		return nil, errors.New("no control-plane binaries: set KUBEBUILDER_ASSETS to the directory " +
+			"printed by hack/controlplane.sh (make test and make dev do this)")
+	}
+	if opts.Servers < 1 {
+		return nil, fmt.Errorf("controlplane: a fleet needs at least one server, not %d", opts.Servers)
+	}
+	if opts.LogDir == "" {
+		return nil, errors.New("controlplane: LogDir is required")
+	}
+	if err := os.MkdirAll(opts.LogDir, 0o755); err != nil {
+		return nil, err
+	}
+	f = &Fleet{}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, f.Stop())
+			f = nil
+		}
+	}()
+
+	etcdLog := f.logFile(opts.LogDir, "etcd.log")
+	f.Etcd = &envtest.Etcd{Path: filepath.Join(assets, "etcd"), Out: etcdLog, Err: etcdLog, StartTimeout: 2 * time.Minute}
+	f.Etcd.Configure().Set("quota-backend-bytes", "8589934592")
+	f.Etcd.Configure().Set("unsafe-no-fsync", "true")
+	before := children("etcd")
+	if err := f.Etcd.Start(); err != nil {
+		return f, fmt.Errorf("starting etcd: %w", err)
+	}
+	f.setGuard(newChildren(before, "etcd"))
+
+	for i := range opts.Servers {
+		s := &FleetServer{Name: fmt.Sprintf("cluster-%d", i), Prefix: fmt.Sprintf("/fleet/cluster-%d", i), fleet: f}
+		if s.certDir, err = os.MkdirTemp("", "slipway-fleet-apiserver-"); err != nil {
+			return f, err
+		}
+		f.Servers = append(f.Servers, s)
+		out := f.logFile(opts.LogDir, fmt.Sprintf("kube-apiserver-%d.log", i))
+		api := &envtest.APIServer{
+			Path: filepath.Join(assets, "kube-apiserver"), CertDir: s.certDir, EtcdURL: f.Etcd.URL,
+			Out: out, Err: out, StartTimeout: 2 * time.Minute, StopTimeout: time.Minute,
+		}
+		api.Configure().Set("etcd-prefix", s.Prefix)
+		api.Configure().Set("shutdown-watch-termination-grace-period", "5s")
+		s.plane = &envtest.ControlPlane{APIServer: api, Etcd: f.Etcd}
+		before := children("kube-apiserver")
+		if err := api.Start(); err != nil {
+			return f, fmt.Errorf("starting kube-apiserver %d: %w", i, err)
+		}
+		s.pids = newChildren(before, "kube-apiserver")
+		f.setGuard(nil)
+		admin, err := s.plane.AddUser(envtest.User{Name: "slipway-admin", Groups: []string{"system:masters"}}, nil)
+		if err != nil {
+			return f, fmt.Errorf("adding the admin user of kube-apiserver %d: %w", i, err)
+		}
+		s.Config = admin.Config()
+		if s.Kubeconfig, err = admin.KubeConfig(); err != nil {
+			return f, err
+		}
+	}
+	for _, s := range f.Servers {
+		if err := waitReadyz(ctx, s.Config); err != nil {
+			return f, fmt.Errorf("%s: %w (logs in %s)", s.Name, err, opts.LogDir)
+		}
+	}
+	return f, nil
+}
+
+// UserKubeconfig returns a kubeconfig (inline client certificate) for a user with the given
+// groups; RBAC applies to it.
+func (s *FleetServer) UserKubeconfig(user string, groups ...string) ([]byte, error) {
+	u, err := s.plane.AddUser(envtest.User{Name: user, Groups: groups}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return u.KubeConfig()
+}
+
+// Stop stops this server only (SIGTERM, then kill); the others and etcd go on. Safe to call twice.
+func (s *FleetServer) Stop() error {
+	s.fleet.mu.Lock()
+	defer s.fleet.mu.Unlock()
+	return s.stopLocked()
+}
+
+func (s *FleetServer) stopLocked() error {
+	if s.stopped || s.plane == nil {
+		return nil
+	}
+	s.stopped = true
+	err := s.plane.APIServer.Stop()
+	s.fleet.guardLocked()
+	return errors.Join(err, os.RemoveAll(s.certDir))
+}
+
+// Stop stops every server, then etcd. Safe to call twice and on a partly started fleet.
+func (f *Fleet) Stop() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var errs []error
+	for _, s := range f.Servers {
+		errs = append(errs, s.stopLocked())
+	}
+	if f.Etcd != nil {
+		errs = append(errs, f.Etcd.Stop())
+		f.Etcd = nil
+	}
+	f.guard.stop()
+	f.guard = nil
+	for _, file := range f.files {
+		_ = file.Close()
+	}
+	f.files = nil
+	return errors.Join(errs...)
+}
+
+// setGuard guards etcd (given its PIDs the first time) and every running server.
+func (f *Fleet) setGuard(etcdPIDs []int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if etcdPIDs != nil {
+		f.etcdPIDs = etcdPIDs
+	}
+	f.guardLocked()
+}
+
+func (f *Fleet) guardLocked() {
+	pids := slices.Clone(f.etcdPIDs)
+	for _, s := range f.Servers {
+		if !s.stopped {
+			pids = append(pids, s.pids...)
+		}
+	}
+	f.guard.stop()
+	f.guard = startGuard(pids)
+}
+
+func (f *Fleet) logFile(dir, name string) *os.File {
+	file, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		file, _ = os.Open(os.DevNull)
+	}
+	f.files = append(f.files, file)
+	return file
+}
+
+// waitReadyz polls /readyz with cfg until it answers ok.
+func waitReadyz(ctx context.Context, cfg *rest.Config) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err == nil && string(body) == "ok" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for kube-apiserver /readyz: %w", errors.Join(ctx.Err(), err))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
