@@ -1,0 +1,158 @@
+package operators
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	repo "helm.sh/helm/v4/pkg/repo/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/slipway-dev/slipway/internal/manager/invalid"
+)
+
+// httpSource reads Helm chart repositories: GET <repository>/index.yaml, then the archive URL the
+// index gives for a version (relative URLs resolve against the repository).
+type httpSource struct {
+	client          *http.Client
+	maxIndexBytes   int64
+	maxArchiveBytes int64
+}
+
+func newHTTPSource(opts Options) *httpSource {
+	return &httpSource{
+		client:          &http.Client{Transport: opts.Transport, Timeout: opts.Timeout},
+		maxIndexBytes:   opts.MaxIndexBytes,
+		maxArchiveBytes: opts.MaxArchiveBytes,
+	}
+}
+
+// repoBase is the repository URL with one trailing slash, the base of index.yaml and of
+// relative chart URLs.
+func repoBase(repository string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimRight(repository, "/") + "/")
+	if err != nil {
+		return nil, invalid.Reasoned("chart.repository", "format", err, "not a URL: %q", repository)
+	}
+	return u, nil
+}
+
+func (s *httpSource) Versions(ctx context.Context, ref ChartRef) ([]Version, error) {
+	base, err := repoBase(ref.Repository)
+	if err != nil {
+		return nil, err
+	}
+	indexURL := base.ResolveReference(&url.URL{Path: "index.yaml"})
+	body, err := s.get(ctx, indexURL.String(), s.maxIndexBytes, "chart.repository", "index.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var index repo.IndexFile
+	if err := yaml.Unmarshal(body, &index); err != nil {
+		return nil, invalid.Reasoned("chart.repository", "format", err, "%s is not a chart repository index: %v", indexURL.Redacted(), shortError(err))
+	}
+	if index.APIVersion == "" {
+		return nil, invalid.Reasoned("chart.repository", "format", nil, "%s is not a chart repository index: no apiVersion", indexURL.Redacted())
+	}
+	entries := index.Entries[ref.Name]
+	if len(entries) == 0 {
+		return nil, invalid.Reasoned("chart.name", "notFound", nil, "chart %q is not in the repository %s", ref.Name, ref.Repository)
+	}
+	out := make([]Version, 0, len(entries))
+	for _, cv := range entries {
+		if cv == nil || cv.Metadata == nil || cv.Name != ref.Name || len(cv.URLs) == 0 {
+			continue
+		}
+		v := Version{Version: cv.Version, AppVersion: cv.AppVersion}
+		if cv.Digest != "" {
+			v.Digest = "sha256:" + strings.TrimPrefix(cv.Digest, "sha256:")
+		}
+		loc, err := base.Parse(cv.URLs[0])
+		if err != nil || (loc.Scheme != schemeHTTP && loc.Scheme != schemeHTTPS) {
+			continue
+		}
+		v.location = loc.String()
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func (s *httpSource) Archive(ctx context.Context, ref ChartRef, v Version) ([]byte, error) {
+	if v.location == "" {
+		return nil, fmt.Errorf("chart %s %s: the repository gives no archive URL", ref.Name, v.Version)
+	}
+	body, err := s.get(ctx, v.location, s.maxArchiveBytes, "version", "the chart archive")
+	if err != nil {
+		return nil, err
+	}
+	if v.Digest != "" {
+		sum := sha256.Sum256(body)
+		if got := "sha256:" + hex.EncodeToString(sum[:]); got != v.Digest {
+			return nil, invalid.Reasoned("version", "digestMismatch", nil, "chart %s %s: the archive's digest %s is not the index's %s", ref.Name, v.Version, got, v.Digest)
+		}
+	}
+	return body, nil
+}
+
+// get reads url's body up to limit bytes; failures are *invalid.Error for field.
+func (s *httpSource) get(ctx context.Context, rawURL string, limit int64, field, what string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, invalid.Reasoned(field, "format", err, "bad URL for %s", what)
+	}
+	req.Header.Set("User-Agent", "slipway-manager")
+	shown := req.URL.Redacted()
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, unreachable(field, err, "fetching %s from %s: %s", what, shown, networkReason(err))
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return nil, invalid.Reasoned(field, "unauthorized", nil, "fetching %s from %s: %s", what, shown, resp.Status)
+	case resp.StatusCode == http.StatusNotFound:
+		return nil, invalid.Reasoned(field, "notFound", nil, "%s not found at %s", what, shown)
+	case resp.StatusCode != http.StatusOK:
+		return nil, unreachable(field, nil, "fetching %s from %s: %s", what, shown, resp.Status)
+	}
+	if resp.ContentLength > limit {
+		return nil, invalid.Reasoned(field, "tooLarge", nil, "%s at %s is %d bytes, more than the limit of %d", what, shown, resp.ContentLength, limit)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, unreachable(field, err, "reading %s from %s: %s", what, shown, networkReason(err))
+	}
+	if int64(len(body)) > limit {
+		return nil, invalid.Reasoned(field, "tooLarge", nil, "%s at %s is larger than the limit of %d bytes", what, shown, limit)
+	}
+	return body, nil
+}
+
+// networkReason says why a request failed without echoing internals beyond the usual words.
+func networkReason(err error) string {
+	var uerr *url.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timed out"
+	case errors.As(err, &uerr) && uerr.Timeout():
+		return "timed out"
+	case errors.As(err, &uerr):
+		return shortError(uerr.Err)
+	}
+	return shortError(err)
+}
+
+// shortError is err's message cut to a length fit for a response.
+func shortError(err error) string {
+	msg := err.Error()
+	if len(msg) > 200 {
+		msg = msg[:200] + "…"
+	}
+	return msg
+}
