@@ -1,0 +1,9 @@
+// Package crds judges whether a new CustomResourceDefinition is safe to apply over an old one.
+// Compare lists every schema change between two definitions with sigs.k8s.io/crdify (plus the
+// pattern check crdify lacks) and says which ones break; ValidateExisting checks the custom
+// resources already in a cluster against the new schema with the API server's own structural
+// schema validator and names the objects that would become invalid or lose data.
+//
+// It holds no state and does not touch the store: the HTTP server calls it and records the
+// results.
+package crds
