@@ -1,0 +1,107 @@
+package sqlstore
+
+import (
+	"bufio"
+	"fmt"
+	"strings"
+)
+
+// QueryNames are the queries every engine's SQL must define.
+var QueryNames = []string{
+	"ClusterCreate", "ClusterGetByName", "ClusterList", "ClusterUpdateHealth",
+	"ClusterUpdateCredentials", "ClusterDelete", "ClusterCount",
+	"OperatorCreate", "OperatorGetByName", "OperatorGetByID", "OperatorList", "OperatorCount",
+	"OperatorVersionUpsert", "OperatorVersionList",
+	"CRDSchemaInsert", "CRDSchemaList", "CRDList",
+	"CRDApprovalCreate", "CRDApprovalList",
+	"AuditInsert", "AuditList",
+	// SchemaTableExists($1 table name) → one boolean: whether the migrations table exists.
+	"SchemaTableExists",
+}
+
+// ParseQueries splits SQL text into named queries: each starts at a "-- name: X" line and runs to
+// the next one; other comment lines are dropped, and a trailing semicolon is removed.
+func ParseQueries(src string) (map[string]string, error) {
+	out := map[string]string{}
+	var name string
+	var b strings.Builder
+	flush := func() error {
+		if name == "" {
+			return nil
+		}
+		q := strings.TrimSpace(b.String())
+		q = strings.TrimSpace(strings.TrimSuffix(q, ";"))
+		if q == "" {
+			return fmt.Errorf("query %s is empty", name)
+		}
+		if _, dup := out[name]; dup {
+			return fmt.Errorf("query %s is defined twice", name)
+		}
+		out[name] = q
+		b.Reset()
+		return nil
+	}
+	sc := bufio.NewScanner(strings.NewReader(src))
+	for sc.Scan() {
+		line := sc.Text()
+		trimmed := strings.TrimSpace(line)
+		if n, ok := strings.CutPrefix(trimmed, "-- name:"); ok {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+			name = strings.TrimSpace(n)
+			continue
+		}
+		if strings.HasPrefix(trimmed, "--") || trimmed == "" {
+			continue
+		}
+		if name == "" {
+			return nil, fmt.Errorf("SQL before the first -- name: line: %q", trimmed)
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return out, sc.Err()
+}
+
+// MustParseQueries is ParseQueries for an engine's embedded SQL, which is known at build time.
+func MustParseQueries(src string) map[string]string {
+	q, err := ParseQueries(src)
+	if err != nil {
+		panic("sqlstore: " + err.Error())
+	}
+	return q
+}
+
+// filterMarker is where a list query takes its filters; the query must have a WHERE before it.
+const filterMarker = "/*filters*/"
+
+// listQuery is the tiny builder for list filters: it appends "AND cond" clauses at the query's
+// filter marker and a LIMIT at its end, numbering placeholders $n after the query's own.
+type listQuery struct {
+	conds []string
+	args  []any
+}
+
+// newListQuery starts from the query's own arguments ($1..$len(args)).
+func newListQuery(args ...any) *listQuery { return &listQuery{args: args} }
+
+// where adds a condition; its one "?" becomes the argument's placeholder.
+func (l *listQuery) where(cond string, arg any) {
+	l.args = append(l.args, arg)
+	l.conds = append(l.conds, strings.Replace(cond, "?", fmt.Sprintf("$%d", len(l.args)), 1))
+}
+
+// build returns the query with its filters and limit, and the arguments.
+func (l *listQuery) build(query string, limit int) (string, []any) {
+	var f string
+	if len(l.conds) > 0 {
+		f = " AND " + strings.Join(l.conds, " AND ")
+	}
+	q := strings.Replace(query, filterMarker, f, 1)
+	l.args = append(l.args, limit)
+	return q + fmt.Sprintf("\nLIMIT $%d", len(l.args)), l.args
+}
