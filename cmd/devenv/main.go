@@ -46,7 +46,13 @@ func main() {
 		"address of the git server holding the Catalyst samples' repository (default "+devenv.DefaultGitAddr+" when free; $"+devenv.EnvGitAddr+")")
 	fs.IntVar(&opts.WebhookPort, "webhook-port", 0,
 		fmt.Sprintf("port of the operator's webhook server, called at https://127.0.0.1:<port> (default %d when free; $%s)", devenv.DefaultWebhookPort, devenv.EnvWebhookPort))
+	fs.StringVar(&opts.ManagerAddr, "manager-addr", os.Getenv(devenv.EnvManagerAddr),
+		"operator manager API address, https (default "+devenv.DefaultManagerAddr+" when free; $"+devenv.EnvManagerAddr+")")
+	fs.StringVar(&opts.ManagerMetricsAddr, "manager-metrics-addr", os.Getenv(devenv.EnvManagerMetricsAddr),
+		"operator manager metrics address (default "+devenv.DefaultManagerMetricsAddr+" when free; $"+devenv.EnvManagerMetricsAddr+")")
 	fs.StringVar(&opts.OperatorBinary, "operator", "", "operator binary (default: build ./cmd/operator)")
+	fs.StringVar(&opts.ManagerBinary, "manager", "", "operator manager binary (default: build ./cmd/manager)")
+	fs.StringVar(&opts.ChartDir, "chart-dir", "", "chart published as the manager's sample operator (default: charts/slipway of this repository)")
 	_ = fs.Parse(os.Args[2:])
 	ctrl.SetLogger(zap.New())
 	if err := webhookPortFromEnv(fs, &opts); err != nil {
@@ -121,6 +127,8 @@ func serve(opts devenv.Options) error {
 		fmt.Fprintln(opts.Out, "\n==> Stopping")
 	case err := <-env.OperatorExited():
 		fmt.Fprintf(opts.Out, "\n==> The operator exited (%v); stopping\n", err)
+	case err := <-env.ManagerExited():
+		fmt.Fprintf(opts.Out, "\n==> The operator manager exited (%v; see %s); stopping\n", err, filepath.Join(opts.Dir, "logs", "manager.log"))
 	}
 	cancel()
 	if err := env.Stop(); err != nil {
@@ -134,7 +142,8 @@ func serveCmd(opts devenv.Options) *exec.Cmd {
 	self, _ := os.Executable()
 	return exec.Command(self, "serve", "--dir="+opts.Dir, "--registry-addr="+opts.RegistryAddr,
 		"--probe-addr="+opts.ProbeAddr, "--metrics-addr="+opts.MetricsAddr, "--webhook-port="+strconv.Itoa(opts.WebhookPort), "--git-addr="+opts.GitAddr,
-		"--operator="+opts.OperatorBinary)
+		"--operator="+opts.OperatorBinary, "--manager-addr="+opts.ManagerAddr, "--manager-metrics-addr="+opts.ManagerMetricsAddr,
+		"--manager="+opts.ManagerBinary, "--chart-dir="+opts.ChartDir)
 }
 
 // supervise runs serve in the foreground, in its own process group so Ctrl-C reaches only this

@@ -1,7 +1,8 @@
 // Package devenv runs the whole product on one machine with no cluster and no container engine:
 // the full local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok
 // with a fake node), a local OCI registry, the CRDs and RBAC, the operator as a process under its
-// own RBAC-limited identity, and the samples from config/samples. Pods are simulated by kwok: no
+// own RBAC-limited identity, the samples from config/samples, and the operator manager on embedded
+// SQLite with the control plane and a sample operator registered. Pods are simulated by kwok: no
 // container runs.
 package devenv
 
@@ -46,8 +47,16 @@ type Options struct {
 	WebhookPort int
 	// GitAddr is where the git server holding the Catalyst samples' repository listens.
 	GitAddr string
+	// ManagerAddr and ManagerMetricsAddr are the operator manager's API (HTTPS) and metrics.
+	ManagerAddr        string
+	ManagerMetricsAddr string
 	// OperatorBinary is the operator executable; built from ./cmd/operator when empty.
 	OperatorBinary string
+	// ManagerBinary is the manager executable; built from ./cmd/manager when empty.
+	ManagerBinary string
+	// ChartDir is the chart published as the manager's sample operator; charts/slipway of the
+	// repository around the working directory when empty.
+	ChartDir string
 	// Out receives progress and the status display.
 	Out io.Writer
 }
@@ -69,6 +78,7 @@ type Env struct {
 	operator *exec.Cmd
 	opDone   chan error
 	samples  []sampleRef
+	manager  *manager
 }
 
 // Start brings everything up and returns once the node is Ready, the operator answers /readyz
@@ -154,6 +164,10 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	}
 	step("Applied %d sample(s) from config/samples", len(env.samples))
 
+	if err := env.runManager(ctx, step); err != nil {
+		return env, err
+	}
+
 	if err := os.WriteFile(filepath.Join(opts.Dir, readyFile), []byte(time.Now().Format(time.RFC3339)), 0o644); err != nil {
 		return env, err
 	}
@@ -168,6 +182,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	fmt.Fprintf(opts.Out, "  try:        %s --kubeconfig %s get nodes\n", filepath.Clean(kubectl), kubeconfig)
 	fmt.Fprintf(opts.Out, "  registry:   %s\n  git:        http://%s/%s\n  operator:   http://%s/healthz  http://%s/metrics  webhooks https://127.0.0.1:%d\n",
 		opts.RegistryAddr, opts.GitAddr, sampleGitRepo, opts.ProbeAddr, opts.MetricsAddr, opts.WebhookPort)
+	env.printManager(opts.Out)
 	for _, n := range moved {
 		fmt.Fprintf(opts.Out, "  moved:      %s\n", n)
 	}
@@ -181,9 +196,18 @@ func (e *Env) Options() Options { return e.opts }
 // OperatorExited is closed (with the operator's exit error) when the operator process ends.
 func (e *Env) OperatorExited() <-chan error { return e.opDone }
 
-// Stop stops the operator (gracefully), the registry and the control plane.
+// ManagerExited is closed (with the manager's exit error) when the manager process ends.
+func (e *Env) ManagerExited() <-chan error {
+	if e.manager == nil {
+		return nil
+	}
+	return e.manager.done
+}
+
+// Stop stops the manager and the operator (gracefully), the registry and the control plane.
 func (e *Env) Stop() error {
 	var errs []error
+	errs = append(errs, e.manager.stop())
 	if e.operator != nil && e.operator.Process != nil {
 		_ = e.operator.Process.Signal(syscall.SIGTERM)
 		select {

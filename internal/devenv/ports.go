@@ -16,6 +16,9 @@ const (
 	EnvProbeAddr    = "SLIPWAY_DEV_PROBE_ADDR"
 	EnvMetricsAddr  = "SLIPWAY_DEV_METRICS_ADDR"
 	EnvWebhookPort  = "SLIPWAY_DEV_WEBHOOK_PORT"
+	// EnvManagerAddr and EnvManagerMetricsAddr fix the operator manager's API and metrics.
+	EnvManagerAddr        = "SLIPWAY_DEV_MANAGER_ADDR"
+	EnvManagerMetricsAddr = "SLIPWAY_DEV_MANAGER_METRICS_ADDR"
 )
 
 // Default addresses, used when free.
@@ -23,6 +26,9 @@ const (
 	DefaultProbeAddr   = "127.0.0.1:8081"
 	DefaultMetricsAddr = "127.0.0.1:8080"
 	DefaultWebhookPort = 9443
+	// DefaultManagerAddr is the operator manager's API, https://127.0.0.1:8443.
+	DefaultManagerAddr        = "127.0.0.1:8443"
+	DefaultManagerMetricsAddr = "127.0.0.1:9464"
 )
 
 // endpoint is one address the dev environment listens on.
@@ -55,6 +61,8 @@ func (opts *Options) ports() (notes []string, err error) {
 		{"operator health probes", "--probe-addr", EnvProbeAddr, DefaultProbeAddr, &opts.ProbeAddr},
 		{"operator metrics", "--metrics-addr", EnvMetricsAddr, DefaultMetricsAddr, &opts.MetricsAddr},
 		{"operator webhooks", "--webhook-port", EnvWebhookPort, net.JoinHostPort(allInterfaces, strconv.Itoa(DefaultWebhookPort)), &webhook},
+		{"manager API", "--manager-addr", EnvManagerAddr, DefaultManagerAddr, &opts.ManagerAddr},
+		{"manager metrics", "--manager-metrics-addr", EnvManagerMetricsAddr, DefaultManagerMetricsAddr, &opts.ManagerMetricsAddr},
 	}
 	// Every listener stays open until all are chosen, so no two endpoints get the same free port.
 	var held []net.Listener

@@ -28,7 +28,7 @@ func hold(t *testing.T, addr string) {
 // the test, as a developer's own servers would.
 func holdDefaultPorts(t *testing.T) {
 	for _, a := range []string{DefaultRegistryAddr, DefaultGitAddr, DefaultProbeAddr, DefaultMetricsAddr,
-		"127.0.0.1:" + strconv.Itoa(DefaultWebhookPort)} {
+		"127.0.0.1:" + strconv.Itoa(DefaultWebhookPort), DefaultManagerAddr, DefaultManagerMetricsAddr} {
 		hold(t, a)
 	}
 }
@@ -46,6 +46,8 @@ func TestPorts_DefaultsInUseAreMovedAndNamed(t *testing.T) {
 		{opts.ProbeAddr, DefaultProbeAddr, EnvProbeAddr},
 		{opts.MetricsAddr, DefaultMetricsAddr, EnvMetricsAddr},
 		{"127.0.0.1:" + strconv.Itoa(opts.WebhookPort), "127.0.0.1:" + strconv.Itoa(DefaultWebhookPort), EnvWebhookPort},
+		{opts.ManagerAddr, DefaultManagerAddr, EnvManagerAddr},
+		{opts.ManagerMetricsAddr, DefaultManagerMetricsAddr, EnvManagerMetricsAddr},
 	} {
 		if tc.got == tc.def || !strings.HasPrefix(tc.got, "127.0.0.1:") || strings.HasSuffix(tc.got, ":0") {
 			t.Errorf("%s: got %q, want a free port on 127.0.0.1 other than %s", tc.env, tc.got, tc.def)
@@ -83,6 +85,8 @@ func TestPorts_FixedAddressInUseFailsNamingItAndItsVariable(t *testing.T) {
 		{"registry", func(o *Options) { o.RegistryAddr = busy }, []string{"OCI registry", busy, EnvRegistryAddr, "--registry-addr"}},
 		{"git", func(o *Options) { o.GitAddr = busy }, []string{"git server", busy, EnvGitAddr, "--git-addr"}},
 		{"webhooks", func(o *Options) { o.WebhookPort = p }, []string{"operator webhooks", ":" + port, EnvWebhookPort, "--webhook-port"}},
+		{"manager", func(o *Options) { o.ManagerAddr = busy }, []string{"manager API", busy, EnvManagerAddr, "--manager-addr"}},
+		{"manager metrics", func(o *Options) { o.ManagerMetricsAddr = busy }, []string{"manager metrics", busy, EnvManagerMetricsAddr, "--manager-metrics-addr"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var opts Options
@@ -129,6 +133,7 @@ func TestPorts_MalformedAddressesFailNamingTheirVariable(t *testing.T) {
 	}{
 		{"no port", func(o *Options) { o.MetricsAddr = "localhost" }, []string{`"localhost"`, EnvMetricsAddr, "--metrics-addr", "not host:port"}},
 		{"a URL", func(o *Options) { o.RegistryAddr = "http://127.0.0.1:5001" }, []string{EnvRegistryAddr, "not host:port"}},
+		{"a manager URL", func(o *Options) { o.ManagerAddr = "https://127.0.0.1:8443" }, []string{EnvManagerAddr, "--manager-addr", "not host:port"}},
 		{"port out of range", func(o *Options) { o.WebhookPort = 70000 }, []string{"70000", EnvWebhookPort, "--webhook-port", "not a port number"}},
 		{"negative port", func(o *Options) { o.WebhookPort = -1 }, []string{EnvWebhookPort, "not a port number"}},
 	} {

@@ -94,6 +94,11 @@ func (e *Env) statusTable(ctx context.Context) string {
 		status, message := summarize(u, err)
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.gvk.Kind, s.namespace, s.name, status, message)
 	}
+	if e.manager != nil {
+		for _, row := range e.manager.api.statusRows(ctx, e.manager.statusToken) {
+			fmt.Fprintln(w, row)
+		}
+	}
 	_ = w.Flush()
 	return b.String()
 }

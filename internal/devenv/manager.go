@@ -1,0 +1,243 @@
+package devenv
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Files the dev environment writes for the manager's users, in the state directory.
+const (
+	// ManagerURLFile holds the manager's base URL (https://127.0.0.1:8443).
+	ManagerURLFile = "manager.url"
+	// ManagerTokenFile holds an Admin token for the manager, valid for ManagerTokenTTL.
+	ManagerTokenFile = "manager.token"
+	// ManagerCAFile is the manager's self-signed certificate, relative to the state directory:
+	// curl --cacert verifies the manager with it instead of -k.
+	ManagerCAFile = managerStateDir + "/" + managerCertFile
+	// ManagerTokenTTL is how long the written token is valid.
+	ManagerTokenTTL = 24 * time.Hour
+)
+
+// manager is the running operator manager.
+type manager struct {
+	files managerFiles
+	cmd   *exec.Cmd
+	done  chan error
+	api   *managerAPI
+	// token is the Admin token written to manager.token; statusToken a Viewer token of its own
+	// subject for the status view, so its polling does not use the user's rate limit.
+	token, statusToken string
+	log                string
+}
+
+// startManager writes fresh secrets, starts `manager serve` on embedded SQLite and waits for its
+// /health. The caller stops it with stopManager.
+func (e *Env) startManager(ctx context.Context) error {
+	bin := e.opts.ManagerBinary
+	if bin == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			return err
+		}
+		if bin, err = filepath.Abs(filepath.Join(e.opts.Dir, "bin", "manager")); err != nil {
+			return err
+		}
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/manager")
+		build.Dir = root
+		build.Stdout, build.Stderr = e.opts.Out, e.opts.Out
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("building the manager: %w", err)
+		}
+	}
+	files, err := writeManagerSecrets(e.opts.Dir, time.Now())
+	if err != nil {
+		return err
+	}
+	m := &manager{files: files, log: filepath.Join(e.opts.Dir, "logs", "manager.log")}
+	if m.token, err = mintToken(ctx, bin, files.jwtSecret, "dev-admin", "Admin", ManagerTokenTTL); err != nil {
+		return err
+	}
+	if m.statusToken, err = mintToken(ctx, bin, files.jwtSecret, "devenv-status", "Viewer", ManagerTokenTTL); err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(files.certPEM) {
+		return errors.New("the manager's certificate does not parse")
+	}
+	m.api = newManagerAPI(managerURL(e.opts.ManagerAddr), &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
+
+	logf, err := os.OpenFile(m.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, e.managerArgs(files)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		_ = logf.Close()
+		return fmt.Errorf("starting the manager: %w", err)
+	}
+	m.cmd = cmd
+	m.done = make(chan error, 1)
+	go func() { m.done <- cmd.Wait(); close(m.done); _ = logf.Close() }()
+	e.manager = m
+	return m.waitHealthy(ctx)
+}
+
+// managerArgs are the flags of `manager serve` in the dev environment.
+func (e *Env) managerArgs(f managerFiles) []string {
+	return []string{"serve",
+		"--database-path=" + f.database,
+		"--address=" + e.opts.ManagerAddr,
+		"--metrics-address=" + e.opts.ManagerMetricsAddr,
+		"--tls-cert-file=" + f.cert,
+		"--tls-key-file=" + f.key,
+		"--jwt-secret-file=" + f.jwtSecret,
+		"--encryption-key-file=" + f.keys,
+		"--log-format=text",
+		// The local registry speaks plain HTTP.
+		"--plain-http-registries=" + e.opts.RegistryAddr,
+		// A dev session shows a cluster that stops answering within seconds, not a minute.
+		"--cluster-health-interval=10s",
+		"--shutdown-grace=5s",
+	}
+}
+
+// managerURL is the base URL of a manager listening on addr; a wildcard host is reached on
+// 127.0.0.1, which the certificate names.
+func managerURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "https://" + addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "https://" + net.JoinHostPort(host, port)
+}
+
+// mintToken runs `manager token` for subject with role, valid for ttl.
+func mintToken(ctx context.Context, bin, secretFile, subject, role string, ttl time.Duration) (string, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, "token", "--jwt-secret-file="+secretFile, "--subject="+subject, "--role="+role, "--ttl="+ttl.String())
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("minting a %s token with %s token: %w: %s", role, bin, err, strings.TrimSpace(stderr.String()))
+	}
+	tok := strings.TrimSpace(stdout.String())
+	if strings.Count(tok, ".") != 2 {
+		return "", fmt.Errorf("%s token printed %q, not a JWT", bin, tok)
+	}
+	return tok, nil
+}
+
+// waitHealthy waits for GET /health to answer 200.
+func (m *manager) waitHealthy(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	last := ""
+	for {
+		var h struct{ Status, Database string }
+		err := m.api.call(ctx, "GET", "/health", "", nil, &h)
+		if err == nil {
+			return nil
+		}
+		last = err.Error()
+		select {
+		case err := <-m.done:
+			return fmt.Errorf("the manager exited (%w); the end of %s:\n%s", err, m.log, tail(m.log, 15))
+		case <-ctx.Done():
+			return fmt.Errorf("the manager did not answer %s/health: %w; its last answer: %s\nthe end of %s:\n%s", m.api.base, ctx.Err(), last, m.log, tail(m.log, 15))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// stop ends the manager gracefully (SIGTERM), or kills it after 20 seconds.
+func (m *manager) stop() error {
+	if m == nil || m.cmd == nil || m.cmd.Process == nil {
+		return nil
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-m.done:
+		return ignoreSignalExit(err)
+	case <-time.After(20 * time.Second):
+		_ = m.cmd.Process.Kill()
+		return ignoreSignalExit(<-m.done)
+	}
+}
+
+// writeManagerAccess writes manager.url and manager.token (0600) into dir.
+func writeManagerAccess(dir, url, token string) error {
+	if err := os.WriteFile(filepath.Join(dir, ManagerURLFile), []byte(url+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, ManagerTokenFile), []byte(token+"\n"), 0o600)
+}
+
+// runManager publishes the sample operator's chart, starts the manager, registers the control
+// plane and the sample operator with it, and writes manager.url and manager.token.
+func (e *Env) runManager(ctx context.Context, step func(string, ...any)) error {
+	// A failed start leaves no previous run's URL or token behind to mislead.
+	for _, f := range []string{ManagerURLFile, ManagerTokenFile} {
+		if err := os.Remove(filepath.Join(e.opts.Dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	chartDir := e.opts.ChartDir
+	if chartDir == "" {
+		var err error
+		if chartDir, err = findChartDir(); err != nil {
+			return err
+		}
+	}
+	repository, err := publishSampleOperator(ctx, e.opts.RegistryAddr, chartDir, SampleOperatorVersions)
+	if err != nil {
+		return err
+	}
+	step("Published the sample operator chart %s/%s (versions %s)", repository, SampleOperator, strings.Join(SampleOperatorVersions, ", "))
+
+	step("Starting the operator manager on %s (metrics on %s, SQLite in %s)", managerURL(e.opts.ManagerAddr),
+		e.opts.ManagerMetricsAddr, filepath.Join(e.opts.Dir, managerStateDir, managerDatabaseFile))
+	if err := e.startManager(ctx); err != nil {
+		return err
+	}
+	m := e.manager
+	c, err := m.api.registerCluster(ctx, m.token, DevCluster, filepath.Join(e.opts.Dir, kubeconfigFile))
+	if err != nil {
+		return fmt.Errorf("%w\nthe end of %s:\n%s", err, m.log, tail(m.log, 15))
+	}
+	step("Registered the control plane with the manager as cluster %s (%s, Kubernetes %s, %s)", c.Name, c.Environment, c.KubernetesVersion, c.Health)
+	op, err := m.api.registerOperator(ctx, m.token, repository)
+	if err != nil {
+		return fmt.Errorf("%w\nthe end of %s:\n%s", err, m.log, tail(m.log, 15))
+	}
+	step("Registered the operator %s with the manager (namespace %s, versions %s)", op.Name, op.Namespace, strings.Join(op.Versions, ", "))
+	return writeManagerAccess(e.opts.Dir, m.api.base, m.token)
+}
+
+// printManager prints the manager's URL, its token and a command that calls it.
+func (e *Env) printManager(out io.Writer) {
+	if e.manager == nil {
+		return
+	}
+	dir := e.opts.Dir
+	fmt.Fprintf(out, "  manager:    %s  (metrics http://%s/metrics; URL in %s, CA %s)\n", e.manager.api.base,
+		e.opts.ManagerMetricsAddr, filepath.Join(dir, ManagerURLFile), filepath.Join(dir, ManagerCAFile))
+	fmt.Fprintf(out, "  token:      %s\n              (Admin, %s; in %s)\n", e.manager.token, ManagerTokenTTL, filepath.Join(dir, ManagerTokenFile))
+	fmt.Fprintf(out, "  curl:       curl -k -H \"Authorization: Bearer $(cat %s)\" \"$(cat %s)/api/v1/clusters\"\n",
+		filepath.Join(dir, ManagerTokenFile), filepath.Join(dir, ManagerURLFile))
+}
