@@ -2,6 +2,7 @@ package crds
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -50,12 +52,19 @@ func newCluster(t testing.TB) *cluster {
 // installCRD creates crd, waits until it is established and deletes it when the test ends.
 func (c *cluster) installCRD(t testing.TB, crd *apiextensionsv1.CustomResourceDefinition) {
 	t.Helper()
+	if err := c.tryInstallCRD(t, crd); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tryInstallCRD is installCRD for goroutines other than the test's: it returns what failed.
+func (c *cluster) tryInstallCRD(t testing.TB, crd *apiextensionsv1.CustomResourceDefinition) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	crd = crd.DeepCopy()
 	crd.ResourceVersion = ""
 	if _, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating CRD %s: %v", crd.Name, err)
+		return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
 	}
 	t.Cleanup(func() {
 		err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Delete(context.Background(), crd.Name, metav1.DeleteOptions{})
@@ -63,7 +72,7 @@ func (c *cluster) installCRD(t testing.TB, crd *apiextensionsv1.CustomResourceDe
 			t.Errorf("deleting CRD %s: %v", crd.Name, err)
 		}
 	})
-	testenv.Eventually(ctx, t, "CRD "+crd.Name+" is established", func() (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		got, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -75,6 +84,10 @@ func (c *cluster) installCRD(t testing.TB, crd *apiextensionsv1.CustomResourceDe
 		}
 		return false, nil
 	})
+	if err != nil {
+		return fmt.Errorf("waiting for CRD %s to be established: %w", crd.Name, err)
+	}
+	return nil
 }
 
 func (c *cluster) namespace(t testing.TB, name string) {
@@ -89,6 +102,13 @@ func (c *cluster) namespace(t testing.TB, name string) {
 // it against the schema installed now.
 func (c *cluster) create(t testing.TB, crd *apiextensionsv1.CustomResourceDefinition, namespace, name string, spec map[string]any) {
 	t.Helper()
+	if err := c.tryCreate(crd, namespace, name, spec); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tryCreate is create for goroutines other than the test's.
+func (c *cluster) tryCreate(crd *apiextensionsv1.CustomResourceDefinition, namespace, name string, spec map[string]any) error {
 	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: crd.Spec.Versions[0].Name, Resource: crd.Spec.Names.Plural}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": gvr.GroupVersion().String(),
@@ -97,6 +117,7 @@ func (c *cluster) create(t testing.TB, crd *apiextensionsv1.CustomResourceDefini
 		"spec":       spec,
 	}}
 	if _, err := c.dyn.Resource(gvr).Namespace(namespace).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating %s %s/%s: %v", crd.Spec.Names.Kind, namespace, name, err)
+		return fmt.Errorf("creating %s %s/%s: %w", crd.Spec.Names.Kind, namespace, name, err)
 	}
+	return nil
 }
