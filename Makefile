@@ -25,7 +25,7 @@ help: ## Show the targets
 ##@ Everyday
 
 .PHONY: dev
-dev: deps-dev controlplane devenv ## Run the whole product locally (control plane, registry, operator, samples) until Ctrl-C
+dev: deps-dev controlplane devenv ## Run the whole product locally (control plane, registry, operator, samples, operator manager) until Ctrl-C
 	KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) $(DEVENV) run
 
 .PHONY: dev-up

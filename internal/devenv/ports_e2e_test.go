@@ -22,15 +22,17 @@ import (
 
 // TestDevEnv_HeldDefaultPortsAreMovedAndPrinted is `make dev-up` while other programs hold every
 // default port of the dev environment on 127.0.0.1 (registry, git server, operator probes,
-// metrics and webhooks): each moves to a free port, the move is printed with the variable that
-// fixes it, and everything works on the new ports.
+// metrics and webhooks, the manager's API and metrics): each moves to a free port, the move is
+// printed with the variable that fixes it, and everything works on the new ports.
 func TestDevEnv_HeldDefaultPortsAreMovedAndPrinted(t *testing.T) {
 	defaults := map[string]string{
-		devenv.EnvRegistryAddr: devenv.DefaultRegistryAddr,
-		devenv.EnvGitAddr:      devenv.DefaultGitAddr,
-		devenv.EnvProbeAddr:    devenv.DefaultProbeAddr,
-		devenv.EnvMetricsAddr:  devenv.DefaultMetricsAddr,
-		devenv.EnvWebhookPort:  "127.0.0.1:" + strconv.Itoa(devenv.DefaultWebhookPort),
+		devenv.EnvRegistryAddr:       devenv.DefaultRegistryAddr,
+		devenv.EnvGitAddr:            devenv.DefaultGitAddr,
+		devenv.EnvProbeAddr:          devenv.DefaultProbeAddr,
+		devenv.EnvMetricsAddr:        devenv.DefaultMetricsAddr,
+		devenv.EnvWebhookPort:        "127.0.0.1:" + strconv.Itoa(devenv.DefaultWebhookPort),
+		devenv.EnvManagerAddr:        devenv.DefaultManagerAddr,
+		devenv.EnvManagerMetricsAddr: devenv.DefaultManagerMetricsAddr,
 	}
 	for _, addr := range defaults {
 		holdPort(t, addr)
@@ -39,7 +41,8 @@ func TestDevEnv_HeldDefaultPortsAreMovedAndPrinted(t *testing.T) {
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	env, err := devenv.Start(ctx, devenv.Options{Dir: filepath.Join(dir, "dev"), OperatorBinary: buildBinary(t, dir, "operator"), Out: &out})
+	env, err := devenv.Start(ctx, devenv.Options{Dir: filepath.Join(dir, "dev"), OperatorBinary: buildBinary(t, dir, "operator"),
+		ManagerBinary: buildBinary(t, dir, "manager"), Out: &out})
 	if err != nil {
 		t.Fatalf("start with the default ports held: %v\n%s", err, out.String())
 	}
@@ -51,11 +54,13 @@ func TestDevEnv_HeldDefaultPortsAreMovedAndPrinted(t *testing.T) {
 
 	opts := env.Options()
 	got := map[string]string{
-		devenv.EnvRegistryAddr: opts.RegistryAddr,
-		devenv.EnvGitAddr:      opts.GitAddr,
-		devenv.EnvProbeAddr:    opts.ProbeAddr,
-		devenv.EnvMetricsAddr:  opts.MetricsAddr,
-		devenv.EnvWebhookPort:  "127.0.0.1:" + strconv.Itoa(opts.WebhookPort),
+		devenv.EnvRegistryAddr:       opts.RegistryAddr,
+		devenv.EnvGitAddr:            opts.GitAddr,
+		devenv.EnvProbeAddr:          opts.ProbeAddr,
+		devenv.EnvMetricsAddr:        opts.MetricsAddr,
+		devenv.EnvWebhookPort:        "127.0.0.1:" + strconv.Itoa(opts.WebhookPort),
+		devenv.EnvManagerAddr:        opts.ManagerAddr,
+		devenv.EnvManagerMetricsAddr: opts.ManagerMetricsAddr,
 	}
 	banner, ok := strings.CutPrefix(out.String()[strings.Index(out.String(), "\nReady in")+1:], "Ready in")
 	if !ok {
@@ -75,10 +80,17 @@ func TestDevEnv_HeldDefaultPortsAreMovedAndPrinted(t *testing.T) {
 		"http://" + opts.MetricsAddr + "/metrics",
 		"http://" + opts.RegistryAddr + "/v2/",
 		"http://" + opts.GitAddr + "/org/app/info/refs?service=git-upload-pack",
+		"http://" + opts.ManagerMetricsAddr + "/metrics",
 	} {
 		if code := get(url); code != http.StatusOK {
 			t.Errorf("GET %s = %d, want 200", url, code)
 		}
+	}
+	// The manager answers on its moved port, at the URL written for it, with the control plane and
+	// the sample operator registered.
+	m := checkManager(t, opts.Dir)
+	if want := "https://" + opts.ManagerAddr; m.url != want {
+		t.Errorf("%s = %q, want %q", devenv.ManagerURLFile, m.url, want)
 	}
 	// The API server calls the webhooks on the moved port.
 	c := kubeClient(t, filepath.Join(opts.Dir, "kubeconfig"))
@@ -104,6 +116,32 @@ func TestDevEnvCommand_FixedPortInUseNamesItsVariable(t *testing.T) {
 		t.Fatalf("up succeeded with the metrics address held:\n%s", out)
 	}
 	for _, want := range []string{l.Addr().String(), devenv.EnvMetricsAddr, "--metrics-addr", "operator metrics"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the output does not name %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "Starting the control plane") {
+		t.Errorf("the control plane was started before the port check:\n%s", out)
+	}
+}
+
+// TestDevEnvCommand_FixedManagerPortInUseNamesItsVariable is `SLIPWAY_DEV_MANAGER_ADDR=<a held
+// address> make dev-up`: the command fails before starting anything, naming the address and the
+// variable.
+func TestDevEnvCommand_FixedManagerPortInUseNamesItsVariable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	dir := t.TempDir()
+	cmd := exec.Command(buildBinary(t, dir, "devenv"), "up", "--dir="+filepath.Join(dir, "dev"))
+	cmd.Env = append(cmd.Environ(), devenv.EnvManagerAddr+"="+l.Addr().String())
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("up succeeded with the manager's address held:\n%s", out)
+	}
+	for _, want := range []string{l.Addr().String(), devenv.EnvManagerAddr, "--manager-addr", "manager API"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the output does not name %q:\n%s", want, out)
 		}

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -29,7 +30,6 @@ import (
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
 	"github.com/slipway-dev/slipway/internal/controlplane"
 	"github.com/slipway-dev/slipway/internal/scheme"
-	"github.com/slipway-dev/slipway/internal/testenv"
 	"github.com/slipway-dev/slipway/internal/webhookcert"
 )
 
@@ -37,13 +37,17 @@ import (
 // `make dev-down` in one clone, through the devenv command. The second control plane has a new
 // webhook CA while the first run's serving certificate is still in the state directory; the second
 // up must still apply the samples through the webhooks, serve a certificate the API server trusts,
-// and each down must leave no process behind.
+// and each down must leave no process behind. The operator manager runs in both: with the written
+// URL and token it lists the control plane as cluster dev and the operator slipway; the second
+// run's manager has a new database and secret, so the first run's token no longer opens it.
 func TestDevEnv_UpDownUpDownInOneDirectory(t *testing.T) {
 	dir := t.TempDir()
-	devenvBin, operatorBin := buildBinary(t, dir, "devenv"), buildBinary(t, dir, "operator")
+	devenvBin, operatorBin, managerBin := buildBinary(t, dir, "devenv"), buildBinary(t, dir, "operator"), buildBinary(t, dir, "manager")
 	state := filepath.Join(dir, "dev")
-	args := []string{"--dir=" + state, "--operator=" + operatorBin, "--registry-addr=" + testenv.FreeAddr(t),
-		"--git-addr=" + testenv.FreeAddr(t), "--probe-addr=" + testenv.FreeAddr(t), "--metrics-addr=" + testenv.FreeAddr(t),
+	addrs := freeAddrs(t, 6)
+	args := []string{"--dir=" + state, "--operator=" + operatorBin, "--manager=" + managerBin, "--registry-addr=" + addrs[0],
+		"--git-addr=" + addrs[1], "--probe-addr=" + addrs[2], "--metrics-addr=" + addrs[3],
+		"--manager-addr=" + addrs[4], "--manager-metrics-addr=" + addrs[5],
 		"--webhook-port=" + strconv.Itoa(webhookPort(t))}
 	devenv := func(cmd string) (string, error) {
 		out, err := exec.Command(devenvBin, append([]string{cmd}, args...)...).CombinedOutput()
@@ -55,11 +59,21 @@ func TestDevEnv_UpDownUpDownInOneDirectory(t *testing.T) {
 		}
 	})
 
-	var cas []string
+	var cas, tokens []string
 	for run := 1; run <= 2; run++ {
-		if out, err := devenv("up"); err != nil {
-			t.Fatalf("up #%d: %v\n%s\n--- end of operator.log:\n%s", run, err, out, lastLines(filepath.Join(state, "logs", "operator.log"), 30))
+		out, err := devenv("up")
+		if err != nil {
+			t.Fatalf("up #%d: %v\n%s\n--- end of operator.log:\n%s\n--- end of manager.log:\n%s", run, err, out,
+				lastLines(filepath.Join(state, "logs", "operator.log"), 30), lastLines(filepath.Join(state, "logs", "manager.log"), 30))
 		}
+		m := checkManager(t, state)
+		printsCurl(t, out, state)
+		for _, prev := range tokens {
+			if code, body := m.get(t, "/api/v1/clusters", prev); code != http.StatusUnauthorized {
+				t.Errorf("up #%d: the previous run's token = %d, want 401 (a fresh secret): %s", run, code, body)
+			}
+		}
+		tokens = append(tokens, m.token)
 		c := kubeClient(t, filepath.Join(state, "kubeconfig"))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		// The API server calls both webhooks: the mutating one on a dry-run create, the validating
