@@ -14,6 +14,7 @@ PACKAGES='
 git              git                 test dev ci
 make             make                ci
 docker-registry  docker-registry     test ci
+postgresql       /usr/lib/postgresql/*/bin/initdb test ci
 '
 
 usage() {
