@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -28,8 +30,8 @@ const (
 // TracingConfig configures SetupTracing.
 type TracingConfig struct {
 	// OTLPEndpoint is the base URL of an OTLP/HTTP receiver ("http://collector:4318"); spans go to
-	// its /v1/traces unless the URL has another path. Empty: no exporter; spans still get ids,
-	// which the logs carry, and W3C headers still propagate.
+	// its /v1/traces unless the URL has another path. A bare host:port means HTTPS. Empty: no
+	// exporter; spans still get ids, which the logs carry, and W3C headers still propagate.
 	OTLPEndpoint string
 	// ServiceName is the service.name resource attribute (default "slipway-manager").
 	ServiceName string
@@ -79,6 +81,13 @@ func SetupTracing(ctx context.Context, cfg TracingConfig) (shutdown func(context
 }
 
 func newOTLPExporter(ctx context.Context, endpoint string) (sdktrace.SpanExporter, error) {
+	if !strings.Contains(endpoint, "://") {
+		// host:port, as the exporter's own WithEndpoint takes it: HTTPS.
+		if _, port, err := net.SplitHostPort(endpoint); err != nil || port == "" {
+			return nil, fmt.Errorf("OTLP endpoint %q: want host:port (HTTPS) or an http:// or https:// URL such as http://collector:4318", endpoint)
+		}
+		endpoint = "https://" + endpoint
+	}
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("OTLP endpoint %q: want an http:// or https:// URL such as http://collector:4318", endpoint)

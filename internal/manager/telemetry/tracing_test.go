@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -204,12 +205,39 @@ func TestOTLPEndpointPath(t *testing.T) {
 	}
 }
 
+// TestOTLPHostPortIsHTTPS: a bare host:port speaks TLS. The test server's certificate is not
+// trusted, so the export fails on the handshake, which shows the exporter spoke HTTPS.
+func TestOTLPHostPortIsHTTPS(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
+	}))
+	srv.Config.ErrorLog = stdlog.New(io.Discard, "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	exportErrs := make(chan error, 4)
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { exportErrs <- err }))
+	defer otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
+
+	shutdown, err := SetupTracing(context.Background(), TracingConfig{OTLPEndpoint: strings.TrimPrefix(srv.URL, "https://")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span := Tracer().Start(context.Background(), "x")
+	span.End()
+	_ = shutdown(context.Background())
+	err = <-exportErrs
+	if !strings.Contains(err.Error(), srv.URL+"/v1/traces") || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("export error %v: want a TLS certificate error from %s/v1/traces", err, srv.URL)
+	}
+}
+
 func TestSetupTracingRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		cfg  TracingConfig
 		want string
 	}{
-		{TracingConfig{OTLPEndpoint: "collector:4318"}, "want an http:// or https:// URL"},
+		{TracingConfig{OTLPEndpoint: "collector"}, "want host:port (HTTPS) or an http:// or https:// URL"},
+		{TracingConfig{OTLPEndpoint: "collector:"}, "want host:port"},
 		{TracingConfig{OTLPEndpoint: "grpc://collector:4317"}, "want an http:// or https:// URL"},
 		{TracingConfig{OTLPEndpoint: "http://"}, "want an http:// or https:// URL"},
 		{TracingConfig{OTLPEndpoint: "https://user:pw@collector:4318"}, "no credentials"},
