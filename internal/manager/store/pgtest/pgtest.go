@@ -214,7 +214,9 @@ func start() (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(tempBase(cred), "pgtest-")
+	base := tempBase(cred)
+	sweep(base)
+	dir, err := os.MkdirTemp(base, "pgtest-")
 	if err != nil {
 		return nil, err
 	}
@@ -243,6 +245,28 @@ func start() (*Instance, error) {
 	}
 }
 
+// ownerFile in a server's dir holds the test binary's pid, so a later run can remove the dirs
+// of binaries that were killed before their cleanup (their postgres died with them).
+const ownerFile = "owner.pid"
+
+// sweep removes the server dirs under base whose owning test binary is gone.
+func sweep(base string) {
+	dirs, _ := filepath.Glob(filepath.Join(base, "pgtest-*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue // being created, or not ours
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.RemoveAll(d)
+		}
+	}
+}
+
 // tempBase is where the temp dir goes: os.TempDir(), unless the server's user cannot reach it.
 func tempBase(cred *syscall.Credential) string {
 	base := os.TempDir()
@@ -266,6 +290,9 @@ func (s *Instance) init(bin string, cred *syscall.Credential) error {
 		if err := os.MkdirAll(filepath.Join(s.Dir, d), 0o700); err != nil {
 			return err
 		}
+	}
+	if err := os.WriteFile(filepath.Join(s.Dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		return err
 	}
 	if err := chownAll(s.Dir, cred); err != nil {
 		return err
