@@ -76,15 +76,14 @@ type token struct {
 // there before), for a registration that fails later.
 func setUpIdentity(ctx context.Context, admin kubernetes.Interface, ttl time.Duration) (_ *token, undo func(context.Context), err error) {
 	var created []func(context.Context) error
-	undo = func(ctx context.Context) {
+	undoAll := func(ctx context.Context) {
 		for i := len(created) - 1; i >= 0; i-- {
 			_ = created[i](ctx)
 		}
 	}
 	defer func() {
 		if err != nil {
-			undo(ctx)
-			undo = nil
+			undoAll(context.WithoutCancel(ctx))
 		}
 	}()
 	step := func(what string, ok bool, e error, del func(context.Context) error) error {
@@ -218,7 +217,7 @@ func setUpIdentity(ctx context.Context, admin kubernetes.Interface, ttl time.Dur
 	if err != nil {
 		return nil, nil, identityError("request a token for serviceaccount "+ServiceAccountName, err)
 	}
-	return tok, undo, nil
+	return tok, undoAll, nil
 }
 
 // ensure runs create; when the object exists already it runs update (nil: leave it as is).
