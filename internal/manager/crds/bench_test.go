@@ -73,11 +73,11 @@ func benchValidate(b *testing.B, n int) {
 			if !report.Breaking() {
 				b.Fatalf("%s: the breaking level is not breaking", newCRDs[i].Name)
 			}
-			objs, err := ValidateExisting(ctx, c.dyn, newCRDs[i])
+			res, err := ValidateExisting(ctx, env.Config, newCRDs[i])
 			if err != nil {
 				b.Fatal(err)
 			}
-			invalidObjects += len(objs)
+			invalidObjects += len(res.Invalid)
 		}
 		return invalidObjects
 	}

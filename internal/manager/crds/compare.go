@@ -121,23 +121,23 @@ var crdifyRunner = sync.OnceValues(func() (*runner.Runner, error) {
 	return runner.New(cfg, reg)
 })
 
-// Compare lists the changes from old to new, two definitions of the same CRD. When old has no
+// Compare lists the changes from oldCRD to newCRD, two definitions of the same CRD. When oldCRD has no
 // status.storedVersions (a definition from a chart, not from a cluster), its storage version
 // counts as stored. Definitions of different CRDs, or without a schema, are *invalid.Error for
 // field "definition".
-func Compare(old, new *apiextensionsv1.CustomResourceDefinition) (*Report, error) {
-	if err := checkPair(old, new); err != nil {
+func Compare(oldCRD, newCRD *apiextensionsv1.CustomResourceDefinition) (*Report, error) {
+	if err := checkPair(oldCRD, newCRD); err != nil {
 		return nil, err
 	}
 	r, err := crdifyRunner()
 	if err != nil {
 		return nil, fmt.Errorf("crds: building the crdify runner: %w", err)
 	}
-	old = withStoredVersions(old)
-	new = new.DeepCopy()
-	res := r.Run(old, new)
+	oldCRD = withStoredVersions(oldCRD)
+	newCRD = newCRD.DeepCopy()
+	res := r.Run(oldCRD, newCRD)
 
-	c := &comparison{old: old, new: new, oldFlat: flatten(old), newFlat: flatten(new)}
+	c := &comparison{old: oldCRD, new: newCRD, oldFlat: flatten(oldCRD), newFlat: flatten(newCRD)}
 	for _, cr := range res.CRDValidation {
 		c.crdResult(cr)
 	}
@@ -164,17 +164,17 @@ func Compare(old, new *apiextensionsv1.CustomResourceDefinition) (*Report, error
 		}
 		return a.Kind < b.Kind
 	})
-	return &Report{CRD: new.Name, Changes: c.changes}, nil
+	return &Report{CRD: newCRD.Name, Changes: c.changes}, nil
 }
 
-func checkPair(old, new *apiextensionsv1.CustomResourceDefinition) error {
-	if old == nil || new == nil {
+func checkPair(oldCRD, newCRD *apiextensionsv1.CustomResourceDefinition) error {
+	if oldCRD == nil || newCRD == nil {
 		return invalid.Field("definition", "a CRD definition is missing")
 	}
-	if old.Name != new.Name {
-		return invalid.Field("definition", "definitions of different CRDs: %q and %q", old.Name, new.Name)
+	if oldCRD.Name != newCRD.Name {
+		return invalid.Field("definition", "definitions of different CRDs: %q and %q", oldCRD.Name, newCRD.Name)
 	}
-	for _, crd := range []*apiextensionsv1.CustomResourceDefinition{old, new} {
+	for _, crd := range []*apiextensionsv1.CustomResourceDefinition{oldCRD, newCRD} {
 		if len(crd.Spec.Versions) == 0 {
 			return invalid.Field("definition", "CRD %s has no versions", crd.Name)
 		}

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 )
@@ -42,20 +43,40 @@ type InvalidObject struct {
 	Errors []string `json:"errors"`
 }
 
-// ValidateExisting lists the custom resources of newCRD in a cluster and checks each against the
-// new definition the way the API server would once it is applied: the object is read in the new
-// storage version, fields the new schema does not know are pruned (reported: their data would be
-// lost), defaults are applied, and the result is validated with the structural-schema validator,
-// list-type rules and x-kubernetes-validations (CEL). It returns the objects with findings,
-// sorted by namespace and name; a CRD the cluster does not have has no objects.
-func ValidateExisting(ctx context.Context, dyn dynamic.Interface, newCRD *apiextensionsv1.CustomResourceDefinition) ([]InvalidObject, error) {
+// Existing is what ValidateExisting found in one cluster.
+type Existing struct {
+	// Installed is whether the cluster has the CRD at all.
+	Installed bool `json:"installed"`
+	// Objects is how many custom resources were checked.
+	Objects int `json:"objects"`
+	// Invalid are the objects with findings, sorted by namespace and name.
+	Invalid []InvalidObject `json:"invalid"`
+}
+
+// ValidateExisting is ValidateExistingWith over a dynamic client for cfg.
+func ValidateExisting(ctx context.Context, cfg *rest.Config, newCRD *apiextensionsv1.CustomResourceDefinition) (*Existing, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building a client: %w", err)
+	}
+	return ValidateExistingWith(ctx, dyn, newCRD)
+}
+
+// ValidateExistingWith lists the custom resources of newCRD in a cluster and checks each against
+// the new definition the way the API server would once it is applied: the object is read in the
+// new storage version, fields the new schema does not know are pruned (reported: their data
+// would be lost), defaults are applied, and the result is validated with the structural-schema
+// validator, list-type rules and x-kubernetes-validations (CEL). A CRD the cluster does not have
+// has no objects (Installed false). A bad newCRD is *invalid.Error for field "definition".
+func ValidateExistingWith(ctx context.Context, dyn dynamic.Interface, newCRD *apiextensionsv1.CustomResourceDefinition) (*Existing, error) {
 	checker, err := newChecker(newCRD)
 	if err != nil {
 		return nil, err
 	}
+	res := &Existing{Invalid: []InvalidObject{}}
 	u, err := dyn.Resource(crdResource).Get(ctx, newCRD.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, nil
+		return res, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading CRD %s: %w", newCRD.Name, err)
@@ -64,18 +85,20 @@ func ValidateExisting(ctx context.Context, dyn dynamic.Interface, newCRD *apiext
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), current); err != nil {
 		return nil, fmt.Errorf("decoding CRD %s: %w", newCRD.Name, err)
 	}
+	res.Installed = true
 	listVersion := servedVersion(current, checker.version)
 	if listVersion == "" {
-		return nil, nil // nothing served: no object can be read
+		return res, nil // nothing served: no object can be read
 	}
 	gvr := schema.GroupVersionResource{Group: current.Spec.Group, Version: listVersion, Resource: current.Spec.Names.Plural}
-	var out []InvalidObject
+	out := res.Invalid
 	opts := metav1.ListOptions{Limit: listPageSize}
 	for {
 		list, err := dyn.Resource(gvr).List(ctx, opts)
 		if err != nil {
 			return nil, fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
 		}
+		res.Objects += len(list.Items)
 		for i := range list.Items {
 			if errs := checker.check(ctx, &list.Items[i]); len(errs) > 0 {
 				out = append(out, InvalidObject{Namespace: list.Items[i].GetNamespace(), Name: list.Items[i].GetName(), Version: checker.version, Errors: errs})
@@ -92,7 +115,8 @@ func ValidateExisting(ctx context.Context, dyn dynamic.Interface, newCRD *apiext
 		}
 		return out[i].Name < out[j].Name
 	})
-	return out, nil
+	res.Invalid = out
+	return res, nil
 }
 
 // servedVersion is the version to read objects in: want when the cluster serves it (the

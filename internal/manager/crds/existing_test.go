@@ -28,18 +28,19 @@ func TestValidateExisting(t *testing.T) {
 	c.create(t, base, "team-b", "blue", map[string]any{"size": int64(6), "color": "blue"})
 	ctx := context.Background()
 
-	got, err := ValidateExisting(ctx, c.dyn, charttest.Widget(charttest.Compatible))
+	res, err := ValidateExisting(ctx, env.Config, charttest.Widget(charttest.Compatible))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 0 {
-		t.Fatalf("the compatible schema refuses %+v", got)
+	if !res.Installed || res.Objects != 7 || len(res.Invalid) != 0 {
+		t.Fatalf("compatible schema: installed %v, %d objects, invalid %+v; want installed, 7, none", res.Installed, res.Objects, res.Invalid)
 	}
 
-	got, err = ValidateExisting(ctx, c.dyn, charttest.Widget(charttest.Breaking))
+	res, err = ValidateExistingWith(ctx, c.dyn, charttest.Widget(charttest.Breaking))
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := res.Invalid
 	want := []struct{ ns, name, errPart string }{
 		{"team-a", "counted", "spec.count"},
 		{"team-a", "legacy", "spec.legacy"},
@@ -66,9 +67,9 @@ func TestValidateExisting(t *testing.T) {
 	}
 
 	// A CRD the cluster does not have has no objects.
-	got, err = ValidateExisting(ctx, c.dyn, charttest.Gadget(charttest.Breaking))
-	if err != nil || len(got) != 0 {
-		t.Fatalf("absent CRD: %+v, %v; want none", got, err)
+	res, err = ValidateExistingWith(ctx, c.dyn, charttest.Gadget(charttest.Breaking))
+	if err != nil || res.Installed || res.Objects != 0 || len(res.Invalid) != 0 {
+		t.Fatalf("absent CRD: %+v, %v; want not installed, no objects", res, err)
 	}
 }
 
@@ -78,13 +79,13 @@ func TestValidateExistingBadDefinition(t *testing.T) {
 	noSchema.Spec.Versions[0].Schema = nil
 	noStorage := charttest.Widget(charttest.Breaking)
 	noStorage.Spec.Versions[0].Storage = false
-	if _, err := ValidateExisting(context.Background(), c.dyn, noSchema); !isInvalidDefinition(err) {
+	if _, err := ValidateExistingWith(context.Background(), c.dyn, noSchema); !isInvalidDefinition(err) {
 		t.Fatalf("no schema: %v, want an invalid definition", err)
 	}
-	if _, err := ValidateExisting(context.Background(), c.dyn, noStorage); !isInvalidDefinition(err) {
+	if _, err := ValidateExistingWith(context.Background(), c.dyn, noStorage); !isInvalidDefinition(err) {
 		t.Fatalf("no storage version: %v, want an invalid definition", err)
 	}
-	if _, err := ValidateExisting(context.Background(), c.dyn, nil); !isInvalidDefinition(err) {
+	if _, err := ValidateExistingWith(context.Background(), c.dyn, nil); !isInvalidDefinition(err) {
 		t.Fatalf("nil: %v, want an invalid definition", err)
 	}
 }

@@ -84,8 +84,10 @@ func (s *ociSource) Versions(ctx context.Context, ref ChartRef) ([]Version, erro
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

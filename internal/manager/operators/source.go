@@ -119,7 +119,8 @@ func (c *Charts) Discover(ctx context.Context, ref ChartRef, filter string) ([]V
 	var all []parsed
 	seen := map[string]bool{}
 	for _, v := range listed {
-		sem, err := semver.StrictNewVersion(v.Version)
+		// Helm's own rule: what Masterminds parses (a leading v and a short "1.2" included).
+		sem, err := semver.NewVersion(v.Version)
 		if err != nil || seen[sem.String()] {
 			continue
 		}
