@@ -37,7 +37,7 @@ import (
 const BinDirEnv = "PGTEST_BIN_DIR"
 
 // debianBinGlob is where Debian's postgresql package puts the server binaries, one dir per major version.
-const debianBinGlob = "/usr/lib/postgresql/*/bin"
+var debianBinGlob = "/usr/lib/postgresql/*/bin"
 
 var (
 	mu       sync.Mutex

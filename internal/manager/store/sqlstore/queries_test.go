@@ -23,7 +23,7 @@ FROM t WHERE x = $1;
 		t.Fatalf("parsed %q", got)
 	}
 	for src, want := range map[string]string{
-		"SELECT 1":                                 "before the first",
+		"SELECT 1": "before the first",
 		"-- name: A\nSELECT 1\n-- name: A\nSELECT 2": "defined twice",
 		"-- name: A\n-- name: B\nSELECT 1":           "query A is empty",
 	} {
