@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -70,21 +71,27 @@ func TestFromRequest(t *testing.T) {
 }
 
 func TestParseRole(t *testing.T) {
-	for in, want := range map[string][2]string{
-		"Admin":                       {"Admin", ""},
-		" viewer ":                    {"Viewer", ""},
-		"OPERATOR":                    {"Operator", ""},
-		"EnvironmentOwner:production": {"EnvironmentOwner", "Production"},
-		"environmentowner:Dev":        {"EnvironmentOwner", "Dev"},
+	for in, want := range map[string]Role{
+		"Admin":                       Admin,
+		" viewer ":                    Viewer,
+		"OPERATOR":                    Operator,
+		"EnvironmentOwner:production": "EnvironmentOwner:Production",
+		"environmentowner:Dev":        "EnvironmentOwner:Dev",
 	} {
-		r, env, err := ParseRole(in)
-		if err != nil || string(r) != want[0] || env != want[1] {
-			t.Errorf("ParseRole(%q) = %q, %q, %v; want %v", in, r, env, err, want)
+		r, err := ParseRole(in)
+		if err != nil || r != want {
+			t.Errorf("ParseRole(%q) = %q, %v; want %q", in, r, err, want)
 		}
 	}
-	for _, in := range []string{"", "Root", "Admin:Dev", "EnvironmentOwner", "EnvironmentOwner:Moon"} {
-		if _, _, err := ParseRole(in); err == nil {
-			t.Errorf("ParseRole(%q) accepted", in)
+	for in, want := range map[string]string{
+		"":                      "unknown role",
+		"Root":                  "unknown role",
+		"Admin:Dev":             "only EnvironmentOwner takes an environment",
+		"EnvironmentOwner":      "needs an environment",
+		"EnvironmentOwner:Moon": "unknown environment",
+	} {
+		if _, err := ParseRole(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseRole(%q) = %v, want an error mentioning %q", in, err, want)
 		}
 	}
 }

@@ -24,7 +24,7 @@ func Mint(secret []byte, subject string, roles []Role, ttl time.Duration, now ti
 	}
 	names := make([]string, 0, len(roles))
 	for _, r := range roles {
-		role, env, err := ParseRole(string(r))
+		role, env, err := parseRole(string(r))
 		if err != nil {
 			return "", fmt.Errorf("auth: %w", err)
 		}

@@ -305,10 +305,7 @@ func TestChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := Chain(hs, newOIDCVerifier(t, ti))
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := Chain(hs, newOIDCVerifier(t, ti))
 	ctx := context.Background()
 	if id, err := v.Verify(ctx, mustMint(t, testSecret, []Role{Admin}, time.Hour, testNow)); err != nil || !id.Has(Admin) {
 		t.Fatalf("HS256 through the chain: %v, %v", id, err)
@@ -330,11 +327,26 @@ func TestChain(t *testing.T) {
 	id, err = v.Verify(ctx, hs512)
 	assertRefused(t, id, err, ReasonAlgorithm)
 
-	if _, err := Chain(); err == nil {
-		t.Fatal("empty chain accepted")
+	if Chain(hs) != hs {
+		t.Fatal("a chain of one is not that verifier")
 	}
-	if _, err := Chain(hs, verifierFunc(nil)); err == nil || !strings.Contains(err.Error(), "algorithms") {
-		t.Fatalf("chain with a verifier of unknown algorithms: %v", err)
+	if _, err := Chain().Verify(ctx, mustMint(t, testSecret, []Role{Admin}, time.Hour, testNow)); err == nil || !strings.Contains(err.Error(), "no token verifier") {
+		t.Fatalf("empty chain: %v", err)
+	}
+	// A verifier that does not say its algorithms sees every token, after the routed ones.
+	var seen []string
+	custom := verifierFunc(func(_ context.Context, raw string) (*Identity, error) {
+		seen = append(seen, raw)
+		return nil, &TokenError{Reason: ReasonSignature}
+	})
+	v = Chain(hs, custom)
+	if _, err := v.Verify(ctx, mustMint(t, testSecret, []Role{Admin}, time.Hour, testNow)); err != nil || len(seen) != 0 {
+		t.Fatalf("HS256 token: %v; custom verifier saw %d tokens", err, len(seen))
+	}
+	id, err = v.Verify(ctx, hs512)
+	assertRefused(t, id, err, ReasonSignature)
+	if len(seen) != 1 {
+		t.Fatalf("custom verifier saw %d tokens, want 1", len(seen))
 	}
 }
 

@@ -40,10 +40,23 @@ func EnvironmentOwnerOf(env string) Role {
 	return Role(string(EnvironmentOwner) + ":" + env)
 }
 
-// ParseRole reads one claim value: a global role, or "EnvironmentOwner:<env>" which returns
-// EnvironmentOwner and the canonical environment name. Role names and environments are matched
-// case-insensitively.
-func ParseRole(s string) (role Role, env string, err error) {
+// ParseRole checks one role as a token's claim carries it ("Admin", "EnvironmentOwner:Production";
+// names and environments matched case-insensitively) and returns its canonical spelling, for
+// Mint and the `manager token --role` flag.
+func ParseRole(s string) (Role, error) {
+	r, env, err := parseRole(s)
+	if err != nil {
+		return "", err
+	}
+	if env != "" {
+		return EnvironmentOwnerOf(env), nil
+	}
+	return r, nil
+}
+
+// parseRole reads one claim value: a global role, or "EnvironmentOwner:<env>" which returns
+// EnvironmentOwner and the canonical environment name.
+func parseRole(s string) (role Role, env string, err error) {
 	s = strings.TrimSpace(s)
 	if name, e, ok := strings.Cut(s, ":"); ok {
 		if !strings.EqualFold(name, string(EnvironmentOwner)) {

@@ -141,7 +141,7 @@ func (c *core) identity(ctx context.Context, claims jwt.MapClaims) (*Identity, e
 	}
 	id := &Identity{Subject: sub}
 	for _, s := range c.roleStrings(claims) {
-		r, env, err := ParseRole(s)
+		r, env, err := parseRole(s)
 		if err != nil {
 			c.opts.Logger.WarnContext(ctx, "auth: Ignoring unknown role in token", "subject", clip(sub), "claim", c.opts.RoleClaim, "error", err)
 			continue
