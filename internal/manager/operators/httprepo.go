@@ -5,12 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 
+	"github.com/Masterminds/semver/v3"
 	repo "helm.sh/helm/v4/pkg/repo/v1"
 	"sigs.k8s.io/yaml"
 
@@ -83,21 +83,43 @@ func (s *httpSource) Versions(ctx context.Context, ref ChartRef) ([]Version, err
 	return out, nil
 }
 
-func (s *httpSource) Archive(ctx context.Context, ref ChartRef, v Version) ([]byte, error) {
+func (s *httpSource) Archive(ctx context.Context, ref ChartRef, v Version) ([]byte, Version, error) {
 	if v.location == "" {
-		return nil, fmt.Errorf("chart %s %s: the repository gives no archive URL", ref.Name, v.Version)
+		resolved, err := s.resolve(ctx, ref, v.Version)
+		if err != nil {
+			return nil, Version{}, err
+		}
+		v = resolved
 	}
 	body, err := s.get(ctx, v.location, s.maxArchiveBytes, "version", "the chart archive")
 	if err != nil {
-		return nil, err
+		return nil, Version{}, err
 	}
 	if v.Digest != "" {
 		sum := sha256.Sum256(body)
 		if got := "sha256:" + hex.EncodeToString(sum[:]); got != v.Digest {
-			return nil, invalid.Reasoned("version", "digestMismatch", nil, "chart %s %s: the archive's digest %s is not the index's %s", ref.Name, v.Version, got, v.Digest)
+			return nil, Version{}, invalid.Reasoned("version", "digestMismatch", nil, "chart %s %s: the archive's digest %s is not the index's %s", ref.Name, v.Version, got, v.Digest)
 		}
 	}
-	return body, nil
+	return body, v, nil
+}
+
+// resolve finds version in the repository's index (semver equality: "1.0" is "1.0.0").
+func (s *httpSource) resolve(ctx context.Context, ref ChartRef, version string) (Version, error) {
+	want, err := semver.NewVersion(version)
+	if err != nil {
+		return Version{}, invalid.Reasoned("version", "format", err, "%q is not a semver version", version)
+	}
+	listed, err := s.Versions(ctx, ref)
+	if err != nil {
+		return Version{}, err
+	}
+	for _, v := range listed {
+		if got, err := semver.NewVersion(v.Version); err == nil && got.Equal(want) {
+			return v, nil
+		}
+	}
+	return Version{}, invalid.Reasoned("version", "notFound", nil, "chart %q has no version %s", ref.Name, version)
 }
 
 // get reads url's body up to limit bytes; failures are *invalid.Error for field.

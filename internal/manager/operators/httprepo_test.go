@@ -119,6 +119,18 @@ func TestHTTPFetch(t *testing.T) {
 		t.Fatalf("fetched chart has %d archive bytes and %d templates", len(ch.Archive), len(ch.Chart.Templates))
 	}
 
+	if !strings.HasPrefix(ch.Version.Digest, "sha256:") || ch.Version.AppVersion != "v1.1.0" {
+		t.Fatalf("fetched version %+v: want the index's digest and appVersion", ch.Version)
+	}
+	// A short version resolves by semver equality, as Helm does.
+	if short, err := c.Fetch(context.Background(), ref, "2.0"); err != nil || short.Chart.Metadata.Version != "2.0.0" {
+		t.Fatalf("Fetch 2.0: %v, %v; want 2.0.0", short, err)
+	}
+	// A version as stored (no source location) fetches too.
+	if stored, err := c.FetchVersion(context.Background(), ref, Version{Version: "1.0.0"}); err != nil || stored.Chart.Metadata.Version != "1.0.0" {
+		t.Fatalf("FetchVersion 1.0.0: %v, %v", stored, err)
+	}
+
 	_, err = c.Fetch(context.Background(), ref, "9.9.9")
 	wantInvalid(t, err, "version", "notFound")
 	_, err = c.Fetch(context.Background(), ref, "one")

@@ -59,7 +59,7 @@ func (c *Charts) Inspect(ctx context.Context, ref ChartRef, filter string) (_ *I
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			out.CRDs[i], errs[i] = c.inspectVersion(ctx, ref, v, versions)
+			out.CRDs[i], errs[i] = c.inspectVersion(ctx, ref, v)
 		}()
 	}
 	wg.Wait()
@@ -72,8 +72,8 @@ func (c *Charts) Inspect(ctx context.Context, ref ChartRef, filter string) (_ *I
 	return out, nil
 }
 
-func (c *Charts) inspectVersion(ctx context.Context, ref ChartRef, v Version, versions []Version) (VersionCRDs, error) {
-	ch, err := c.FetchVersion(ctx, ref, v.Version, versions)
+func (c *Charts) inspectVersion(ctx context.Context, ref ChartRef, v Version) (VersionCRDs, error) {
+	ch, err := c.FetchVersion(ctx, ref, v)
 	if err != nil {
 		if _, ok := invalid.As(err); ok || errors.Is(err, context.Canceled) {
 			return VersionCRDs{}, err

@@ -112,12 +112,7 @@ func (s *ociSource) describe(ctx context.Context, ref ChartRef, plain bool, v *V
 	if err != nil {
 		return registryError(err, ref)
 	}
-	var meta struct {
-		AppVersion string `json:"appVersion"`
-	}
-	if err := yaml.Unmarshal(cfg, &meta); err == nil {
-		v.AppVersion = meta.AppVersion
-	}
+	v.AppVersion = appVersion(cfg)
 	return nil
 }
 
@@ -138,52 +133,86 @@ func (s *ociSource) image(ctx context.Context, ref ChartRef, plain bool, locatio
 	return img, nil
 }
 
-func (s *ociSource) Archive(ctx context.Context, ref ChartRef, v Version) ([]byte, error) {
-	_, plain, err := s.repository(ref)
+func (s *ociSource) Archive(ctx context.Context, ref ChartRef, v Version) ([]byte, Version, error) {
+	repo, plain, err := s.repository(ref)
 	if err != nil {
-		return nil, err
+		return nil, Version{}, err
+	}
+	if v.location == "" {
+		v.location = repo + ":" + strings.ReplaceAll(v.Version, "+", "_")
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	img, err := s.image(ctx, ref, plain, v.location)
 	if err != nil {
-		return nil, err
-	}
-	if v.Digest != "" {
-		if d, err := img.Digest(); err == nil && d.String() != v.Digest {
-			return nil, invalid.Reasoned("version", "digestMismatch", nil, "chart %s %s: the tag moved from %s to %s", ref.Name, v.Version, v.Digest, d)
+		if e, ok := invalid.As(err); ok && e.Reason == "notFound" {
+			return nil, Version{}, invalid.Reasoned("version", "notFound", err, "chart %q has no version %s", ref.Name, v.Version)
 		}
+		return nil, Version{}, err
 	}
+	digest, err := img.Digest()
+	if err != nil {
+		return nil, Version{}, registryError(err, ref)
+	}
+	if v.Digest != "" && digest.String() != v.Digest {
+		return nil, Version{}, invalid.Reasoned("version", "digestMismatch", nil, "chart %s %s: the tag moved from %s to %s", ref.Name, v.Version, v.Digest, digest)
+	}
+	v.Digest = digest.String()
 	manifest, err := img.Manifest()
 	if err != nil {
-		return nil, registryError(err, ref)
+		return nil, Version{}, registryError(err, ref)
 	}
 	for _, l := range manifest.Layers {
 		if l.MediaType != registry.HelmChartLayerMediaType {
 			continue
 		}
-		if l.Size > s.opts.MaxArchiveBytes {
-			return nil, invalid.Reasoned("version", "tooLarge", nil, "chart %s %s is %d bytes, more than the limit of %d", ref.Name, v.Version, l.Size, s.opts.MaxArchiveBytes)
-		}
-		layer, err := img.LayerByDigest(l.Digest)
+		body, err := s.readLayer(img, l, ref, v)
 		if err != nil {
-			return nil, registryError(err, ref)
+			return nil, Version{}, err
 		}
-		rc, err := layer.Compressed()
-		if err != nil {
-			return nil, registryError(err, ref)
+		if v.AppVersion == "" {
+			if cfg, err := img.RawConfigFile(); err == nil {
+				v.AppVersion = appVersion(cfg)
+			}
 		}
-		defer rc.Close()
-		body, err := io.ReadAll(io.LimitReader(rc, s.opts.MaxArchiveBytes+1))
-		if err != nil {
-			return nil, registryError(err, ref)
-		}
-		if int64(len(body)) > s.opts.MaxArchiveBytes {
-			return nil, invalid.Reasoned("version", "tooLarge", nil, "chart %s %s is larger than the limit of %d bytes", ref.Name, v.Version, s.opts.MaxArchiveBytes)
-		}
-		return body, nil
+		return body, v, nil
 	}
-	return nil, invalid.Reasoned("version", "notFound", nil, "%s is not a Helm chart: no layer of type %s", v.location, registry.HelmChartLayerMediaType)
+	return nil, Version{}, invalid.Reasoned("version", "notFound", nil, "%s is not a Helm chart: no layer of type %s", v.location, registry.HelmChartLayerMediaType)
+}
+
+// readLayer reads the chart layer l of img, refusing one over the archive limit.
+func (s *ociSource) readLayer(img v1.Image, l v1.Descriptor, ref ChartRef, v Version) ([]byte, error) {
+	if l.Size > s.opts.MaxArchiveBytes {
+		return nil, invalid.Reasoned("version", "tooLarge", nil, "chart %s %s is %d bytes, more than the limit of %d", ref.Name, v.Version, l.Size, s.opts.MaxArchiveBytes)
+	}
+	layer, err := img.LayerByDigest(l.Digest)
+	if err != nil {
+		return nil, registryError(err, ref)
+	}
+	rc, err := layer.Compressed()
+	if err != nil {
+		return nil, registryError(err, ref)
+	}
+	defer rc.Close()
+	body, err := io.ReadAll(io.LimitReader(rc, s.opts.MaxArchiveBytes+1))
+	if err != nil {
+		return nil, registryError(err, ref)
+	}
+	if int64(len(body)) > s.opts.MaxArchiveBytes {
+		return nil, invalid.Reasoned("version", "tooLarge", nil, "chart %s %s is larger than the limit of %d bytes", ref.Name, v.Version, s.opts.MaxArchiveBytes)
+	}
+	return body, nil
+}
+
+// appVersion reads appVersion from a chart's OCI config (Chart.yaml as JSON).
+func appVersion(config []byte) string {
+	var meta struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal(config, &meta); err != nil {
+		return ""
+	}
+	return meta.AppVersion
 }
 
 // registryError maps a registry failure to *invalid.Error: an unknown repository is an unknown

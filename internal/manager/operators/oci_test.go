@@ -39,6 +39,9 @@ func TestOCIDiscoverAndFetch(t *testing.T) {
 	if ch.Chart.Metadata.Name != chartName || ch.Chart.Metadata.Version != "1.0.0" {
 		t.Fatalf("fetched %s %s, want %s 1.0.0", ch.Chart.Metadata.Name, ch.Chart.Metadata.Version, chartName)
 	}
+	if want := got[2]; ch.Version.Digest != want.Digest || ch.Version.AppVersion != want.AppVersion {
+		t.Fatalf("fetched version %+v, want digest and appVersion as discovered: %+v", ch.Version, want)
+	}
 	_, err = c.Fetch(ctx, ref, "1.2.3")
 	wantInvalid(t, err, "version", "notFound")
 

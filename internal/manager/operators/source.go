@@ -49,8 +49,10 @@ type Source interface {
 	// Versions lists every version of the chart the source holds, in any order; names that
 	// are not semver are left out by the caller.
 	Versions(ctx context.Context, ref ChartRef) ([]Version, error)
-	// Archive returns the chart archive (.tgz) of one listed version.
-	Archive(ctx context.Context, ref ChartRef, v Version) ([]byte, error)
+	// Archive returns the chart archive (.tgz) of version v (one Versions listed, or just a
+	// version string) and what the source says of that version. An unknown version is
+	// *invalid.Error for field "version" with reason notFound.
+	Archive(ctx context.Context, ref ChartRef, v Version) ([]byte, Version, error)
 }
 
 // Charts discovers and fetches operator charts from HTTP chart repositories and OCI registries.
@@ -150,48 +152,36 @@ type Chart struct {
 	Chart   *chart.Chart
 }
 
-// Fetch downloads and loads one version of the chart. An unknown version is *invalid.Error for
-// field "version" with reason notFound; a source failure is reported like Discover's.
+// Fetch downloads and loads one version of the chart, asking the source for that version only
+// (an HTTP repository's index entry, an OCI tag). A version that is not semver is
+// *invalid.Error for field "version" with reason format, an unknown one with reason notFound; a
+// source failure is reported like Discover's. Part 2 installs what it returns.
 func (c *Charts) Fetch(ctx context.Context, ref ChartRef, version string) (*Chart, error) {
-	versions, err := c.Discover(ctx, ref, "")
-	if err != nil {
-		return nil, err
-	}
-	return c.FetchVersion(ctx, ref, version, versions)
-}
-
-// FetchVersion is Fetch with the chart's versions already discovered.
-func (c *Charts) FetchVersion(ctx context.Context, ref ChartRef, version string, versions []Version) (*Chart, error) {
-	want, err := semver.NewVersion(version)
-	if err != nil {
+	if _, err := semver.NewVersion(version); err != nil {
 		return nil, invalid.Reasoned("version", "format", err, "%q is not a semver version", version)
 	}
-	var found *Version
-	for i := range versions {
-		if v, err := semver.NewVersion(versions[i].Version); err == nil && v.Equal(want) {
-			found = &versions[i]
-			break
-		}
-	}
-	if found == nil {
-		return nil, invalid.Reasoned("version", "notFound", nil, "chart %q has no version %s", ref.Name, version)
-	}
+	return c.FetchVersion(ctx, ref, Version{Version: version})
+}
+
+// FetchVersion is Fetch of a version as Discover returned it (or as stored: only Version is
+// needed). The returned Chart's Version has what the source said of it (digest, appVersion).
+func (c *Charts) FetchVersion(ctx context.Context, ref ChartRef, v Version) (*Chart, error) {
 	src, err := c.source(ref)
 	if err != nil {
 		return nil, err
 	}
-	archive, err := src.Archive(ctx, ref, *found)
+	archive, resolved, err := src.Archive(ctx, ref, v)
 	if err != nil {
 		return nil, err
 	}
 	ch, err := LoadArchive(archive)
 	if err != nil {
-		return nil, fmt.Errorf("chart %s %s from %s: %w", ref.Name, found.Version, ref.Repository, err)
+		return nil, fmt.Errorf("chart %s %s from %s: %w", ref.Name, v.Version, ref.Repository, err)
 	}
 	if ch.Metadata.Name != ref.Name {
-		return nil, fmt.Errorf("chart %s %s from %s: the archive holds chart %q", ref.Name, found.Version, ref.Repository, ch.Metadata.Name)
+		return nil, fmt.Errorf("chart %s %s from %s: the archive holds chart %q", ref.Name, v.Version, ref.Repository, ch.Metadata.Name)
 	}
-	return &Chart{Version: *found, Archive: archive, Chart: ch}, nil
+	return &Chart{Version: resolved, Archive: archive, Chart: ch}, nil
 }
 
 // LoadArchive loads a chart archive (.tgz) with Helm's loader.
