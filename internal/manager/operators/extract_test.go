@@ -3,6 +3,7 @@ package operators
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
@@ -119,6 +120,9 @@ func TestValidateNames(t *testing.T) {
 		if err := ValidateName("name", ok); err != nil {
 			t.Errorf("ValidateName(%q): %v", ok, err)
 		}
+	}
+	if err := ValidateName("name", strings.Repeat("a", 54)); err == nil {
+		t.Error("ValidateName accepts a name longer than a Helm release name")
 	}
 	for _, bad := range []string{"", "Cert", "a_b", "-a", "a.b", string(make([]byte, 64))} {
 		err := ValidateNamespace("namespace", bad)

@@ -91,10 +91,19 @@ func validateChartName(name string) error {
 	return nil
 }
 
-// ValidateName checks an operator's name: a DNS-1123 label (it names Helm releases and
-// Kubernetes objects), reported against field.
+// maxReleaseName is Helm's limit on a release name, which an operator's name becomes.
+const maxReleaseName = 53
+
+// ValidateName checks an operator's name: a DNS-1123 label of at most 53 characters (it names
+// the Helm release in each cluster), reported against field.
 func ValidateName(field, name string) error {
-	return dns1123Label(field, name)
+	if err := dns1123Label(field, name); err != nil {
+		return err
+	}
+	if len(name) > maxReleaseName {
+		return invalid.Reasoned(field, "format", nil, "%q is longer than %d characters, Helm's limit for a release name", name, maxReleaseName)
+	}
+	return nil
 }
 
 // ValidateNamespace checks the namespace an operator is installed into: a DNS-1123 label.
