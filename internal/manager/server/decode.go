@@ -1,0 +1,92 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// decodeJSON reads one JSON object from the request body into v: the body must be JSON, at most
+// the server's limit, with no unknown fields and nothing after the object. Every failure is a 4xx
+// naming the field (or the position) that is wrong.
+func (s *Server) decodeJSON(r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return &Error{Status: http.StatusUnsupportedMediaType, Code: CodeUnsupported,
+				Message: fmt.Sprintf("Content-Type %q is not JSON: send application/json", ct)}
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+				Message: fmt.Sprintf("request body larger than %d bytes", s.cfg.MaxBodyBytes),
+				Details: map[string]any{"limit": s.cfg.MaxBodyBytes}}
+		}
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalid, Message: "reading the request body failed", Err: err}
+	}
+	return decodeBody(body, v)
+}
+
+// decodeBody is decodeJSON's parser, separate so that it can be fuzzed.
+func decodeBody(body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return errInvalid("", "the request body is empty: send a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if dec.More() {
+		return errInvalid("", "unexpected data after the JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errInvalid("", "unexpected data after the JSON object")
+	}
+	return nil
+}
+
+func jsonError(err error) *Error {
+	var syntaxErr *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntaxErr):
+		return errInvalid("", "malformed JSON at byte %d: %s", syntaxErr.Offset, syntaxErr.Error())
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			return errInvalid("", "the body must be a JSON object, not %s", typeErr.Value)
+		}
+		return errInvalid(field, "must be %s, not %s", jsonTypeName(typeErr.Type.Kind().String()), typeErr.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errInvalid("", "malformed JSON: the body ends early")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return errInvalid(field, "unknown field")
+	}
+	return errInvalid("", "malformed JSON: %s", err.Error())
+}
+
+func jsonTypeName(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	case "int", "int64", "int32", "uint", "uint64", "uint32", "float64", "float32":
+		return "a number"
+	}
+	return kind
+}

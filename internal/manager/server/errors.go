@@ -1,0 +1,136 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/slipway-dev/slipway/internal/manager/auth"
+	"github.com/slipway-dev/slipway/internal/manager/invalid"
+	"github.com/slipway-dev/slipway/internal/manager/store"
+	"github.com/slipway-dev/slipway/internal/manager/telemetry"
+)
+
+// Error is the API's one error shape: {"code","message","details"}. Handlers return it (or any
+// error, which writeError maps); only Message and Details reach the client.
+type Error struct {
+	Status  int            `json:"-"`
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+	// RetryAfter, when set, becomes the Retry-After header (seconds).
+	RetryAfter int `json:"-"`
+	// Err is the cause, logged and never sent.
+	Err error `json:"-"`
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Message + ": " + e.Err.Error()
+	}
+	return e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Error codes.
+const (
+	CodeInvalid         = "InvalidArgument"
+	CodeNotFound        = "NotFound"
+	CodeAlreadyExists   = "AlreadyExists"
+	CodeUnauthenticated = "Unauthenticated"
+	CodeForbidden       = "Forbidden"
+	CodeRateLimited     = "RateLimited"
+	CodeTooLarge        = "RequestTooLarge"
+	CodeUnsupported     = "UnsupportedMediaType"
+	CodeUnavailable     = "Unavailable"
+	CodeInternal        = "Internal"
+)
+
+func errInvalid(field, format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: CodeInvalid, Message: fieldMessage(field, fmt.Sprintf(format, args...)),
+		Details: map[string]any{"field": field}}
+}
+
+func errNotFound(kind, name string) *Error {
+	return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: fmt.Sprintf("%s %q not found", kind, name),
+		Details: map[string]any{"kind": kind, "name": name}}
+}
+
+func errAlreadyExists(kind, name string) *Error {
+	return &Error{Status: http.StatusConflict, Code: CodeAlreadyExists, Message: fmt.Sprintf("%s %q already exists", kind, name),
+		Details: map[string]any{"kind": kind, "name": name}}
+}
+
+func fieldMessage(field, msg string) string {
+	if field == "" {
+		return msg
+	}
+	return field + ": " + msg
+}
+
+// toError maps any error a handler returns to the one shape: bad input to 400 naming the field,
+// store errors to 404/409, auth errors to 401, everything else to a 500 that says only the request id.
+func toError(err error) *Error {
+	var apiErr *Error
+	if errors.As(err, &apiErr) {
+		return apiErr
+	}
+	if e, ok := invalid.As(err); ok {
+		details := map[string]any{"field": e.Field}
+		if e.Reason != "" {
+			details["reason"] = e.Reason
+		}
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalid, Message: e.Error(), Details: details, Err: err}
+	}
+	var tokErr *auth.TokenError
+	switch {
+	case errors.Is(err, auth.ErrNoToken), errors.As(err, &tokErr):
+		return &Error{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: err.Error(), Err: err}
+	case errors.Is(err, store.ErrNotFound):
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "not found", Err: err}
+	case errors.Is(err, store.ErrAlreadyExists):
+		return &Error{Status: http.StatusConflict, Code: CodeAlreadyExists, Message: "already exists", Err: err}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the request timed out", Err: err}
+	}
+	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", Err: err}
+}
+
+// writeError writes err in the one shape; a 5xx is logged with its cause and answered with the
+// request id only.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := toError(err)
+	ctx := r.Context()
+	if e.Status >= 500 {
+		s.log.ErrorContext(ctx, "server: Request failed", "err", err, "method", r.Method, "path", r.URL.Path)
+		e = &Error{Status: e.Status, Code: e.Code, Message: e.Message}
+	} else if e.Err != nil {
+		s.log.DebugContext(ctx, "server: Request refused", "err", e.Err, "status", e.Status)
+	}
+	if id := telemetry.RequestID(ctx); id != "" {
+		if e.Details == nil {
+			e.Details = map[string]any{}
+		}
+		e.Details["requestId"] = id
+	}
+	if e.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="slipway-manager"`)
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", fmt.Sprint(e.RetryAfter))
+	}
+	writeJSON(ctx, s.log, w, e.Status, e)
+}
+
+func writeJSON(ctx context.Context, log *slog.Logger, w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		log.DebugContext(ctx, "server: Writing response failed", "err", err)
+	}
+}

@@ -1,0 +1,162 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+
+	"github.com/slipway-dev/slipway/internal/manager/auth"
+	"github.com/slipway-dev/slipway/internal/manager/telemetry"
+)
+
+// statusWriter remembers the status a handler wrote, for the access log and metrics.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+// outer wraps the whole mux: request id (kept from X-Request-Id when well-formed), tracing
+// (W3C traceparent in), panic recovery, one access log line with duration, and request metrics.
+func (s *Server) outer(mux *http.ServeMux) http.Handler {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID.MatchString(id) {
+			id = telemetry.NewRequestID()
+		}
+		ctx := telemetry.WithRequestID(r.Context(), id)
+		r = r.WithContext(ctx)
+		w.Header().Set("X-Request-Id", id)
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.ErrorContext(ctx, "server: Handler panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				if sw.status == 0 {
+					s.writeError(sw, r, fmt.Errorf("panic: %v", p))
+				}
+			}
+			route := r.Pattern
+			if route == "" {
+				route = "unmatched"
+			}
+			elapsed := time.Since(start)
+			telemetry.ObserveHTTPRequest(route, r.Method, sw.status, elapsed)
+			s.log.InfoContext(r.Context(), "server: Request", "method", r.Method, "route", route, "path", r.URL.Path,
+				"status", sw.status, "duration_ms", float64(elapsed.Microseconds())/1000, "remote", r.RemoteAddr)
+		}()
+		if _, pattern := mux.Handler(r); pattern == "" {
+			s.unmatched(sw, r, mux)
+			return
+		}
+		mux.ServeHTTP(sw, r)
+	})
+	return otelhttp.NewHandler(h, "http.server",
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+			if r.Pattern != "" {
+				return r.Pattern
+			}
+			return r.Method + " " + r.URL.Path
+		}))
+}
+
+// wrap turns a route into a handler: authentication (unless public), the role guard, the per-user
+// rate limit, the request timeout, and the error writer.
+func (s *Server) wrap(rt route) http.Handler {
+	label := rt.Method + " " + rt.Pattern
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+		if !rt.Public {
+			id, err := s.authenticate(r)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			r = r.WithContext(telemetry.WithUserID(auth.WithIdentity(r.Context(), id), id.Subject))
+			if !id.Has(rt.Roles...) {
+				s.audit.Denied(r.Context(), rt.Action, rt.Pattern, r.URL.Path)
+				s.writeError(w, r, &Error{Status: http.StatusForbidden, Code: CodeForbidden,
+					Message: fmt.Sprintf("%s needs one of the roles %v; %s has %v", label, rt.Roles, id.Subject, id.Roles)})
+				return
+			}
+			if ok, retry := s.limiter.Allow(id.Subject, label); !ok {
+				telemetry.RateLimited(rt.Pattern)
+				secs := int((retry + time.Second - 1) / time.Second)
+				s.writeError(w, r, &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, RetryAfter: secs,
+					Message: fmt.Sprintf("rate limit for %s exceeded: retry in %d s", label, secs),
+					Details: map[string]any{"retryAfterSeconds": secs}})
+				return
+			}
+		}
+		if err := rt.Handle(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+func (s *Server) authenticate(r *http.Request) (*auth.Identity, error) {
+	raw, err := auth.FromRequest(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.verifier.Verify(r.Context(), raw)
+}
+
+// unmatched answers a request no route matches in the one error shape: 405 with Allow when the
+// path exists for other methods, 404 otherwise (the mux's redirects pass through).
+func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
+	h, _ := mux.Handler(r)
+	probe := &headerProbe{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	switch {
+	case probe.status == http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", probe.header.Get("Allow"))
+		s.writeError(w, r, &Error{Status: http.StatusMethodNotAllowed, Code: "MethodNotAllowed",
+			Message: r.Method + " is not allowed on " + r.URL.Path + "; allowed: " + probe.header.Get("Allow")})
+	case probe.status >= 300 && probe.status < 400:
+		http.Redirect(w, r, probe.header.Get("Location"), probe.status)
+	default:
+		s.writeError(w, r, &Error{Status: http.StatusNotFound, Code: CodeNotFound,
+			Message: "no route " + r.Method + " " + r.URL.Path + " (see /api/v1/openapi.json)"})
+	}
+}
+
+// headerProbe records what the mux's own 404/405/redirect handlers would answer.
+type headerProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *headerProbe) Header() http.Header         { return p.header }
+func (p *headerProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *headerProbe) WriteHeader(code int)        { p.status = code }

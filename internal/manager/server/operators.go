@@ -1,0 +1,182 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/slipway-dev/slipway/internal/manager/audit"
+	"github.com/slipway-dev/slipway/internal/manager/invalid"
+	"github.com/slipway-dev/slipway/internal/manager/operators"
+	"github.com/slipway-dev/slipway/internal/manager/store"
+	"github.com/slipway-dev/slipway/internal/manager/telemetry"
+)
+
+func (s *Server) createOperator(w http.ResponseWriter, r *http.Request) error {
+	var req OperatorRequest
+	if err := s.decodeJSON(r, &req); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	op, err := s.registerOperator(ctx, req)
+	entry := audit.Entry{Action: "operator.create", TargetKind: "operator", TargetName: req.Name, Result: resultOf(err),
+		Details: map[string]any{"namespace": req.Namespace, "repository": req.Chart.Repository, "chart": req.Chart.Name}}
+	if e, ok := invalid.As(err); ok {
+		entry.Details["field"], entry.Details["reason"] = e.Field, e.Reason
+	}
+	s.audit.Record(ctx, entry)
+	if errors.Is(err, store.ErrAlreadyExists) {
+		return errAlreadyExists("operator", req.Name)
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(ctx, s.log, w, http.StatusCreated, op)
+	return nil
+}
+
+// registerOperator validates the request, discovers the chart's versions, extracts each version's
+// CRDs, and stores the operator, its versions and its CRD schema history in one transaction: a
+// refused or failed registration writes nothing.
+func (s *Server) registerOperator(ctx context.Context, req OperatorRequest) (*Operator, error) {
+	if err := operators.ValidateName("name", req.Name); err != nil {
+		return nil, err
+	}
+	if err := operators.ValidateNamespace("namespace", req.Namespace); err != nil {
+		return nil, err
+	}
+	ref := operators.ChartRef{Repository: req.Chart.Repository, Name: req.Chart.Name}
+	if err := operators.ValidateRef(ref); err != nil {
+		return nil, err
+	}
+	if _, err := s.store.OperatorGetByName(ctx, req.Name); err == nil {
+		return nil, store.ErrAlreadyExists
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	found, err := s.charts.Inspect(ctx, ref, req.Versions)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now().UTC()
+	op, err := store.WithTxV(ctx, s.store, func(ctx context.Context, tx store.Tx) (*store.Operator, error) {
+		op, err := tx.OperatorCreate(ctx, &store.OperatorCreateParams{
+			ID: uuid.NewString(), Name: req.Name, Namespace: req.Namespace, ChartRepository: ref.Repository,
+			ChartName: ref.Name, VersionFilter: req.Versions, Now: now,
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range found.CRDs {
+			if _, err := tx.OperatorVersionUpsert(ctx, &store.OperatorVersionUpsertParams{
+				OperatorID: op.ID, Version: f.Version.Version, AppVersion: f.Version.AppVersion, Digest: f.Version.Digest, Now: now,
+			}); err != nil {
+				return nil, err
+			}
+			for _, crd := range f.CRDs {
+				if _, err := insertCRDSchema(ctx, tx, crd, op.ID, f.Version.Version, now); err != nil && !errors.Is(err, store.ErrAlreadyExists) {
+					return nil, err
+				}
+			}
+		}
+		return op, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	telemetry.SetOperatorCount(ctx, s.store)
+	return s.operatorOut(ctx, op)
+}
+
+// insertCRDSchema stores one revision of a CRD, keyed by the digest of its JSON.
+func insertCRDSchema(ctx context.Context, exec store.Executor, crd *apiextensionsv1.CustomResourceDefinition, operatorID, version string, now time.Time) (*store.CRDSchema, error) {
+	def, digest, err := crdJSON(crd)
+	if err != nil {
+		return nil, err
+	}
+	return exec.CRDSchemaInsert(ctx, &store.CRDSchemaInsertParams{
+		Name: crd.Name, Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind, Scope: string(crd.Spec.Scope),
+		OperatorID: operatorID, Version: version, Digest: digest, Definition: def, Now: now.UTC(),
+	})
+}
+
+// crdJSON is a CRD's stored form (JSON without status) and its sha256 digest.
+func crdJSON(crd *apiextensionsv1.CustomResourceDefinition) ([]byte, string, error) {
+	c := crd.DeepCopy()
+	c.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
+	c.ResourceVersion, c.UID, c.Generation, c.ManagedFields = "", "", 0, nil
+	c.CreationTimestamp = metav1.Time{}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, "", fmt.Errorf("encoding CRD %s: %w", crd.Name, err)
+	}
+	sum := sha256.Sum256(b)
+	return b, "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+func (s *Server) listOperators(w http.ResponseWriter, r *http.Request) error {
+	p, err := pageFrom(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	list, err := s.store.OperatorList(ctx, &store.OperatorListParams{Namespace: r.URL.Query().Get("namespace"), After: p.After, Limit: p.Limit})
+	if err != nil {
+		return err
+	}
+	out := OperatorList{Items: make([]Operator, 0, len(list))}
+	for _, op := range list {
+		o, err := s.operatorOut(ctx, op)
+		if err != nil {
+			return err
+		}
+		out.Items = append(out.Items, *o)
+	}
+	if len(list) > 0 {
+		out.Continue = p.continueToken(len(list), list[len(list)-1].Name)
+	}
+	writeJSON(ctx, s.log, w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getOperator(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	ctx := r.Context()
+	op, err := s.store.OperatorGetByName(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return errNotFound("operator", name)
+	}
+	if err != nil {
+		return err
+	}
+	o, err := s.operatorOut(ctx, op)
+	if err != nil {
+		return err
+	}
+	writeJSON(ctx, s.log, w, http.StatusOK, o)
+	return nil
+}
+
+func (s *Server) operatorOut(ctx context.Context, op *store.Operator) (*Operator, error) {
+	versions, err := s.store.OperatorVersionList(ctx, op.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := &Operator{
+		ID: op.ID, Name: op.Name, Namespace: op.Namespace, VersionFilter: op.VersionFilter, CreatedAt: op.CreatedAt,
+		Chart: ChartRef{Repository: op.ChartRepository, Name: op.ChartName}, Versions: make([]string, 0, len(versions)),
+	}
+	for _, v := range versions {
+		out.Versions = append(out.Versions, v.Version)
+	}
+	return out, nil
+}

@@ -1,0 +1,152 @@
+// Package server is the operator manager's HTTP API: every route in routes.go, one error shape
+// (errors.go), strict JSON decoding (decode.go), the middleware chain (middleware.go), and the
+// OpenAPI document built from the same route table (openapi.go).
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/slipway-dev/slipway/internal/manager/audit"
+	"github.com/slipway-dev/slipway/internal/manager/auth"
+	"github.com/slipway-dev/slipway/internal/manager/clusters"
+	"github.com/slipway-dev/slipway/internal/manager/operators"
+	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
+	"github.com/slipway-dev/slipway/internal/manager/store"
+)
+
+// Config is what the serve command sets.
+type Config struct {
+	// MaxBodyBytes limits every request body (413 beyond it).
+	MaxBodyBytes int64
+	// RequestTimeout bounds one request's work (cluster calls included).
+	RequestTimeout time.Duration
+	// ClusterConcurrency bounds parallel calls to clusters within one request (CRD validation).
+	ClusterConcurrency int
+}
+
+// DefaultConfig is the shipped configuration.
+func DefaultConfig() Config {
+	return Config{MaxBodyBytes: 4 << 20, RequestTimeout: 60 * time.Second, ClusterConcurrency: 10}
+}
+
+// Deps are the services the API calls.
+type Deps struct {
+	Store    store.Store
+	Clusters *clusters.Manager
+	Charts   *operators.Charts
+	Verifier auth.Verifier
+	Limiter  *ratelimit.Limiter
+	Logger   *slog.Logger
+	Now      func() time.Time
+}
+
+// Server serves the API.
+type Server struct {
+	cfg      Config
+	store    store.Store
+	clusters *clusters.Manager
+	charts   *operators.Charts
+	verifier auth.Verifier
+	limiter  *ratelimit.Limiter
+	log      *slog.Logger
+	now      func() time.Time
+	audit    *audit.Recorder
+	openapi  []byte
+	handler  http.Handler
+}
+
+// New builds the server and its routes.
+func New(cfg Config, deps Deps) (*Server, error) {
+	if deps.Store == nil || deps.Verifier == nil || deps.Clusters == nil || deps.Charts == nil {
+		return nil, errors.New("server: a store, a token verifier, a cluster manager and a chart source are required")
+	}
+	def := DefaultConfig()
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = def.MaxBodyBytes
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = def.RequestTimeout
+	}
+	if cfg.ClusterConcurrency <= 0 {
+		cfg.ClusterConcurrency = def.ClusterConcurrency
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if deps.Limiter == nil {
+		deps.Limiter = ratelimit.New(ratelimit.DefaultRules(), deps.Now)
+	}
+	s := &Server{
+		cfg: cfg, store: deps.Store, clusters: deps.Clusters, charts: deps.Charts, verifier: deps.Verifier, limiter: deps.Limiter,
+		log: deps.Logger, now: deps.Now,
+	}
+	s.audit = audit.NewRecorder(deps.Store, deps.Logger, deps.Now)
+	h, err := s.buildHandler()
+	if err != nil {
+		return nil, err
+	}
+	s.handler = h
+	return s, nil
+}
+
+// Handler is the API with every middleware.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Serve serves on l until ctx ends, then shuts down gracefully (in-flight requests get
+// shutdownGrace). With tlsConfig nil it serves plain HTTP.
+func (s *Server) Serve(ctx context.Context, l net.Listener, tlsConfig *tls.Config, shutdownGrace time.Duration) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      s.cfg.RequestTimeout + 10*time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	if tlsConfig != nil {
+		l = tls.NewListener(l, tlsConfig)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	return nil
+}
+
+// TLSConfig is the server's TLS setup: TLS 1.2 or newer, certificate reloaded from the files on
+// every handshake when they change.
+func TLSConfig(certFile, keyFile string) (*tls.Config, error) {
+	if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
+		return nil, fmt.Errorf("loading the TLS certificate: %w", err)
+	}
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			c, err := tls.LoadX509KeyPair(certFile, keyFile)
+			if err != nil {
+				return nil, err
+			}
+			return &c, nil
+		},
+	}, nil
+}
