@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -227,4 +229,34 @@ func waitReadyz(ctx context.Context, cfg *rest.Config) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// RSS is the resident memory of this server's kube-apiserver process, in bytes (Linux /proc).
+func (s *FleetServer) RSS() (int64, error) { return rssOf(s.pids) }
+
+// EtcdRSS is the resident memory of the fleet's etcd, in bytes (Linux /proc).
+func (f *Fleet) EtcdRSS() (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return rssOf(f.etcdPIDs)
+}
+
+func rssOf(pids []int) (int64, error) {
+	var total int64
+	for _, pid := range pids {
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			return 0, err
+		}
+		for line := range strings.SplitSeq(string(status), "\n") {
+			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+				if err != nil {
+					return 0, fmt.Errorf("pid %d: VmRSS %q: %w", pid, rest, err)
+				}
+				total += kb << 10
+			}
+		}
+	}
+	return total, nil
 }

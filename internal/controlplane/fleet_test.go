@@ -47,6 +47,12 @@ func TestFleetServersAreIndependentClusters(t *testing.T) {
 		t.Fatalf("cluster-0's credential on cluster-1: want 401, got %v", err)
 	}
 
+	if rss, err := f.Servers[0].RSS(); err != nil || rss < 10<<20 {
+		t.Fatalf("kube-apiserver RSS %d bytes, %v", rss, err)
+	}
+	if rss, err := f.EtcdRSS(); err != nil || rss < 1<<20 {
+		t.Fatalf("etcd RSS %d bytes, %v", rss, err)
+	}
 	if err := f.Servers[0].Stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -189,7 +189,10 @@ func (m *Manager) clientFor(c *store.Cluster) (*cachedClient, error) {
 	}
 	cfg := rest.AnonymousClientConfig(kc.RESTConfig())
 	cfg.BearerToken = string(tok)
-	cfg = withTimeout(cfg, m.cfg.CheckTimeout)
+	// No client-wide timeout: it would cut watches (Helm's waits in part 2). Calls are bounded
+	// by their contexts.
+	cfg = withTimeout(cfg, 0)
+	cfg.QPS, cfg.Burst = 50, 100
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: building a client: %w", c.Name, err)

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 )
@@ -101,7 +102,11 @@ func setUpIdentity(ctx context.Context, admin kubernetes.Interface, ttl time.Dur
 	switch {
 	case apierrors.IsNotFound(err):
 		_, err = nsAPI.Create(ctx, &corev1.Namespace{ObjectMeta: identityMeta(IdentityNamespace, "")}, metav1.CreateOptions{})
-		if err := step("create namespace "+IdentityNamespace, true, err, func(ctx context.Context) error {
+		made := err == nil
+		if apierrors.IsAlreadyExists(err) { // a concurrent registration of the same cluster
+			err = nil
+		}
+		if err := step("create namespace "+IdentityNamespace, made, err, func(ctx context.Context) error {
 			return nsAPI.Delete(ctx, IdentityNamespace, metav1.DeleteOptions{})
 		}); err != nil {
 			return nil, nil, err
@@ -232,7 +237,8 @@ func ensure(ctx context.Context, create, update func(context.Context) error) (ma
 	case update == nil:
 		return false, nil
 	}
-	return false, update(ctx)
+	// Another registration of the same cluster may update it at the same time.
+	return false, retry.RetryOnConflict(retry.DefaultRetry, func() error { return update(ctx) })
 }
 
 // requestToken asks for a token of the manager's ServiceAccount with the client's identity: the

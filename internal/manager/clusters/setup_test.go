@@ -266,3 +266,19 @@ func closedPort(t testing.TB) string {
 	_ = l.Close()
 	return "https://" + addr
 }
+
+func benchStore(b *testing.B) *sqlitestore.Store {
+	b.Helper()
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, filepath.Join(b.TempDir(), "manager.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := st.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
