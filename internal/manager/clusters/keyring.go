@@ -85,7 +85,7 @@ func ParseKeyring(text []byte) (*Keyring, error) {
 		return nil, fmt.Errorf("encryption keys: %w", err)
 	}
 	if len(k.ids) == 0 {
-		return nil, errors.New("encryption keys: none given (want lines <id>:<base64 of 32 bytes>; `manager generate-key` makes one)")
+		return nil, errors.New("encryption keys: none given (want lines <id>:<base64 of 32 bytes>; `manager gen-key` makes one)")
 	}
 	k.primary = k.ids[0]
 	return k, nil
@@ -107,7 +107,7 @@ func LoadKeyring(path string) (*Keyring, error) {
 	}
 	text := os.Getenv(EncryptionKeysEnv)
 	if text == "" {
-		return nil, fmt.Errorf("no encryption key: give --encryption-key-file or set %s (`manager generate-key` makes a key)", EncryptionKeysEnv)
+		return nil, fmt.Errorf("no encryption key: give --encryption-key-file or set %s (`manager gen-key` makes a key)", EncryptionKeysEnv)
 	}
 	k, err := ParseKeyring([]byte(text))
 	if err != nil {
