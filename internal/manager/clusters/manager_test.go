@@ -10,6 +10,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -372,11 +373,17 @@ func TestRemoveDeletesTheManagersObjectsBestEffort(t *testing.T) {
 	}
 	// No namespace controller runs here: the namespace stays Terminating (a real cluster empties it).
 	ns, err := admin.CoreV1().Namespaces().Get(ctx, IdentityNamespace, metav1.GetOptions{})
-	if err == nil && ns.Status.Phase != corev1.NamespaceTerminating {
-		t.Fatalf("namespace after Remove: phase %q", ns.Status.Phase)
+	if err != nil || ns.Status.Phase != corev1.NamespaceTerminating {
+		t.Fatalf("namespace after Remove: %v", err)
 	}
 	if err := b.m.Delete(ctx, "leaving"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("second Delete: %v", err)
+	}
+	// Registering again while the namespace is being deleted (here for good: no namespace
+	// controller runs) is refused with the reason.
+	_, err = b.m.Register(ctx, RegisterParams{Name: "back", Environment: store.EnvironmentDev, Kubeconfig: fleet(t).Servers[2].Kubeconfig})
+	if e, ok := invalid.As(err); !ok || e.Reason != "conflict" || !strings.Contains(e.Message, "being deleted") {
+		t.Fatalf("registration during the namespace's deletion: %v", err)
 	}
 
 	// A cluster that cannot be reached is still removed, and the Removal says why not cleaned.
@@ -463,5 +470,46 @@ func TestHealthLoopMarksAStoppedServerUnhealthyAndOthersHealthy(t *testing.T) {
 	unhealthy, err := b.store.ClusterList(ctx, &store.ClusterListParams{Health: store.HealthUnhealthy})
 	if err != nil || len(unhealthy) != 1 {
 		t.Fatalf("Unhealthy filter: %d, %v", len(unhealthy), err)
+	}
+}
+
+// A credential that may list namespaces but not grant RBAC fails half-way through the identity's
+// setup: the error says which step, nothing is stored and what the call created is deleted.
+func TestRegisterFailingHalfWayUndoesWhatItCreated(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	srv := fleet(t).Servers[4]
+	admin := adminClient(t, 4)
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "half-admin"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"namespaces", "serviceaccounts"}, Verbs: []string{"*"}},
+	}}
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "half-admin"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "half-admin"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "half-admin"}}}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	half, err := srv.UserKubeconfig("half-admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.m.Register(ctx, RegisterParams{Name: "half", Environment: store.EnvironmentDev, Kubeconfig: half})
+	e, ok := invalid.As(err)
+	if !ok || e.Field != "kubeconfig" || e.Reason != "unauthorized" || !strings.Contains(e.Message, "create clusterrole "+ClusterRoleName) {
+		t.Fatalf("want unauthorized at the ClusterRole, got %v", err)
+	}
+	assertNoKubeconfigIn(t, err, half)
+	if n, _ := b.store.ClusterCount(ctx); n != 0 {
+		t.Fatalf("%d clusters stored", n)
+	}
+	if _, err := admin.CoreV1().ServiceAccounts(IdentityNamespace).Get(ctx, ServiceAccountName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("ServiceAccount left behind: %v", err)
+	}
+	ns, err := admin.CoreV1().Namespaces().Get(ctx, IdentityNamespace, metav1.GetOptions{})
+	if err == nil && ns.DeletionTimestamp == nil {
+		t.Fatal("namespace left behind")
 	}
 }

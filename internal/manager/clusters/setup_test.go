@@ -24,8 +24,8 @@ import (
 
 // The package's clusters: kube-apiservers over one etcd, started by the first test that needs
 // them and stopped by TestMain. Server roles: 0 general, 1 the healthy peer of the health test,
-// 2 removal, 3 stopped by the health test.
-const fleetServers = 4
+// 2 removal, 3 stopped by the health test, 4 a registration that fails half-way.
+const fleetServers = 5
 
 var (
 	fleetOnce sync.Once
