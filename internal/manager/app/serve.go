@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
@@ -38,6 +39,8 @@ type serveOptions struct {
 	requestTimeout    time.Duration
 	shutdownGrace     time.Duration
 
+	plainHTTPRegistries string
+
 	otlpEndpoint string
 	logLevel     string
 	logFormat    string
@@ -57,6 +60,7 @@ func (o *serveOptions) bind(fs *flag.FlagSet) {
 	fs.Int64Var(&o.maxBodyBytes, "max-body-bytes", def.MaxBodyBytes, "the largest request body accepted")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", def.RequestTimeout, "the longest a request may work")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 15*time.Second, "how long in-flight requests get at shutdown")
+	fs.StringVar(&o.plainHTTPRegistries, "plain-http-registries", "", "comma-separated OCI registry hosts (host:port) spoken to over plain HTTP, such as a local development registry")
 	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "OTLP/HTTP traces endpoint (host:port or URL); also $OTEL_EXPORTER_OTLP_ENDPOINT")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "json", "json or text")
@@ -139,7 +143,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	charts, err := operators.New(operators.Options{})
+	var plain []string
+	for _, h := range strings.Split(o.plainHTTPRegistries, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			plain = append(plain, h)
+		}
+	}
+	charts, err := operators.New(operators.Options{PlainHTTPRegistries: plain})
 	if err != nil {
 		return err
 	}

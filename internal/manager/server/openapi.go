@@ -40,7 +40,7 @@ func (s *Server) buildOpenAPI() ([]byte, error) {
 		return nil, err
 	}
 	doc.Components.Schemas["Error"] = errSchema
-	errRef := openapi3.NewSchemaRef("#/components/schemas/Error", nil)
+	errRef := openapi3.NewSchemaRef("#/components/schemas/Error", errSchema.Value)
 	for _, rt := range s.routes() {
 		op := openapi3.NewOperation()
 		op.Summary = rt.Summary

@@ -1,0 +1,304 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slipway-dev/slipway/internal/controlplane"
+	"github.com/slipway-dev/slipway/internal/manager/auth"
+	"github.com/slipway-dev/slipway/internal/manager/clusters"
+	"github.com/slipway-dev/slipway/internal/manager/operators"
+	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
+	"github.com/slipway-dev/slipway/internal/manager/store"
+	"github.com/slipway-dev/slipway/internal/manager/store/pgstore"
+	"github.com/slipway-dev/slipway/internal/manager/store/pgtest"
+	"github.com/slipway-dev/slipway/internal/manager/store/sqlitestore"
+	"github.com/slipway-dev/slipway/internal/manager/telemetry"
+)
+
+// The package's clusters: kube-apiservers over one etcd, started on first use and stopped by
+// TestMain. Each test registers them under its own names in its own store.
+const fleetServers = 3
+
+var (
+	fleetOnce sync.Once
+	fleetVal  *controlplane.Fleet
+	fleetErr  error
+	fleetLogs string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fleetVal != nil {
+		if err := fleetVal.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the fleet: %v\n", err)
+			code = 1
+		}
+	}
+	if fleetLogs != "" {
+		if code != 0 {
+			fmt.Fprintf(os.Stderr, "kube-apiserver logs kept in %s\n", fleetLogs)
+		} else {
+			_ = os.RemoveAll(fleetLogs)
+		}
+	}
+	if err := pgtest.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping PostgreSQL: %v\n", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func fleet(t testing.TB) *controlplane.Fleet {
+	t.Helper()
+	fleetOnce.Do(func() {
+		if fleetLogs, fleetErr = os.MkdirTemp("", "slipway-server-fleet-"); fleetErr != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		fleetVal, fleetErr = controlplane.StartFleet(ctx, controlplane.FleetOptions{Servers: fleetServers, LogDir: fleetLogs})
+	})
+	if fleetErr != nil {
+		t.Fatalf("starting %d kube-apiservers: %v", fleetServers, fleetErr)
+	}
+	return fleetVal
+}
+
+// engines are the store engines every API test runs on.
+var engines = []string{"sqlite", "postgres"}
+
+// bundle is one running API: a real server over TLS on a real store engine.
+type bundle struct {
+	t      *testing.T
+	engine string
+	url    string
+	client *http.Client
+	store  store.Store
+	secret []byte
+	logs   *syncBuffer
+	// bodies collects every response body, for the secrecy checks.
+	bodies *syncBuffer
+	// dbFiles are the SQLite files (database and WAL); pg the PostgreSQL store.
+	dbFiles []string
+	pg      *pgstore.Store
+}
+
+type setupOpts struct {
+	rules map[string]ratelimit.Rule
+}
+
+func setup(t *testing.T, engine string, opts ...func(*setupOpts)) *bundle {
+	t.Helper()
+	var o setupOpts
+	for _, f := range opts {
+		f(&o)
+	}
+	ctx := context.Background()
+	b := &bundle{t: t, engine: engine, logs: &syncBuffer{}, bodies: &syncBuffer{}}
+	switch engine {
+	case "sqlite":
+		path := filepath.Join(t.TempDir(), "manager.db")
+		st, err := sqlitestore.Open(ctx, path, sqlitestore.WithMigrate())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.store, b.dbFiles = st, []string{path, path + "-wal"}
+	case "postgres":
+		st, err := pgstore.Open(ctx, pgtest.NewDatabase(t), pgstore.WithMigrate())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.store, b.pg = st, st
+	default:
+		t.Fatalf("unknown engine %q", engine)
+	}
+	t.Cleanup(func() { _ = b.store.Close() })
+
+	log := telemetry.NewLogger(b.logs, slog.LevelDebug, "json")
+	line, err := clusters.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyring, err := clusters.ParseKeyring([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := clusters.New(clusters.Config{Store: b.store, Keyring: keyring, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	charts, err := operators.New(operators.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.secret = []byte("0123456789abcdef0123456789abcdef-test")
+	verifier, err := auth.NewHS256(b.secret, auth.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := o.rules
+	if rules == nil {
+		// The design's limits would throttle the tests' own calls; TestRateLimit runs them.
+		rules = map[string]ratelimit.Rule{}
+	}
+	srv, err := New(Config{}, Deps{Store: b.store, Clusters: cm, Charts: charts, Verifier: verifier,
+		Limiter: ratelimit.New(rules, time.Now), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewTLSServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	b.url, b.client = ts.URL, ts.Client()
+	return b
+}
+
+// token mints a token for subject with roles.
+func (b *bundle) token(subject string, roles ...auth.Role) string {
+	b.t.Helper()
+	tok, err := auth.Mint(b.secret, subject, roles, time.Hour, time.Now())
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return tok
+}
+
+func (b *bundle) admin() string  { return b.token("alice", auth.Admin) }
+func (b *bundle) viewer() string { return b.token("victor", auth.Viewer) }
+
+// response is a decoded answer.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decoding %s: %v", r.body, err)
+	}
+}
+
+// apiError decodes the one error shape.
+func (r response) apiError(t testing.TB) Error {
+	t.Helper()
+	var e Error
+	r.json(t, &e)
+	if e.Code == "" || e.Message == "" {
+		t.Fatalf("not the error shape: %s", r.body)
+	}
+	return e
+}
+
+// do sends a request; body is marshalled unless it is a string or []byte.
+func (b *bundle) do(method, path, token string, body any, hdr ...string) response {
+	b.t.Helper()
+	var rd io.Reader
+	switch v := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(v)
+	case []byte:
+		rd = bytes.NewReader(v)
+	default:
+		j, err := json.Marshal(v)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, b.url+path, rd)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		b.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.bodies.Write(data)
+	return response{status: resp.StatusCode, header: resp.Header, body: data}
+}
+
+// expect fails unless r has status want.
+func expect(t testing.TB, what string, r response, want int) {
+	t.Helper()
+	if r.status != want {
+		t.Fatalf("%s: status %d, want %d: %s", what, r.status, want, r.body)
+	}
+}
+
+// expectInvalid fails unless r is a 400 naming field.
+func expectInvalid(t testing.TB, what string, r response, field string) Error {
+	t.Helper()
+	expect(t, what, r, http.StatusBadRequest)
+	e := r.apiError(t)
+	if e.Details["field"] != field {
+		t.Fatalf("%s: field %v, want %q: %s", what, e.Details["field"], field, r.body)
+	}
+	return e
+}
+
+// counts is what the store holds, to show a rejected request wrote nothing.
+type counts struct{ clusters, operators, crds int }
+
+func (b *bundle) counts() counts {
+	b.t.Helper()
+	ctx := context.Background()
+	c, err := b.store.ClusterCount(ctx)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	o, err := b.store.OperatorCount(ctx)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	crds, err := b.store.CRDList(ctx, &store.CRDListParams{Limit: store.MaxLimit})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return counts{c, o, len(crds)}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
+}
