@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -17,6 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	repo "helm.sh/helm/v4/pkg/repo/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/slipway-dev/slipway/internal/registry"
 )
@@ -99,23 +103,26 @@ func TestWriteManagerSecrets_CertificateServesLoopback(t *testing.T) {
 	}
 }
 
-// charts/slipway is published in each version to the local registry (the dev environment's own),
-// as an OCI chart whose archive the Helm SDK loads at that version, CRDs included.
+// charts/slipway is published in each version to the local registry (the dev environment's own,
+// with the chart repository beside it) as an OCI chart, and into the HTTP chart repository; the
+// Helm SDK loads each at its version, CRDs included.
 func TestPublishSampleOperator_EachVersionOfTheChart(t *testing.T) {
-	srv := httptest.NewServer(newRegistryHandler(filepath.Join(t.TempDir(), "registry.log")))
+	repoDir := filepath.Join(t.TempDir(), chartRepoDir)
+	srv := httptest.NewServer(chartRepoHandler(repoDir, newRegistryHandler(filepath.Join(t.TempDir(), "registry.log"))))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	dir, err := findChartDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	repo, err := publishSampleOperator(t.Context(), addr, dir, SampleOperatorVersions)
+	repos, err := publishSampleOperator(t.Context(), addr, dir, repoDir, SampleOperatorVersions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "oci://" + addr + "/charts"; repo != want {
-		t.Errorf("repository %q, want %q", repo, want)
+	if want := (chartRepos{oci: "oci://" + addr + "/charts", http: "http://" + addr + "/charts"}); repos != want {
+		t.Errorf("repositories %+v, want %+v", repos, want)
 	}
+	checkHTTPChartRepository(t, repos.http)
 	client, err := registry.NewClient(registry.Options{Insecure: true}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -152,39 +159,83 @@ func TestPublishSampleOperator_EachVersionOfTheChart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := loader.LoadArchive(rc)
+		checkChartArchive(t, "the OCI chart", rc, v)
 		_ = rc.Close()
-		if err != nil {
-			t.Fatalf("%s: the Helm SDK does not load the pushed chart: %v", v, err)
-		}
-		if c.Name() != SampleOperator || c.Metadata.Version != v {
-			t.Errorf("pushed chart %s %s, want %s %s", c.Name(), c.Metadata.Version, SampleOperator, v)
-		}
-		if len(c.CRDObjects()) == 0 {
-			t.Errorf("%s: the pushed chart carries no CRDs", v)
-		}
-		if len(c.Templates) == 0 {
-			t.Errorf("%s: the pushed chart carries no templates", v)
-		}
 	}
 }
 
-func TestChartFilesAt_NotAChartNamesTheDirectory(t *testing.T) {
+// checkHTTPChartRepository reads index.yaml of the chart repository at base and loads every
+// version's archive from the URL the index gives.
+func checkHTTPChartRepository(t *testing.T, base string) {
+	t.Helper()
+	resp, err := http.Get(base + "/index.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s/index.yaml = %d, %v: %s", base, resp.StatusCode, err, body)
+	}
+	var index repo.IndexFile
+	if err := yaml.Unmarshal(body, &index); err != nil {
+		t.Fatalf("index.yaml: %v", err)
+	}
+	entries := index.Entries[SampleOperator]
+	var versions []string
+	for _, e := range entries {
+		versions = append(versions, e.Version)
+		if len(e.URLs) != 1 || e.Digest == "" {
+			t.Fatalf("index entry %s: urls %v, digest %q", e.Version, e.URLs, e.Digest)
+		}
+		resp, err := http.Get(e.URLs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkChartArchive(t, "the chart repository's archive", resp.Body, e.Version)
+		_ = resp.Body.Close()
+	}
+	slices.Sort(versions)
+	if !slices.Equal(versions, SampleOperatorVersions) {
+		t.Errorf("index.yaml lists %v, want %v", versions, SampleOperatorVersions)
+	}
+}
+
+// checkChartArchive loads a chart archive with the Helm SDK and checks it is charts/slipway at
+// version, with its CRDs and templates.
+func checkChartArchive(t *testing.T, what string, archive io.Reader, version string) {
+	t.Helper()
+	c, err := loader.LoadArchive(archive)
+	if err != nil {
+		t.Fatalf("%s %s: the Helm SDK does not load it: %v", what, version, err)
+	}
+	if c.Name() != SampleOperator || c.Metadata.Version != version {
+		t.Errorf("%s: chart %s %s, want %s %s", what, c.Name(), c.Metadata.Version, SampleOperator, version)
+	}
+	if len(c.CRDObjects()) == 0 {
+		t.Errorf("%s %s carries no CRDs", what, version)
+	}
+	if len(c.Templates) == 0 {
+		t.Errorf("%s %s carries no templates", what, version)
+	}
+}
+
+func TestChartAt_NotAChartNamesTheDirectory(t *testing.T) {
 	dir := t.TempDir()
-	_, err := chartFilesAt(dir, "0.1.0")
+	_, err := chartAt(dir, "0.1.0")
 	if err == nil || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("error %v, want one naming %s", err, dir)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "Chart.yaml"), []byte("apiVersion: v2\nname: other\nversion: 1.0.0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := chartFilesAt(dir, "0.1.0"); err == nil || !strings.Contains(err.Error(), `"other"`) {
+	if _, err := chartAt(dir, "0.1.0"); err == nil || !strings.Contains(err.Error(), `"other"`) {
 		t.Fatalf("error %v, want one naming the wrong chart name", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "Chart.yaml"), []byte("apiVersion: v2\nname: slipway\nversion: 1.0.0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := chartFilesAt(dir, "not-semver"); err == nil || !strings.Contains(err.Error(), "not-semver") {
+	if _, err := chartAt(dir, "not-semver"); err == nil || !strings.Contains(err.Error(), "not-semver") {
 		t.Fatalf("error %v, want one naming the bad version", err)
 	}
 }
