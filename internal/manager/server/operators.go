@@ -76,7 +76,9 @@ func (s *Server) registerOperator(ctx context.Context, req OperatorRequest) (*Op
 		if err != nil {
 			return nil, err
 		}
-		for _, f := range found.CRDs {
+		// Oldest version first, so that the schema history reads in release order.
+		for i := len(found.CRDs) - 1; i >= 0; i-- {
+			f := found.CRDs[i]
 			if _, err := tx.OperatorVersionUpsert(ctx, &store.OperatorVersionUpsertParams{
 				OperatorID: op.ID, Version: f.Version.Version, AppVersion: f.Version.AppVersion, Digest: f.Version.Digest, Now: now,
 			}); err != nil {

@@ -97,7 +97,16 @@ type bundle struct {
 }
 
 type setupOpts struct {
-	rules map[string]ratelimit.Rule
+	rules     map[string]ratelimit.Rule
+	plainHTTP []string
+}
+
+func withPlainHTTP(host string) func(*setupOpts) {
+	return func(o *setupOpts) { o.plainHTTP = append(o.plainHTTP, host) }
+}
+
+func withRules(rules map[string]ratelimit.Rule) func(*setupOpts) {
+	return func(o *setupOpts) { o.rules = rules }
 }
 
 func setup(t *testing.T, engine string, opts ...func(*setupOpts)) *bundle {
@@ -140,7 +149,7 @@ func setup(t *testing.T, engine string, opts ...func(*setupOpts)) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	charts, err := operators.New(operators.Options{})
+	charts, err := operators.New(operators.Options{PlainHTTPRegistries: o.plainHTTP})
 	if err != nil {
 		t.Fatal(err)
 	}
