@@ -1,0 +1,77 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// designRoutes are the routes, exactly; plus the document itself.
+var designRoutes = []string{
+	"GET /health",
+	"GET /api/v1/openapi.json",
+	"POST /api/v1/operators", "GET /api/v1/operators", "GET /api/v1/operators/{name}",
+	"POST /api/v1/clusters", "GET /api/v1/clusters", "GET /api/v1/clusters/{name}",
+	"GET /api/v1/clusters/{name}/health", "DELETE /api/v1/clusters/{name}",
+	"POST /api/v1/crds", "GET /api/v1/crds", "GET /api/v1/crds/{name}",
+	"POST /api/v1/crds/{name}/validate", "POST /api/v1/crds/{name}/approve",
+	"GET /api/v1/audit",
+}
+
+// TestOpenAPI checks the served document both ways: every operation it lists is served (not the
+// mux's 404/405), and every served route is in it, exactly the design's list.
+func TestOpenAPI(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "sqlite")
+	r := b.do("GET", "/api/v1/openapi.json", b.viewer(), nil)
+	expect(t, "openapi.json", r, http.StatusOK)
+	doc, err := openapi3.NewLoader().LoadFromData(r.body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("invalid document: %v", err)
+	}
+	var documented []string
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			documented = append(documented, method+" "+path)
+			if op.Responses.Value("400") == nil && (method == "POST") {
+				t.Errorf("%s %s documents no 400", method, path)
+			}
+			// Served: the route answers with something other than "no such route".
+			res := b.do(method, strings.ReplaceAll(path, "{name}", "x"), b.admin(), "{}")
+			if res.status == http.StatusMethodNotAllowed || strings.Contains(string(res.body), "no route") {
+				t.Errorf("%s %s is documented but not served: %d %s", method, path, res.status, res.body)
+			}
+		}
+	}
+	var served []string
+	for _, rt := range (&Server{}).routes() {
+		served = append(served, rt.Method+" "+rt.Pattern)
+	}
+	want := slices.Clone(designRoutes)
+	slices.Sort(want)
+	slices.Sort(documented)
+	slices.Sort(served)
+	if !slices.Equal(documented, want) {
+		t.Errorf("documented operations:\n%v\nwant the design's:\n%v", documented, want)
+	}
+	if !slices.Equal(served, want) {
+		t.Errorf("served routes:\n%v\nwant the design's:\n%v", served, want)
+	}
+	// And nothing else is served.
+	for _, probe := range []string{"GET /api/v1/deployments", "POST /api/v1/clusters/x", "GET /api/v2/clusters", "GET /metrics"} {
+		m, p, _ := strings.Cut(probe, " ")
+		if res := b.do(m, p, b.admin(), nil); res.status != http.StatusNotFound && res.status != http.StatusMethodNotAllowed {
+			t.Errorf("%s is served: %d", probe, res.status)
+		}
+	}
+	if doc.Components.SecuritySchemes["bearer"] == nil {
+		t.Error("no bearer security scheme")
+	}
+}
