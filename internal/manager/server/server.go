@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"sync"
 	"time"
 
 	"github.com/slipway-dev/slipway/internal/manager/audit"
@@ -133,20 +135,47 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, tlsConfig *tls.Confi
 	return nil
 }
 
-// TLSConfig is the server's TLS setup: TLS 1.2 or newer, certificate reloaded from the files on
-// every handshake when they change.
+// TLSConfig is the server's TLS setup: TLS 1.2 or newer, with the certificate re-read when the
+// files change (a renewed certificate is served without a restart).
 func TLSConfig(certFile, keyFile string) (*tls.Config, error) {
-	if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
+	r := &certReloader{certFile: certFile, keyFile: keyFile}
+	if _, err := r.get(nil); err != nil {
+		return nil, err
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: r.get}, nil
+}
+
+// certReloader loads a key pair again when either file's modification time or size changes.
+type certReloader struct {
+	certFile, keyFile string
+	mu                sync.Mutex
+	stamp             string
+	cert              *tls.Certificate
+}
+
+func (r *certReloader) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	stamp := fileStamp(r.certFile) + "|" + fileStamp(r.keyFile)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cert != nil && stamp == r.stamp {
+		return r.cert, nil
+	}
+	c, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
+	if err != nil {
+		if r.cert != nil {
+			// A half-written renewal: keep serving the previous certificate until both files agree.
+			return r.cert, nil
+		}
 		return nil, fmt.Errorf("loading the TLS certificate: %w", err)
 	}
-	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-			c, err := tls.LoadX509KeyPair(certFile, keyFile)
-			if err != nil {
-				return nil, err
-			}
-			return &c, nil
-		},
-	}, nil
+	r.cert, r.stamp = &c, stamp
+	return r.cert, nil
+}
+
+func fileStamp(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "missing"
+	}
+	return fmt.Sprintf("%d-%d", fi.ModTime().UnixNano(), fi.Size())
 }
