@@ -128,7 +128,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	step("Control plane ready in %s; kwok node Ready", time.Since(start).Round(100*time.Millisecond))
 
 	step("Starting the OCI registry on %s", opts.RegistryAddr)
-	if env.registry, err = startRegistry(opts.RegistryAddr, filepath.Join(opts.Dir, "logs", "registry.log"), filepath.Join(opts.Dir, chartRepoDir)); err != nil {
+	if env.registry, err = startRegistry(opts.RegistryAddr, filepath.Join(opts.Dir, "logs", "registry.log")); err != nil {
 		return env, err
 	}
 
@@ -342,14 +342,12 @@ func installWebhooks(ctx context.Context, c client.Client, port int) error {
 	return nil
 }
 
-// startRegistry serves the OCI registry on addr, and the chart repository in chartRepo under
-// /charts/.
-func startRegistry(addr, logPath, chartRepo string) (*http.Server, error) {
+func startRegistry(addr, logPath string) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("registry: %w (%s or --registry-addr moves it)", err, EnvRegistryAddr)
 	}
-	srv := &http.Server{Handler: chartRepoHandler(chartRepo, newRegistryHandler(logPath)), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: newRegistryHandler(logPath), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			ctrl.Log.Error(err, "Registry stopped")

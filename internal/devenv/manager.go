@@ -40,15 +40,7 @@ type manager struct {
 	// subject for the status view, so its polling does not use the user's rate limit.
 	token, statusToken string
 	log                string
-	// ociPlainHTTP is whether this manager reads OCI charts from a plain-HTTP registry
-	// (serve --plain-http-registries); without it, the sample operator is registered from the
-	// HTTP chart repository instead.
-	ociPlainHTTP bool
 }
-
-// plainHTTPFlag is the serve flag that lets the manager read charts from a registry over plain
-// HTTP, as the local registry is.
-const plainHTTPFlag = "plain-http-registries"
 
 // startManager writes fresh secrets, starts `manager serve` on embedded SQLite and waits for its
 // /health. The caller stops it with stopManager.
@@ -73,7 +65,7 @@ func (e *Env) startManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m := &manager{files: files, log: filepath.Join(e.opts.Dir, "logs", "manager.log"), ociPlainHTTP: serveHasFlag(ctx, bin, plainHTTPFlag)}
+	m := &manager{files: files, log: filepath.Join(e.opts.Dir, "logs", "manager.log")}
 	if m.token, err = mintToken(ctx, bin, files.jwtSecret, "dev-admin", "Admin", ManagerTokenTTL); err != nil {
 		return err
 	}
@@ -90,7 +82,7 @@ func (e *Env) startManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(bin, e.managerArgs(m)...)
+	cmd := exec.Command(bin, e.managerArgs(files)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
@@ -105,9 +97,8 @@ func (e *Env) startManager(ctx context.Context) error {
 }
 
 // managerArgs are the flags of `manager serve` in the dev environment.
-func (e *Env) managerArgs(m *manager) []string {
-	f := m.files
-	args := []string{"serve",
+func (e *Env) managerArgs(f managerFiles) []string {
+	return []string{"serve",
 		"--database-path=" + f.database,
 		"--address=" + e.opts.ManagerAddr,
 		"--metrics-address=" + e.opts.ManagerMetricsAddr,
@@ -116,21 +107,12 @@ func (e *Env) managerArgs(m *manager) []string {
 		"--jwt-secret-file=" + f.jwtSecret,
 		"--encryption-key-file=" + f.keys,
 		"--log-format=text",
+		// The local registry speaks plain HTTP.
+		"--plain-http-registries=" + e.opts.RegistryAddr,
 		// A dev session shows a cluster that stops answering within seconds, not a minute.
 		"--cluster-health-interval=10s",
 		"--shutdown-grace=5s",
 	}
-	if m.ociPlainHTTP {
-		// The local registry speaks plain HTTP.
-		args = append(args, "--"+plainHTTPFlag+"="+e.opts.RegistryAddr)
-	}
-	return args
-}
-
-// serveHasFlag reports whether `bin serve -h` lists flag.
-func serveHasFlag(ctx context.Context, bin, flag string) bool {
-	out, _ := exec.CommandContext(ctx, bin, "serve", "-h").CombinedOutput()
-	return bytes.Contains(out, []byte("-"+flag+" "))
 }
 
 // managerURL is the base URL of a manager listening on addr; a wildcard host is reached on
@@ -222,16 +204,11 @@ func (e *Env) runManager(ctx context.Context, step func(string, ...any)) error {
 			return err
 		}
 	}
-	repoDir := filepath.Join(e.opts.Dir, chartRepoDir)
-	if err := os.RemoveAll(repoDir); err != nil {
-		return err
-	}
-	repos, err := publishSampleOperator(ctx, e.opts.RegistryAddr, chartDir, repoDir, SampleOperatorVersions)
+	repository, err := publishSampleOperator(ctx, e.opts.RegistryAddr, chartDir, SampleOperatorVersions)
 	if err != nil {
 		return err
 	}
-	step("Published the sample operator chart %s (versions %s) to %s/%s and the chart repository %s",
-		SampleOperator, strings.Join(SampleOperatorVersions, ", "), repos.oci, SampleOperator, repos.http)
+	step("Published the sample operator chart %s/%s (versions %s)", repository, SampleOperator, strings.Join(SampleOperatorVersions, ", "))
 
 	step("Starting the operator manager on %s (metrics on %s, SQLite in %s)", managerURL(e.opts.ManagerAddr),
 		e.opts.ManagerMetricsAddr, filepath.Join(e.opts.Dir, managerStateDir, managerDatabaseFile))
@@ -244,11 +221,6 @@ func (e *Env) runManager(ctx context.Context, step func(string, ...any)) error {
 		return fmt.Errorf("%w\nthe end of %s:\n%s", err, m.log, tail(m.log, 15))
 	}
 	step("Registered the control plane with the manager as cluster %s (%s, Kubernetes %s, %s)", c.Name, c.Environment, c.KubernetesVersion, c.Health)
-	repository := repos.oci
-	if !m.ociPlainHTTP {
-		// This manager reads OCI charts over HTTPS only, which the local registry does not speak.
-		repository = repos.http
-	}
 	op, err := m.api.registerOperator(ctx, m.token, repository)
 	if err != nil {
 		return fmt.Errorf("%w\nthe end of %s:\n%s", err, m.log, tail(m.log, 15))
@@ -266,7 +238,7 @@ func (e *Env) printManager(out io.Writer) {
 	dir := e.opts.Dir
 	fmt.Fprintf(out, "  manager:    %s  (metrics http://%s/metrics; URL in %s, CA %s)\n", e.manager.api.base,
 		e.opts.ManagerMetricsAddr, filepath.Join(dir, ManagerURLFile), filepath.Join(dir, ManagerCAFile))
-	fmt.Fprintf(out, "  token:      %s\n              (Admin, %s; in %s)\n", e.manager.token, ManagerTokenTTL, filepath.Join(dir, ManagerTokenFile))
+	fmt.Fprintf(out, "  token:      %s\n              (Admin, valid %d h; in %s)\n", e.manager.token, int(ManagerTokenTTL.Hours()), filepath.Join(dir, ManagerTokenFile))
 	fmt.Fprintf(out, "  curl:       curl -k -H \"Authorization: Bearer $(cat %s)\" \"$(cat %s)/api/v1/clusters\"\n",
 		filepath.Join(dir, ManagerTokenFile), filepath.Join(dir, ManagerURLFile))
 }

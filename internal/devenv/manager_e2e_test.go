@@ -120,8 +120,8 @@ func checkManager(t *testing.T, state string) managerAccess {
 	newestFirst := slices.Clone(devenv.SampleOperatorVersions)
 	slices.Reverse(newestFirst)
 	if op.Name != devenv.SampleOperator || op.Namespace != devenv.SampleOperatorNamespace || op.Chart.Name != devenv.SampleOperator ||
-		!strings.HasSuffix(op.Chart.Repository, "/charts") || !slices.Equal(op.Versions, newestFirst) || len(op.Versions) < 2 {
-		t.Errorf("operator %+v, want %s in %s from the local chart %s (OCI, or the HTTP repository when the manager reads no plain-HTTP registry) with versions %v", op, devenv.SampleOperator,
+		!strings.HasPrefix(op.Chart.Repository, "oci://") || !slices.Equal(op.Versions, newestFirst) || len(op.Versions) < 2 {
+		t.Errorf("operator %+v, want %s in %s from the OCI chart %s with versions %v", op, devenv.SampleOperator,
 			devenv.SampleOperatorNamespace, devenv.SampleOperator, newestFirst)
 	}
 	if code, body := m.get(t, "/api/v1/clusters", ""); code != http.StatusUnauthorized {

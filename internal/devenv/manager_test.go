@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"io"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -19,8 +18,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	repo "helm.sh/helm/v4/pkg/repo/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/slipway-dev/slipway/internal/registry"
 )
@@ -103,26 +100,23 @@ func TestWriteManagerSecrets_CertificateServesLoopback(t *testing.T) {
 	}
 }
 
-// charts/slipway is published in each version to the local registry (the dev environment's own,
-// with the chart repository beside it) as an OCI chart, and into the HTTP chart repository; the
-// Helm SDK loads each at its version, CRDs included.
+// charts/slipway is published in each version to the local registry (the dev environment's own)
+// as an OCI chart that the Helm SDK loads at its version, CRDs included.
 func TestPublishSampleOperator_EachVersionOfTheChart(t *testing.T) {
-	repoDir := filepath.Join(t.TempDir(), chartRepoDir)
-	srv := httptest.NewServer(chartRepoHandler(repoDir, newRegistryHandler(filepath.Join(t.TempDir(), "registry.log"))))
+	srv := httptest.NewServer(newRegistryHandler(filepath.Join(t.TempDir(), "registry.log")))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	dir, err := findChartDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	repos, err := publishSampleOperator(t.Context(), addr, dir, repoDir, SampleOperatorVersions)
+	repository, err := publishSampleOperator(t.Context(), addr, dir, SampleOperatorVersions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (chartRepos{oci: "oci://" + addr + "/charts", http: "http://" + addr + "/charts"}); repos != want {
-		t.Errorf("repositories %+v, want %+v", repos, want)
+	if want := "oci://" + addr + "/charts"; repository != want {
+		t.Errorf("repository %q, want %q", repository, want)
 	}
-	checkHTTPChartRepository(t, repos.http)
 	client, err := registry.NewClient(registry.Options{Insecure: true}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -161,43 +155,6 @@ func TestPublishSampleOperator_EachVersionOfTheChart(t *testing.T) {
 		}
 		checkChartArchive(t, "the OCI chart", rc, v)
 		_ = rc.Close()
-	}
-}
-
-// checkHTTPChartRepository reads index.yaml of the chart repository at base and loads every
-// version's archive from the URL the index gives.
-func checkHTTPChartRepository(t *testing.T, base string) {
-	t.Helper()
-	resp, err := http.Get(base + "/index.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s/index.yaml = %d, %v: %s", base, resp.StatusCode, err, body)
-	}
-	var index repo.IndexFile
-	if err := yaml.Unmarshal(body, &index); err != nil {
-		t.Fatalf("index.yaml: %v", err)
-	}
-	entries := index.Entries[SampleOperator]
-	var versions []string
-	for _, e := range entries {
-		versions = append(versions, e.Version)
-		if len(e.URLs) != 1 || e.Digest == "" {
-			t.Fatalf("index entry %s: urls %v, digest %q", e.Version, e.URLs, e.Digest)
-		}
-		resp, err := http.Get(e.URLs[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkChartArchive(t, "the chart repository's archive", resp.Body, e.Version)
-		_ = resp.Body.Close()
-	}
-	slices.Sort(versions)
-	if !slices.Equal(versions, SampleOperatorVersions) {
-		t.Errorf("index.yaml lists %v, want %v", versions, SampleOperatorVersions)
 	}
 }
 

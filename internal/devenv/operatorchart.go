@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
-	repo "helm.sh/helm/v4/pkg/repo/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/slipway-dev/slipway/internal/registry"
@@ -31,60 +28,31 @@ const (
 	sampleChartPath = "charts"
 	// chartDir is the chart's directory relative to the module root.
 	chartDir = "charts/slipway"
-	// chartRepoDir holds the HTTP chart repository in the state directory.
-	chartRepoDir = "chart-repo"
 )
 
 // SampleOperatorVersions are the versions of charts/slipway that make dev publishes, oldest first.
 var SampleOperatorVersions = []string{"0.1.0", "0.2.0"}
 
-// chartRepos are where the sample operator's chart is published: as an OCI chart in the local
-// registry, and as an HTTP chart repository (index.yaml and archives) on the same address.
-type chartRepos struct {
-	oci, http string
-}
-
-// publishSampleOperator loads the chart in dir with the Helm SDK and, once per version with
-// Chart.yaml's version set to it, pushes it to the registry at addr as an OCI chart
-// (<addr>/charts/slipway:<version>) and packages it into repoDir, which the registry's server
-// serves as the chart repository http://<addr>/charts (index.yaml written last).
-func publishSampleOperator(ctx context.Context, addr, dir, repoDir string, versions []string) (chartRepos, error) {
-	repos := chartRepos{oci: "oci://" + addr + "/" + sampleChartPath, http: "http://" + addr + "/" + sampleChartPath}
+// publishSampleOperator loads the chart in dir with the Helm SDK and pushes it to the registry
+// at addr once per version, with Chart.yaml's version set to it, as an OCI chart
+// (<addr>/charts/slipway:<version>). It returns the chart repository to register:
+// oci://<addr>/charts.
+func publishSampleOperator(ctx context.Context, addr, dir string, versions []string) (string, error) {
 	for _, v := range versions {
 		c, err := chartAt(dir, v)
 		if err != nil {
-			return repos, err
+			return "", err
 		}
 		files, err := chartFiles(c)
 		if err != nil {
-			return repos, err
+			return "", err
 		}
 		ref := addr + "/" + sampleChartPath + "/" + SampleOperator + ":" + strings.ReplaceAll(v, "+", "_")
 		if _, err := registry.PushChart(ctx, ref, files, true, nil); err != nil {
-			return repos, fmt.Errorf("publishing the sample operator chart: %w", err)
-		}
-		if _, err := chartutil.Save(c, repoDir); err != nil {
-			return repos, fmt.Errorf("packaging the sample operator chart %s: %w", v, err)
+			return "", fmt.Errorf("publishing the sample operator chart: %w", err)
 		}
 	}
-	index, err := repo.IndexDirectory(repoDir, repos.http)
-	if err != nil {
-		return repos, fmt.Errorf("indexing the sample operator's chart repository: %w", err)
-	}
-	index.SortEntries()
-	if err := index.WriteFile(filepath.Join(repoDir, "index.yaml"), 0o644); err != nil {
-		return repos, err
-	}
-	return repos, nil
-}
-
-// chartRepoHandler serves the chart repository in repoDir under /charts/ and everything else
-// with next (the registry).
-func chartRepoHandler(repoDir string, next http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/"+sampleChartPath+"/", http.StripPrefix("/"+sampleChartPath+"/", http.FileServer(http.Dir(repoDir))))
-	mux.Handle("/", next)
-	return mux
+	return "oci://" + addr + "/" + sampleChartPath, nil
 }
 
 // chartAt loads the chart in dir (the Helm SDK checks it, honouring .helmignore) and sets its
