@@ -135,6 +135,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := st.CheckSchema(ctx); err != nil {
 		return err
 	}
+	telemetry.SetOperatorCount(ctx, st)
 
 	cm, err := clusters.New(clusters.Config{
 		Store: st, Keyring: keyring, Logger: log,

@@ -38,8 +38,11 @@ var roleMatrix = map[string][]auth.Role{
 var allRoles = []auth.Role{auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwnerOf("Production")}
 
 func TestRoleMatrix(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "sqlite")
+	forEngine(t, testRoleMatrix)
+}
+
+func testRoleMatrix(t *testing.T, engine string) {
+	b := setup(t, engine)
 	routes := (&Server{}).routes()
 	for _, rt := range routes {
 		key := rt.Method + " " + rt.Pattern
@@ -78,8 +81,11 @@ func TestRoleMatrix(t *testing.T) {
 }
 
 func TestTokens(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "sqlite")
+	forEngine(t, testTokens)
+}
+
+func testTokens(t *testing.T, engine string) {
+	b := setup(t, engine)
 	now := time.Now()
 	sign := func(method jwt.SigningMethod, key any, claims jwt.MapClaims) string {
 		tok, err := jwt.NewWithClaims(method, claims).SignedString(key)
@@ -136,8 +142,11 @@ func forge(t *testing.T, tok string) string {
 }
 
 func TestRateLimit(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "sqlite", withRules(ratelimit.DefaultRules()))
+	forEngine(t, testRateLimit)
+}
+
+func testRateLimit(t *testing.T, engine string) {
+	b := setup(t, engine, withRules(ratelimit.DefaultRules()))
 	admin, other := b.admin(), b.token("bob", auth.Admin)
 	// POST /clusters: 5 a minute per user. Bad bodies are answered 400 and still count.
 	for i := range 5 {
@@ -157,8 +166,11 @@ func TestRateLimit(t *testing.T) {
 }
 
 func TestBadRequests(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "sqlite")
+	forEngine(t, testBadRequests)
+}
+
+func testBadRequests(t *testing.T, engine string) {
+	b := setup(t, engine)
 	admin := b.admin()
 	before := b.counts()
 	big := `{"name":"x","environment":"Dev","kubeconfig":"` + strings.Repeat("a", 5<<20) + `"}`
@@ -184,7 +196,7 @@ func TestBadRequests(t *testing.T) {
 	expect(t, "health", r, http.StatusOK)
 	var h HealthResponse
 	r.json(t, &h)
-	if h.Status != "ok" || h.Database != "ok" || h.Engine != "sqlite" {
+	if h.Status != "ok" || h.Database != "ok" || h.Engine != engine {
 		t.Fatalf("health: %+v", h)
 	}
 	if r.header.Get("X-Request-Id") == "" {

@@ -109,11 +109,19 @@ func (s *Server) getClusterHealth(w http.ResponseWriter, r *http.Request) error 
 func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
 	ctx := r.Context()
-	err := s.clusters.Delete(ctx, name)
+	removal, err := s.clusters.Remove(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return errNotFound("cluster", name)
 	}
-	s.audit.Record(ctx, audit.Entry{Action: "cluster.delete", TargetKind: "cluster", TargetName: name, Result: resultOf(err)})
+	entry := audit.Entry{Action: "cluster.delete", TargetKind: "cluster", TargetName: name, Result: resultOf(err)}
+	if removal != nil {
+		// The cluster is removed from the manager either way; what was left in it is recorded.
+		entry.Details = map[string]any{"cleanedUp": removal.CleanedUp}
+		if !removal.CleanedUp {
+			entry.Details["problem"] = removal.Problem
+		}
+	}
+	s.audit.Record(ctx, entry)
 	if err != nil {
 		return err
 	}

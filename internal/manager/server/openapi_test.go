@@ -25,8 +25,11 @@ var designRoutes = []string{
 // TestOpenAPI checks the served document both ways: every operation it lists is served (not the
 // mux's 404/405), and every served route is in it, exactly the design's list.
 func TestOpenAPI(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "sqlite")
+	forEngine(t, testOpenAPI)
+}
+
+func testOpenAPI(t *testing.T, engine string) {
+	b := setup(t, engine)
 	r := b.do("GET", "/api/v1/openapi.json", b.viewer(), nil)
 	expect(t, "openapi.json", r, http.StatusOK)
 	doc, err := openapi3.NewLoader().LoadFromData(r.body)

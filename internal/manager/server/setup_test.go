@@ -80,6 +80,16 @@ func fleet(t testing.TB) *controlplane.Fleet {
 // engines are the store engines every API test runs on.
 var engines = []string{"sqlite", "postgres"}
 
+// forEngine runs test once per engine, in parallel.
+func forEngine(t *testing.T, test func(t *testing.T, engine string)) {
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			test(t, engine)
+		})
+	}
+}
+
 // bundle is one running API: a real server over TLS on a real store engine.
 type bundle struct {
 	t      *testing.T
