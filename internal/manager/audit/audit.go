@@ -77,7 +77,7 @@ func (r *Recorder) Record(ctx context.Context, e Entry) {
 	defer cancel()
 	if err := r.RecordWith(ctx, r.exec, e); err != nil {
 		r.log.ErrorContext(ctx, "audit: Writing the audit record failed", "err", err,
-			"action", e.Action, "target_kind", e.TargetKind, "target_name", e.TargetName, "result", e.Result)
+			"action", e.Action, "targetKind", e.TargetKind, "targetName", e.TargetName, "result", e.Result)
 	}
 }
 

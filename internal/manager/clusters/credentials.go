@@ -302,7 +302,7 @@ func (m *Manager) reseal(ctx context.Context, name string) (bool, error) {
 	}); err != nil {
 		return false, fmt.Errorf("re-sealing cluster %q: %w", name, err)
 	}
-	m.log.InfoContext(ctx, "clusters: Re-sealed credentials under the primary key", "cluster", name, "from_key", c.KeyID, "to_key", keyID)
+	m.log.InfoContext(ctx, "clusters: Re-sealed credentials under the primary key", "cluster", name, "fromKey", c.KeyID, "toKey", keyID)
 	return true, nil
 }
 

@@ -171,7 +171,7 @@ func (m *Manager) Register(ctx context.Context, p RegisterParams) (*store.Cluste
 		return nil, err
 	}
 	m.log.InfoContext(ctx, "clusters: Registered cluster", "cluster", c.Name, "environment", c.Environment,
-		"kubernetes_version", c.KubernetesVersion, "token_expires", tok.expires)
+		"kubernetesVersion", c.KubernetesVersion, "tokenExpires", tok.expires)
 	m.credentialEvent(c.Name, "minted", tok.expires)
 	return c, nil
 }
@@ -252,7 +252,7 @@ func (m *Manager) Remove(ctx context.Context, name string) (*Removal, error) {
 		return nil, err
 	}
 	m.forget(name)
-	m.log.InfoContext(ctx, "clusters: Removed cluster", "cluster", name, "cleaned_up", r.CleanedUp)
+	m.log.InfoContext(ctx, "clusters: Removed cluster", "cluster", name, "cleanedUp", r.CleanedUp)
 	return r, nil
 }
 

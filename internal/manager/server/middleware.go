@@ -71,7 +71,7 @@ func (s *Server) outer(mux *http.ServeMux) http.Handler {
 			elapsed := time.Since(start)
 			telemetry.ObserveHTTPRequest(route, r.Method, sw.status, elapsed)
 			s.log.InfoContext(r.Context(), "server: Request", "method", r.Method, "route", route, "path", r.URL.Path,
-				"status", sw.status, "duration_ms", float64(elapsed.Microseconds())/1000, "remote", r.RemoteAddr)
+				"status", sw.status, "durationMs", float64(elapsed.Microseconds())/1000, "remote", r.RemoteAddr)
 		}()
 		if _, pattern := mux.Handler(r); pattern == "" {
 			s.unmatched(sw, r, mux)

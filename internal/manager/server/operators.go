@@ -40,6 +40,12 @@ func (s *Server) createOperator(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	newest := ""
+	if len(op.Versions) > 0 {
+		newest = op.Versions[0]
+	}
+	s.log.InfoContext(ctx, "server: Registered operator", "operatorName", op.Name, "version", newest,
+		"versions", len(op.Versions), "repository", op.Chart.Repository)
 	writeJSON(ctx, s.log, w, http.StatusCreated, op)
 	return nil
 }

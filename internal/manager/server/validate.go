@@ -93,6 +93,8 @@ func (s *Server) validateCRD(w http.ResponseWriter, r *http.Request) error {
 		result = "breaking"
 	}
 	telemetry.CRDValidated(result)
+	s.log.InfoContext(ctx, "server: Validated CRD", "crd", name, "operatorName", c.opName, "version", c.label,
+		"breaking", report.Breaking, "clusters", len(targets), "approvalRequired", report.ApprovalRequired)
 	clusterNames := make([]string, len(targets))
 	for i, t := range targets {
 		clusterNames[i] = t.Name

@@ -22,10 +22,10 @@ const (
 
 // Log keys the context handler adds.
 const (
-	KeyRequestID = "request_id"
-	KeyTraceID   = "trace_id"
-	KeySpanID    = "span_id"
-	KeyUserID    = "user_id"
+	KeyRequestID = "requestId"
+	KeyTraceID   = "traceId"
+	KeySpanID    = "spanId"
+	KeyUserID    = "userId"
 )
 
 // WithRequestID returns ctx carrying the request id id.
@@ -54,8 +54,8 @@ func UserID(ctx context.Context) string {
 func NewRequestID() string { return rand.Text() }
 
 // NewLogger returns a logger writing to w at level, as JSON or, when format is "text", as
-// logfmt-like text (anything else is JSON). Every record gets request_id, trace_id, span_id and
-// user_id from the context of its *Context call, when the context has them.
+// logfmt-like text (anything else is JSON). Every record gets requestId, traceId, spanId and
+// userId from the context of its *Context call, when the context has them.
 func NewLogger(w io.Writer, level slog.Leveler, format string) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	var h slog.Handler

@@ -65,7 +65,7 @@ func TestTextLoggerAndGroups(t *testing.T) {
 	log := NewLogger(&buf, slog.LevelDebug, "text").WithGroup("store")
 	log.DebugContext(WithRequestID(context.Background(), "r2"), "store: Query", "table", "clusters")
 	got := buf.String()
-	if !strings.Contains(got, "store.request_id=r2") || !strings.Contains(got, "store.table=clusters") {
+	if !strings.Contains(got, "store.requestId=r2") || !strings.Contains(got, "store.table=clusters") {
 		t.Fatalf("text log = %q", got)
 	}
 }
