@@ -43,7 +43,7 @@ type manager struct {
 }
 
 // startManager writes fresh secrets, starts `manager serve` on embedded SQLite and waits for its
-// /health. The caller stops it with stopManager.
+// /health. Env.Stop stops it.
 func (e *Env) startManager(ctx context.Context) error {
 	bin := e.opts.ManagerBinary
 	if bin == "" {
