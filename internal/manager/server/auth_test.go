@@ -124,7 +124,19 @@ func testTokens(t *testing.T, engine string) {
 			t.Errorf("%s: %s", name, r.body)
 		}
 	}
-	expect(t, "valid", b.do("GET", "/api/v1/clusters", sign(jwt.SigningMethodHS256, b.secret, good), nil), http.StatusOK)
+	r := b.do("GET", "/api/v1/clusters", sign(jwt.SigningMethodHS256, b.secret, good), nil, "X-Request-Id", "req-tokens-1")
+	expect(t, "valid", r, http.StatusOK)
+	// The access log line names the route, the caller and the request.
+	var logged bool
+	for _, line := range strings.Split(string(b.logs.Bytes()), "\n") {
+		if strings.Contains(line, `"msg":"server: Request"`) && strings.Contains(line, `"requestId":"req-tokens-1"`) {
+			logged = strings.Contains(line, `"userId":"alice"`) && strings.Contains(line, `"route":"GET /api/v1/clusters"`) &&
+				strings.Contains(line, `"traceId":"`)
+		}
+	}
+	if !logged {
+		t.Fatalf("no access log line with the user, route and trace: %s", b.logs.Bytes())
+	}
 	expect(t, "basic auth", b.do("GET", "/api/v1/clusters", "", nil, "Authorization", "Basic YWxpY2U6cHc="), http.StatusUnauthorized)
 }
 

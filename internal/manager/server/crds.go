@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/Masterminds/semver/v3"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -191,11 +192,12 @@ func approvalOut(a *store.CRDApproval) Approval {
 // candidate is the definition a validation or approval is about, and the stored revision it is
 // compared with (nil for a CRD's first revision).
 type candidate struct {
-	crd    *apiextensionsv1.CustomResourceDefinition
-	digest string
-	label  string
-	opName string
-	base   *store.CRDSchema
+	crd     *apiextensionsv1.CustomResourceDefinition
+	digest  string
+	created time.Time // when the stored candidate was recorded (zero for a submitted one)
+	label   string
+	opName  string
+	base    *store.CRDSchema
 }
 
 // resolveCandidate finds the candidate of a validate request and its baseline. For an operator's
@@ -260,7 +262,7 @@ func (s *Server) resolveCandidate(ctx context.Context, name string, req Validate
 		if err != nil {
 			return nil, err
 		}
-		c.crd, c.digest, c.label, c.opName = crd, rev.Digest, req.Version, op.Name
+		c.crd, c.digest, c.label, c.opName, c.created = crd, rev.Digest, req.Version, op.Name, rev.CreatedAt
 		if req.BaseVersion == "" && i+1 < len(versions) {
 			// versions is newest first: the one after i is the version before.
 			c.base = asOf(own, versions[i+1].Version)

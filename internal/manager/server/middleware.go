@@ -42,6 +42,11 @@ func (w *statusWriter) Flush() {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// requestInfo carries what the inner handler learns (the caller) out to the access log line.
+type requestInfo struct{ user string }
+
+type requestInfoKey struct{}
+
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
 // outer wraps the whole mux: request id (kept from X-Request-Id when well-formed), tracing
@@ -53,7 +58,8 @@ func (s *Server) outer(mux *http.ServeMux) http.Handler {
 		if !validRequestID.MatchString(id) {
 			id = telemetry.NewRequestID()
 		}
-		ctx := telemetry.WithRequestID(r.Context(), id)
+		info := &requestInfo{}
+		ctx := context.WithValue(telemetry.WithRequestID(r.Context(), id), requestInfoKey{}, info)
 		r = r.WithContext(ctx)
 		w.Header().Set("X-Request-Id", id)
 		sw := &statusWriter{ResponseWriter: w}
@@ -70,7 +76,11 @@ func (s *Server) outer(mux *http.ServeMux) http.Handler {
 			}
 			elapsed := time.Since(start)
 			telemetry.ObserveHTTPRequest(route, r.Method, sw.status, elapsed)
-			s.log.InfoContext(r.Context(), "server: Request", "method", r.Method, "route", route, "path", r.URL.Path,
+			logCtx := r.Context()
+			if info.user != "" {
+				logCtx = telemetry.WithUserID(logCtx, info.user)
+			}
+			s.log.InfoContext(logCtx, "server: Request", "method", r.Method, "route", route, "path", r.URL.Path,
 				"status", sw.status, "durationMs", float64(elapsed.Microseconds())/1000, "remote", r.RemoteAddr)
 		}()
 		if _, pattern := mux.Handler(r); pattern == "" {
@@ -103,6 +113,9 @@ func (s *Server) wrap(rt route) http.Handler {
 				return
 			}
 			r = r.WithContext(telemetry.WithUserID(auth.WithIdentity(r.Context(), id), id.Subject))
+			if info, ok := r.Context().Value(requestInfoKey{}).(*requestInfo); ok {
+				info.user = id.Subject
+			}
 			if !id.Has(rt.Roles...) {
 				s.audit.Denied(r.Context(), rt.Action, rt.Pattern, r.URL.Path)
 				s.writeError(w, r, &Error{Status: http.StatusForbidden, Code: CodeForbidden,

@@ -93,7 +93,7 @@ type CRDRevision struct {
 	Version   string    `json:"version"`
 	Operator  string    `json:"operator,omitempty"`
 	Digest    string    `json:"digest"`
-	CreatedAt time.Time `json:"createdAt"`
+	CreatedAt time.Time `json:"createdAt,omitzero"`
 }
 
 // CRD is a CRD with its schema history (oldest first) and approvals.

@@ -34,7 +34,7 @@ func (s *Server) validateCRD(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	report := ValidationReport{CRD: name, To: CRDRevision{Version: c.label, Operator: c.opName, Digest: c.digest},
+	report := ValidationReport{CRD: name, To: CRDRevision{Version: c.label, Operator: c.opName, Digest: c.digest, CreatedAt: c.created},
 		Changes: []SchemaChange{}, Clusters: make([]ClusterCheck, len(targets))}
 	if c.base != nil {
 		ops := map[string]string{}
