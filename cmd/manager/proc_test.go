@@ -144,6 +144,8 @@ type proc struct {
 	client *http.Client
 	// stderr is the process's log output.
 	stderr *syncBuffer
+	// bodies collects every response body, for the secrecy checks.
+	bodies *syncBuffer
 
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -166,7 +168,7 @@ func (d *deployment) serve(args ...string) *proc {
 
 // startServe is serve returning the error (the process's log in it) instead of failing.
 func (d *deployment) startServe(args ...string) (*proc, error) {
-	p := &proc{t: d.t, d: d, stderr: &syncBuffer{}, exited: make(chan struct{}),
+	p := &proc{t: d.t, d: d, stderr: &syncBuffer{}, bodies: &syncBuffer{}, exited: make(chan struct{}),
 		client: &http.Client{Timeout: time.Minute}}
 	p.args = append(append([]string{"serve", "--address=127.0.0.1:0", "--metrics-address=127.0.0.1:0"}, d.dbArgs()...), args...)
 	p.cmd = exec.Command(d.bin, p.args...)
@@ -292,6 +294,7 @@ func (p *proc) do(method, path, token string, body []byte) (response, error) {
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
+	p.bodies.Write(data)
 	return response{status: resp.StatusCode, body: data, header: resp.Header}, err
 }
 

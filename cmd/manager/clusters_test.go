@@ -1,0 +1,283 @@
+//go:build e2e
+
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/slipway-dev/slipway/internal/manager/auth"
+	"github.com/slipway-dev/slipway/internal/manager/store"
+	"github.com/slipway-dev/slipway/internal/manager/store/pgstore"
+	"github.com/slipway-dev/slipway/internal/manager/store/sqlitestore"
+)
+
+// clusterBody is a POST /api/v1/clusters body.
+func clusterBody(t testing.TB, name string, kubeconfig []byte) []byte {
+	t.Helper()
+	b, err := json.Marshal(map[string]string{"name": name, "environment": "Dev", "kubeconfig": string(kubeconfig)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// health is GET /api/v1/clusters/{name}/health?refresh=true.
+func health(t testing.TB, p *proc, name string) (state, reason string) {
+	t.Helper()
+	var h struct{ Health, Reason string }
+	r := p.must("GET", "/api/v1/clusters/"+name+"/health?refresh=true", p.d.admin(), nil, http.StatusOK)
+	if err := json.Unmarshal(r.body, &h); err != nil {
+		t.Fatal(err)
+	}
+	return h.Health, h.Reason
+}
+
+// openStore opens the deployment's database from the test (the serving process may run: SQLite
+// in WAL mode and PostgreSQL both allow it).
+func (d *deployment) openStore() store.Store {
+	d.t.Helper()
+	ctx := context.Background()
+	var (
+		st  store.Store
+		err error
+	)
+	if d.engine == "sqlite" {
+		st, err = sqlitestore.Open(ctx, d.dbPath)
+	} else {
+		st, err = pgstore.Open(ctx, d.dbURL)
+	}
+	if err != nil {
+		d.t.Fatalf("opening the %s store: %v", d.engine, err)
+	}
+	d.t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// A rotation: a cluster registered under key A keeps working after the keyring becomes "B, A",
+// rotate-key re-seals, and A is dropped. Without the rotation, B alone cannot open it.
+func TestRotateKey(t *testing.T) {
+	t.Parallel()
+	srv := fleet(t, 1).Servers[0]
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			d := newDeployment(t, engine)
+			keyA, keyB := keyLine(t, "key-a"), keyLine(t, "key-b")
+			d.keys = keyA
+			name := "rotate-" + engine
+			p := d.serve("--insecure-http")
+			p.must("POST", "/api/v1/clusters", d.admin(), clusterBody(t, name, srv.Kubeconfig), http.StatusCreated)
+			p.Stop()
+
+			// B alone before the rotation: the cluster's credentials do not open.
+			d.keys = keyB
+			p = d.serve("--insecure-http")
+			if h, reason := health(t, p, name); h != "Unhealthy" {
+				t.Fatalf("with only key B before rotate-key: health %s (%s), want Unhealthy", h, reason)
+			}
+			p.Stop()
+
+			d.keys = keyB + "\n" + keyA
+			p = d.serve("--insecure-http")
+			if h, reason := health(t, p, name); h != "Healthy" {
+				t.Fatalf("with keys B, A: health %s (%s), want Healthy", h, reason)
+			}
+			r := d.run("rotate-key")
+			if r.code != 0 || !strings.Contains(r.stdout, "re-sealed the credentials of 1 clusters under key key-b") {
+				t.Fatalf("manager rotate-key: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+			}
+			p.Stop()
+
+			d.keys = keyB
+			p = d.serve("--insecure-http")
+			if h, reason := health(t, p, name); h != "Healthy" {
+				t.Fatalf("with only key B after rotate-key: health %s (%s), want Healthy", h, reason)
+			}
+			c, err := d.openStore().ClusterGetByName(context.Background(), name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.KeyID != "key-b" {
+				t.Fatalf("cluster sealed under %q after the rotation, want key-b", c.KeyID)
+			}
+		})
+	}
+}
+
+// The kubeconfig's secret (its client key) appears in no response, no log line (debug level), no
+// audit record and nowhere in the database, after registration, reads, health checks, a
+// duplicate and a refused registration.
+func TestKubeconfigSecretStaysSecret(t *testing.T) {
+	t.Parallel()
+	srv := fleet(t, 1).Servers[0]
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			d := newDeployment(t, engine)
+			p := d.serve("--insecure-http", "--log-level=debug")
+			admin, viewer := d.admin(), d.token("victor", auth.Viewer)
+			name := "secret-" + engine
+			p.must("POST", "/api/v1/clusters", admin, clusterBody(t, name, srv.Kubeconfig), http.StatusCreated)
+			p.must("POST", "/api/v1/clusters", admin, clusterBody(t, name, srv.Kubeconfig), http.StatusConflict)
+			p.must("POST", "/api/v1/clusters", viewer, clusterBody(t, name+"-viewer", srv.Kubeconfig), http.StatusForbidden)
+			unreachable := withServer(t, srv.Kubeconfig, "https://127.0.0.1:1")
+			p.must("POST", "/api/v1/clusters", admin, clusterBody(t, name+"-down", unreachable), http.StatusBadRequest)
+			bad := bytes.Replace(clusterBody(t, name+"-bad", srv.Kubeconfig), []byte(`"Dev"`), []byte(`"Moon"`), 1)
+			p.must("POST", "/api/v1/clusters", admin, bad, http.StatusBadRequest)
+			p.must("GET", "/api/v1/clusters/"+name, viewer, nil, http.StatusOK)
+			p.must("GET", "/api/v1/clusters", viewer, nil, http.StatusOK)
+			if h, reason := health(t, p, name); h != "Healthy" {
+				t.Fatalf("health %s (%s), want Healthy", h, reason)
+			}
+			audit := p.must("GET", "/api/v1/audit?limit=1000", admin, nil, http.StatusOK).body
+			if !bytes.Contains(audit, []byte("cluster.create")) {
+				t.Fatalf("no cluster.create in the audit log: %s", audit)
+			}
+			p.Stop() // the SQLite WAL as the process leaves it, and every log line written
+
+			places := map[string][]byte{
+				"responses": p.bodies.Bytes(),
+				"log":       p.stderr.Bytes(),
+				"audit":     audit,
+				"database":  databaseBytes(t, d),
+			}
+			if !bytes.Contains(places["log"], []byte(name)) {
+				t.Fatalf("the log never names the cluster: is it the process's log?\n%s", tailLines(places["log"], 20))
+			}
+			for where, data := range places {
+				for _, form := range secretForms(t, srv.Kubeconfig) {
+					if bytes.Contains(data, form) {
+						t.Errorf("the kubeconfig's client key appears in the %s (as %.12q…)", where, form)
+					}
+				}
+			}
+		})
+	}
+}
+
+// secretForms are the shapes in which the kubeconfig's client key could leak: a window of its
+// PEM text, of the kubeconfig's base64 of it, of its DER bytes, and those bytes in hex (as
+// PostgreSQL prints bytea).
+func secretForms(t *testing.T, kubeconfig []byte) [][]byte {
+	t.Helper()
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var forms [][]byte
+	for _, ai := range cfg.AuthInfos {
+		key := ai.ClientKeyData
+		if len(key) == 0 {
+			continue
+		}
+		block, _ := pem.Decode(key)
+		if block == nil {
+			t.Fatal("the client key is not PEM")
+		}
+		lines := strings.Split(string(key), "\n")
+		b64 := base64.StdEncoding.EncodeToString(key)
+		der := block.Bytes[len(block.Bytes)/2:][:32]
+		if !strings.Contains(string(kubeconfig), b64[len(b64)/2:][:48]) {
+			t.Fatal("the kubeconfig does not carry its key as base64: the search would miss it")
+		}
+		forms = append(forms, []byte(lines[2][:48]), []byte(b64[len(b64)/2:][:48]), der,
+			[]byte(hex.EncodeToString(der)), []byte(hex.EncodeToString([]byte(lines[2][:48]))))
+		if ai.Token != "" {
+			forms = append(forms, []byte(ai.Token))
+		}
+	}
+	if len(forms) == 0 {
+		t.Fatal("the kubeconfig holds no client key to look for")
+	}
+	return forms
+}
+
+// databaseBytes is everything the database holds: the SQLite file with its WAL and shared-memory
+// index, or every PostgreSQL table as text (bytea in hex).
+func databaseBytes(t *testing.T, d *deployment) []byte {
+	t.Helper()
+	if d.engine == "sqlite" {
+		var out []byte
+		for _, f := range []string{d.dbPath, d.dbPath + "-wal", d.dbPath + "-shm"} {
+			data, err := os.ReadFile(f)
+			if err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			out = append(out, data...)
+		}
+		if len(out) == 0 {
+			t.Fatal("the SQLite database is empty")
+		}
+		return out
+	}
+	ctx := context.Background()
+	st, err := pgstore.Open(ctx, d.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rows, err := st.Pool().Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, n)
+	}
+	rows.Close()
+	if len(tables) < 3 {
+		t.Fatalf("only tables %v found", tables)
+	}
+	var out []byte
+	for _, tbl := range tables {
+		rows, err := st.Pool().Query(ctx, fmt.Sprintf(`SELECT t::text FROM %q t`, tbl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, s...)
+		}
+		rows.Close()
+	}
+	if !bytes.Contains(out, []byte(`\x`)) {
+		t.Fatal("no bytea in the PostgreSQL dump: is the kubeconfig stored?")
+	}
+	return out
+}
+
+// withServer returns kubeconfig with every cluster's server replaced.
+func withServer(t testing.TB, kubeconfig []byte, server string) []byte {
+	t.Helper()
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfg.Clusters {
+		c.Server = server
+	}
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
