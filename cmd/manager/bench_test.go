@@ -87,7 +87,7 @@ func BenchmarkOperatorList(b *testing.B) {
 }
 
 // BenchmarkHealthRound measures the built binary's cluster health rounds over 100 registered
-// clusters backed by servers real kube-apiservers over one etcd (default 10; the rest are rows
+// clusters backed by servers real kube-apiservers over one etcd (default 20, about 5.5 GiB; the rest are rows
 // registered under other names against the same servers, each with its own credentials, client
 // and checks). The clusters are registered through the clusters package with the deployment's
 // keyring before the binary starts (the design's 5/min registration limit would take 20 minutes
@@ -97,10 +97,10 @@ func BenchmarkOperatorList(b *testing.B) {
 // (clients built, tokens opened) is not counted. It reports p50/p99 of a round, the manager's RSS,
 // and the memory of one kube-apiserver and of the etcd.
 //
-//	SLIPWAY_BENCH_CLUSTER_SERVERS=10 SLIPWAY_BENCH_ROUNDS=30 \
+//	SLIPWAY_BENCH_CLUSTER_SERVERS=20 SLIPWAY_BENCH_ROUNDS=30 \
 //	  go test -tags e2e ./cmd/manager -run '^$' -bench HealthRound
 func BenchmarkHealthRound(b *testing.B) {
-	servers := testenv.Sizes(b, "SLIPWAY_BENCH_CLUSTER_SERVERS", 10)[0]
+	servers := testenv.Sizes(b, "SLIPWAY_BENCH_CLUSTER_SERVERS", 20)[0]
 	rounds := testenv.Sizes(b, "SLIPWAY_BENCH_ROUNDS", 30)[0]
 	const rows = 100
 	logDir, err := os.MkdirTemp("", "slipway-manager-bench-fleet-")
@@ -170,7 +170,7 @@ func registerClusters(ctx context.Context, b *testing.B, d *deployment, f *contr
 		b.Fatal(err)
 	}
 	st := d.openStore()
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	cm, err := clusters.New(clusters.Config{Store: st, Keyring: keyring, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)

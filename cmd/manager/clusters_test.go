@@ -227,7 +227,7 @@ func databaseBytes(t *testing.T, d *deployment) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	rows, err := st.Pool().Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()`)
 	if err != nil {
 		t.Fatal(err)

@@ -123,8 +123,9 @@ func TestCrashDuringOperatorRegistration(t *testing.T) {
 				p := d.serve("--insecure-http")
 				hit := repo.arm(mode)
 				done := make(chan error, 1)
+				admin := d.admin()
 				go func() {
-					_, err := p.do("POST", "/api/v1/operators", d.admin(), body)
+					_, err := p.do("POST", "/api/v1/operators", admin, body)
 					done <- err
 				}()
 				select {
@@ -317,14 +318,15 @@ func TestCrashDuringClusterRegistration(t *testing.T) {
 				p := d.serve("--insecure-http")
 				hit := link.after(at)
 				done := make(chan error, 1)
+				admin, body := d.admin(), clusterBody(t, name, kubeconfig)
 				go func() {
-					_, err := p.do("POST", "/api/v1/clusters", d.admin(), clusterBody(t, name, kubeconfig))
+					_, err := p.do("POST", "/api/v1/clusters", admin, body)
 					done <- err
 				}()
 				select {
 				case <-hit:
 					p.Kill()
-					<-done
+					t.Logf("chunk %d of %d: the request ended with %v", at, total, <-done)
 				case err := <-done:
 					// Fewer chunks this time (TLS records coalesce differently): killed after the
 					// answer, the cluster must be whole.

@@ -222,7 +222,9 @@ type exitError struct {
 	log string
 }
 
-func (e *exitError) Error() string { return fmt.Sprintf("manager serve ended: %v; log:\n%s", e.err, e.log) }
+func (e *exitError) Error() string {
+	return fmt.Sprintf("manager serve ended: %v; log:\n%s", e.err, e.log)
+}
 
 // Kill ends the process with SIGKILL (a crash: no shutdown, no cleanup) and waits for it.
 func (p *proc) Kill() {
@@ -294,7 +296,7 @@ func (p *proc) do(method, path, token string, body []byte) (response, error) {
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
-	p.bodies.Write(data)
+	_, _ = p.bodies.Write(data)
 	return response{status: resp.StatusCode, body: data, header: resp.Header}, err
 }
 
