@@ -102,7 +102,7 @@ func (s *Server) registerOperator(ctx context.Context, req OperatorRequest) (*Op
 		return nil, err
 	}
 	telemetry.SetOperatorCount(ctx, s.store)
-	return s.operatorOut(ctx, op)
+	return s.operatorWithVersions(ctx, op)
 }
 
 // insertCRDSchema stores one revision of a CRD, keyed by the digest of its JSON.
@@ -141,13 +141,18 @@ func (s *Server) listOperators(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	ids := make([]string, len(list))
+	for i, op := range list {
+		ids[i] = op.ID
+	}
+	// One query for the versions of the whole page, not one per operator.
+	versions, err := s.store.OperatorVersionListMany(ctx, ids)
+	if err != nil {
+		return err
+	}
 	out := OperatorList{Items: make([]Operator, 0, len(list))}
 	for _, op := range list {
-		o, err := s.operatorOut(ctx, op)
-		if err != nil {
-			return err
-		}
-		out.Items = append(out.Items, *o)
+		out.Items = append(out.Items, operatorOut(op, versions[op.ID]))
 	}
 	if len(list) > 0 {
 		out.Continue = p.continueToken(len(list), list[len(list)-1].Name)
@@ -166,7 +171,7 @@ func (s *Server) getOperator(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	o, err := s.operatorOut(ctx, op)
+	o, err := s.operatorWithVersions(ctx, op)
 	if err != nil {
 		return err
 	}
@@ -174,17 +179,22 @@ func (s *Server) getOperator(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) operatorOut(ctx context.Context, op *store.Operator) (*Operator, error) {
+func (s *Server) operatorWithVersions(ctx context.Context, op *store.Operator) (*Operator, error) {
 	versions, err := s.store.OperatorVersionList(ctx, op.ID)
 	if err != nil {
 		return nil, err
 	}
-	out := &Operator{
+	out := operatorOut(op, versions)
+	return &out, nil
+}
+
+func operatorOut(op *store.Operator, versions []*store.OperatorVersion) Operator {
+	out := Operator{
 		ID: op.ID, Name: op.Name, Namespace: op.Namespace, VersionFilter: op.VersionFilter, CreatedAt: op.CreatedAt,
 		Chart: ChartRef{Repository: op.ChartRepository, Name: op.ChartName}, Versions: make([]string, 0, len(versions)),
 	}
 	for _, v := range versions {
 		out.Versions = append(out.Versions, v.Version)
 	}
-	return out, nil
+	return out
 }

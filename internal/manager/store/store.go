@@ -45,6 +45,10 @@ type Executor interface {
 	OperatorVersionUpsert(ctx context.Context, p *OperatorVersionUpsertParams) (*OperatorVersion, error)
 	// OperatorVersionList returns an operator's versions, newest semver first.
 	OperatorVersionList(ctx context.Context, operatorID string) ([]*OperatorVersion, error)
+	// OperatorVersionListMany is OperatorVersionList for several operators in one query (a list
+	// page): versions by operator id, each newest semver first; an operator without versions
+	// has no entry.
+	OperatorVersionListMany(ctx context.Context, operatorIDs []string) (map[string][]*OperatorVersion, error)
 
 	// CRDSchemaInsert stores one revision of a CRD's definition; a revision identical (same
 	// digest) to one already stored for the same CRD and source returns ErrAlreadyExists.

@@ -84,6 +84,12 @@ SELECT operator_id, version, app_version, digest, created_at
 FROM operator_versions
 WHERE operator_id = $1;
 
+-- name: OperatorVersionListMany
+-- $1 is a JSON array of operator ids. Ordered by semver in Go.
+SELECT operator_id, version, app_version, digest, created_at
+FROM operator_versions
+WHERE operator_id IN (SELECT value FROM json_each($1));
+
 -- name: CRDSchemaInsert
 INSERT INTO crd_schemas (name, crd_group, kind, scope, operator_id, version, digest, definition, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -102,8 +103,7 @@ func (e *executor) OperatorVersionUpsert(ctx context.Context, p *store.OperatorV
 	return v, nil
 }
 
-// OperatorVersionList returns the versions newest semver first; versions that are not semver
-// (the discovery skips them, so only hand-made rows) come last, by text.
+// OperatorVersionList returns the versions in sortVersions' order.
 func (e *executor) OperatorVersionList(ctx context.Context, operatorID string) ([]*store.OperatorVersion, error) {
 	id, ok := normalizeID(operatorID)
 	if !ok {
@@ -113,6 +113,42 @@ func (e *executor) OperatorVersionList(ctx context.Context, operatorID string) (
 	if err != nil {
 		return nil, err
 	}
+	sortVersions(vs)
+	return vs, nil
+}
+
+// OperatorVersionListMany lists the versions of several operators in one query.
+func (e *executor) OperatorVersionListMany(ctx context.Context, operatorIDs []string) (map[string][]*store.OperatorVersion, error) {
+	ids := make([]string, 0, len(operatorIDs))
+	for _, raw := range operatorIDs {
+		if id, ok := normalizeID(raw); ok {
+			ids = append(ids, id)
+		}
+	}
+	out := map[string][]*store.OperatorVersion{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	arg, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("list operator versions: %w", err)
+	}
+	vs, err := queryList(ctx, e, e.q("OperatorVersionListMany"), []any{string(arg)}, "list operator versions", scanOperatorVersion)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range vs {
+		out[v.OperatorID] = append(out[v.OperatorID], v)
+	}
+	for _, list := range out {
+		sortVersions(list)
+	}
+	return out, nil
+}
+
+// sortVersions orders versions newest semver first; versions that are not semver (the discovery
+// skips them, so only hand-made rows) come last, by text.
+func sortVersions(vs []*store.OperatorVersion) {
 	parsed := make(map[string]*semver.Version, len(vs))
 	for _, v := range vs {
 		if sv, err := semver.NewVersion(v.Version); err == nil {
@@ -135,5 +171,4 @@ func (e *executor) OperatorVersionList(ctx context.Context, operatorID string) (
 			return cmp.Compare(a.Version, b.Version)
 		}
 	})
-	return vs, nil
 }

@@ -11,7 +11,7 @@ var QueryNames = []string{
 	"ClusterCreate", "ClusterGetByName", "ClusterList", "ClusterUpdateHealth",
 	"ClusterUpdateCredentials", "ClusterDelete", "ClusterCount",
 	"OperatorCreate", "OperatorGetByName", "OperatorGetByID", "OperatorList", "OperatorCount",
-	"OperatorVersionUpsert", "OperatorVersionList",
+	"OperatorVersionUpsert", "OperatorVersionList", "OperatorVersionListMany",
 	"CRDSchemaInsert", "CRDSchemaList", "CRDList",
 	"CRDApprovalCreate", "CRDApprovalList",
 	"AuditInsert", "AuditList",

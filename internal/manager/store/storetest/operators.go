@@ -112,5 +112,15 @@ var operatorCases = []testCase{
 		requireEqual(t, names(vs, func(v *store.OperatorVersion) string { return v.Version }),
 			[]string{"v2.0.0", "1.10.0", "1.10.0-rc.1", "1.9.0", "1.2.0", "0.9.1"}, "newest semver first")
 		requireEqual(t, vs[4].Digest, "sha256:new", "digest after upsert")
+
+		// The same for a page of operators in one query.
+		many, err := b.store.OperatorVersionListMany(b.ctx, []string{o.ID, other.ID, "not-a-uuid", uuid.NewString()})
+		requireOK(t, err, "list many")
+		requireEqual(t, len(many), 2, "operators with versions")
+		requireEqual(t, many[o.ID], vs, "versions of the first operator")
+		requireEqual(t, names(many[other.ID], func(v *store.OperatorVersion) string { return v.Version }), []string{"9.9.9"}, "the other's")
+		none, err := b.store.OperatorVersionListMany(b.ctx, nil)
+		requireOK(t, err, "list many of none")
+		requireEqual(t, len(none), 0, "no operators")
 	}},
 }
