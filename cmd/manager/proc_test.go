@@ -16,7 +16,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
 	"github.com/slipway-dev/slipway/internal/manager/store/pgtest"
+	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
 // deployment is one manager installation: a database (SQLite file or PostgreSQL database), an
@@ -143,9 +143,9 @@ type proc struct {
 	URL    string
 	client *http.Client
 	// stderr is the process's log output.
-	stderr *syncBuffer
+	stderr *testenv.SyncBuffer
 	// bodies collects every response body, for the secrecy checks.
-	bodies *syncBuffer
+	bodies *testenv.SyncBuffer
 
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -168,7 +168,7 @@ func (d *deployment) serve(args ...string) *proc {
 
 // startServe is serve returning the error (the process's log in it) instead of failing.
 func (d *deployment) startServe(args ...string) (*proc, error) {
-	p := &proc{t: d.t, d: d, stderr: &syncBuffer{}, bodies: &syncBuffer{}, exited: make(chan struct{}),
+	p := &proc{t: d.t, d: d, stderr: &testenv.SyncBuffer{}, bodies: &testenv.SyncBuffer{}, exited: make(chan struct{}),
 		client: &http.Client{Timeout: time.Minute}}
 	p.args = append(append([]string{"serve", "--address=127.0.0.1:0", "--metrics-address=127.0.0.1:0"}, d.dbArgs()...), args...)
 	p.cmd = exec.Command(d.bin, p.args...)
@@ -311,23 +311,6 @@ func (p *proc) must(method, path, token string, body []byte, want int) response 
 		p.t.Fatalf("%s %s: status %d, want %d: %s", method, path, r.status, want, r.body)
 	}
 	return r
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
 }
 
 func tailLines(data []byte, n int) string {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/url"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/slipway-dev/slipway/internal/controlplane"
 	"github.com/slipway-dev/slipway/internal/manager/store/sqlitestore"
+	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
 // The package's clusters: kube-apiservers over one etcd, started by the first test that needs
@@ -27,47 +27,12 @@ import (
 // 2 removal, 3 stopped by the health test, 4 a registration that fails half-way.
 const fleetServers = 5
 
-var (
-	fleetOnce sync.Once
-	fleetVal  *controlplane.Fleet
-	fleetErr  error
-	fleetLogs string
-)
+func TestMain(m *testing.M) { os.Exit(testenv.StopFleet(m.Run())) }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if fleetVal != nil {
-		if err := fleetVal.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping the fleet: %v\n", err)
-			code = 1
-		}
-	}
-	if fleetLogs != "" {
-		if code != 0 {
-			fmt.Fprintf(os.Stderr, "kube-apiserver logs kept in %s\n", fleetLogs)
-		} else {
-			_ = os.RemoveAll(fleetLogs)
-		}
-	}
-	os.Exit(code)
-}
-
-// fleet returns the package's running fleet, starting it on first use.
+// fleet returns the package's running fleet (testenv.Fleet), starting it on first use.
 func fleet(t testing.TB) *controlplane.Fleet {
 	t.Helper()
-	fleetOnce.Do(func() {
-		fleetLogs, fleetErr = os.MkdirTemp("", "slipway-clusters-fleet-")
-		if fleetErr != nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		fleetVal, fleetErr = controlplane.StartFleet(ctx, controlplane.FleetOptions{Servers: fleetServers, LogDir: fleetLogs})
-	})
-	if fleetErr != nil {
-		t.Fatalf("starting %d kube-apiservers: %v", fleetServers, fleetErr)
-	}
-	return fleetVal
+	return testenv.Fleet(t, fleetServers)
 }
 
 // testClock is time.Now moved by an offset.
@@ -77,31 +42,13 @@ func (c *testClock) Now() time.Time          { return time.Now().Add(time.Durati
 func (c *testClock) Set(d time.Duration)     { c.offset.Store(int64(d)) }
 func (c *testClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 
-// syncBuffer collects the manager's log lines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type bundle struct {
 	m      *Manager
 	store  *sqlitestore.Store
 	dbPath string
 	keys   *Keyring
 	clock  *testClock
-	logs   *syncBuffer
+	logs   *testenv.SyncBuffer
 	mu     sync.Mutex
 	events []CredentialEvent
 }
@@ -131,7 +78,7 @@ func setup(t *testing.T, mod ...func(*Config)) *bundle {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{store: st, dbPath: dbPath, keys: mustKeyring(t, newKeyLine(t)), clock: &testClock{}, logs: &syncBuffer{}}
+	b := &bundle{store: st, dbPath: dbPath, keys: mustKeyring(t, newKeyLine(t)), clock: &testClock{}, logs: &testenv.SyncBuffer{}}
 	b.m = b.newManager(t, b.keys, mod...)
 	t.Cleanup(func() {
 		b.m.Stop()
@@ -213,10 +160,11 @@ func pemBodyLines(data []byte) []string {
 
 func checkNoSecretsAt(t *testing.T, where string, data []byte) {
 	t.Helper()
-	if fleetVal == nil {
+	f := testenv.RunningFleet()
+	if f == nil {
 		return
 	}
-	for _, s := range fleetVal.Servers {
+	for _, s := range f.Servers {
 		for _, secret := range secretsOf(t, s.Kubeconfig) {
 			if bytes.Contains(data, []byte(secret)) {
 				t.Errorf("%s holds a fragment of %s's kubeconfig (%.12q...)", where, s.Name, secret)

@@ -1,17 +1,14 @@
 package server
 
 import (
-	"bytes"
-	"context"
-	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/slipway-dev/slipway/internal/manager/secrettest"
 )
 
 // Fleet servers: 0 is registered by every test and never removed; 1 and 2 are removed by the
@@ -143,96 +140,16 @@ func TestClusters(t *testing.T) {
 // credentials of the kubeconfigs.
 func assertNoSecret(t *testing.T, b *bundle, kubeconfigs ...[]byte) {
 	t.Helper()
-	var secrets [][]byte
+	var forms [][]byte
 	for _, kc := range kubeconfigs {
-		cfg, err := clientcmd.Load(kc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, ai := range cfg.AuthInfos {
-			for _, s := range [][]byte{ai.ClientKeyData, ai.ClientCertificateData, []byte(ai.Token)} {
-				if len(s) > 0 {
-					secrets = append(secrets, s)
-				}
-			}
-		}
-	}
-	if len(secrets) == 0 {
-		t.Fatal("the kubeconfigs hold no credential to look for")
+		forms = append(forms, secrettest.Forms(t, kc)...)
 	}
 	var audit AuditList
-	admin := b.admin()
-	b.do("GET", "/api/v1/audit?limit=1000", admin, nil).json(t, &audit)
-	places := map[string][]byte{
-		"responses": b.bodies.Bytes(),
-		"logs":      b.logs.Bytes(),
-		"audit":     []byte(fmt.Sprintf("%+v", audit.Items)),
-		"database":  databaseBytes(t, b),
-	}
-	for where, data := range places {
-		for _, s := range secrets {
-			// A 40-byte window of the secret, raw, base64 (as a kubeconfig carries it) and hex
-			// (as PostgreSQL prints bytea).
-			w := s[len(s)/2:]
-			if len(w) > 40 {
-				w = w[:40]
-			}
-			for _, form := range [][]byte{w, []byte(base64.StdEncoding.EncodeToString(s))[8:48], []byte(hex.EncodeToString(w))} {
-				if bytes.Contains(data, form) {
-					t.Fatalf("a kubeconfig credential appears in the %s", where)
-				}
-			}
-		}
-	}
-}
-
-// databaseBytes is everything the database holds: the SQLite files, or every PostgreSQL table
-// as text.
-func databaseBytes(t *testing.T, b *bundle) []byte {
-	t.Helper()
-	var out []byte
-	for _, f := range b.dbFiles {
-		data, err := os.ReadFile(f)
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-		out = append(out, data...)
-	}
-	if b.pg == nil {
-		return out
-	}
-	ctx := context.Background()
-	rows, err := b.pg.Pool().Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tables []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		tables = append(tables, n)
-	}
-	rows.Close()
-	if len(tables) == 0 {
-		t.Fatal("no tables found")
-	}
-	for _, tbl := range tables {
-		rows, err := b.pg.Pool().Query(ctx, fmt.Sprintf(`SELECT t::text FROM %q t`, tbl))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var s string
-			if err := rows.Scan(&s); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, s...)
-		}
-		rows.Close()
-	}
-	return out
+	b.do("GET", "/api/v1/audit?limit=1000", b.admin(), nil).json(t, &audit)
+	secrettest.AssertAbsent(t, "responses", b.bodies.Bytes(), forms)
+	secrettest.AssertAbsent(t, "logs", b.logs.Bytes(), forms)
+	secrettest.AssertAbsent(t, "audit log", []byte(fmt.Sprintf("%+v", audit.Items)), forms)
+	secrettest.AssertAbsent(t, "database", secrettest.DatabaseBytes(t, b.dbPath, b.pgURL), forms)
 }
 
 const execKubeconfig = `apiVersion: v1

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,34 +25,15 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/store/pgtest"
 	"github.com/slipway-dev/slipway/internal/manager/store/sqlitestore"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
+	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
-// The package's clusters: kube-apiservers over one etcd, started on first use and stopped by
-// TestMain. Each test registers them under its own names in its own store.
+// The package's clusters: kube-apiservers over one etcd (testenv.Fleet), started on first use and
+// stopped by TestMain. Each test registers them under its own names in its own store.
 const fleetServers = 3
 
-var (
-	fleetOnce sync.Once
-	fleetVal  *controlplane.Fleet
-	fleetErr  error
-	fleetLogs string
-)
-
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if fleetVal != nil {
-		if err := fleetVal.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping the fleet: %v\n", err)
-			code = 1
-		}
-	}
-	if fleetLogs != "" {
-		if code != 0 {
-			fmt.Fprintf(os.Stderr, "kube-apiserver logs kept in %s\n", fleetLogs)
-		} else {
-			_ = os.RemoveAll(fleetLogs)
-		}
-	}
+	code := testenv.StopFleet(m.Run())
 	if err := pgtest.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "stopping PostgreSQL: %v\n", err)
 		code = 1
@@ -63,18 +43,7 @@ func TestMain(m *testing.M) {
 
 func fleet(t testing.TB) *controlplane.Fleet {
 	t.Helper()
-	fleetOnce.Do(func() {
-		if fleetLogs, fleetErr = os.MkdirTemp("", "slipway-server-fleet-"); fleetErr != nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		fleetVal, fleetErr = controlplane.StartFleet(ctx, controlplane.FleetOptions{Servers: fleetServers, LogDir: fleetLogs})
-	})
-	if fleetErr != nil {
-		t.Fatalf("starting %d kube-apiservers: %v", fleetServers, fleetErr)
-	}
-	return fleetVal
+	return testenv.Fleet(t, fleetServers)
 }
 
 // engines are the store engines every API test runs on.
@@ -98,12 +67,11 @@ type bundle struct {
 	client *http.Client
 	store  store.Store
 	secret []byte
-	logs   *syncBuffer
+	logs   *testenv.SyncBuffer
 	// bodies collects every response body, for the secrecy checks.
-	bodies *syncBuffer
-	// dbFiles are the SQLite files (database and WAL); pg the PostgreSQL store.
-	dbFiles []string
-	pg      *pgstore.Store
+	bodies *testenv.SyncBuffer
+	// dbPath is the SQLite file; pgURL the PostgreSQL database.
+	dbPath, pgURL string
 }
 
 type setupOpts struct {
@@ -126,7 +94,7 @@ func setup(t *testing.T, engine string, opts ...func(*setupOpts)) *bundle {
 		f(&o)
 	}
 	ctx := context.Background()
-	b := &bundle{t: t, engine: engine, logs: &syncBuffer{}, bodies: &syncBuffer{}}
+	b := &bundle{t: t, engine: engine, logs: &testenv.SyncBuffer{}, bodies: &testenv.SyncBuffer{}}
 	switch engine {
 	case "sqlite":
 		path := filepath.Join(t.TempDir(), "manager.db")
@@ -134,13 +102,14 @@ func setup(t *testing.T, engine string, opts ...func(*setupOpts)) *bundle {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.store, b.dbFiles = st, []string{path, path + "-wal"}
+		b.store, b.dbPath = st, path
 	case "postgres":
-		st, err := pgstore.Open(ctx, pgtest.NewDatabase(t), pgstore.WithMigrate())
+		b.pgURL = pgtest.NewDatabase(t)
+		st, err := pgstore.Open(ctx, b.pgURL, pgstore.WithMigrate())
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.store, b.pg = st, st
+		b.store = st
 	default:
 		t.Fatalf("unknown engine %q", engine)
 	}
@@ -303,21 +272,4 @@ func (b *bundle) counts() counts {
 		b.t.Fatal(err)
 	}
 	return counts{c, o, len(crds)}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
 }

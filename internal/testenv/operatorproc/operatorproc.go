@@ -68,34 +68,7 @@ var (
 // running are removed on the next build.
 func Binary(tb testing.TB) string {
 	tb.Helper()
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	if bin, ok := binaries[Package]; ok {
-		return bin
-	}
-	if bin := os.Getenv(BinaryEnv); bin != "" {
-		binaries[Package] = bin
-		return bin
-	}
-	root, err := moduleRoot()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	base := filepath.Join(os.TempDir(), "slipway-operatorproc")
-	removeStale(base)
-	dir := filepath.Join(base, strconv.Itoa(os.Getpid()))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		tb.Fatal(err)
-	}
-	bin := filepath.Join(dir, "operator")
-	cmd := exec.Command("go", append(append([]string{"build"}, ShippedBuildFlags...), "-o", bin, Package)...)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("building the operator: %v\n%s", err, out)
-	}
-	binaries[Package] = bin
-	return bin
+	return BinaryOf(tb, Package, BinaryEnv)
 }
 
 // moduleRoot is the nearest directory at or above the working directory holding go.mod.
