@@ -94,7 +94,7 @@ func chartImage(files ChartFiles) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	content, err := chartTarball(chartName, files)
+	content, err := ChartTarball(chartName, files)
 	if err != nil {
 		return nil, err
 	}
@@ -120,9 +120,9 @@ func chartImage(files ChartFiles) (v1.Image, error) {
 	return partial.CompressedToImage(&chartArtifact{manifest: manifest, config: config, layer: chartLayer})
 }
 
-// chartTarball is the gzipped tar of files under chartName/, with fixed times and modes so the
+// ChartTarball is the gzipped tar of files under chartName/, with fixed times and modes so the
 // same chart always has the same digest.
-func chartTarball(chartName string, files ChartFiles) ([]byte, error) {
+func ChartTarball(chartName string, files ChartFiles) ([]byte, error) {
 	paths := make([]string, 0, len(files))
 	for p := range files {
 		paths = append(paths, p)

@@ -1,14 +1,8 @@
 package charttest
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"fmt"
-	"path"
-	"sort"
 	"strings"
-	"time"
 
 	"github.com/slipway-dev/slipway/internal/registry"
 )
@@ -199,30 +193,5 @@ func Archive(files ChartFiles) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	paths := make([]string, 0, len(files))
-	for p := range files {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, p := range paths {
-		body := []byte(files[p])
-		hdr := &tar.Header{Name: path.Join(meta.Name, p), Mode: 0o644, Size: int64(len(body)),
-			ModTime: time.Unix(0, 0).UTC(), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(body); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	if err := gz.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return registry.ChartTarball(meta.Name, files)
 }
