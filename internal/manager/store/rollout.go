@@ -1,0 +1,193 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// The rollout engine's records (issue 12): deployments, the status of each target cluster, the
+// step history, and approvals. RolloutExecutor is embedded into Executor once both engines
+// implement it.
+
+// ErrConflict: a state transition lost a race (the row moved on since it was read), or a unique
+// rule of the rollout refused it, such as a second active deployment of one operator to one
+// cluster. Callers re-read and decide.
+var ErrConflict = errors.New("conflict")
+
+// DeploymentStatus is a deployment's lifecycle: Queued (over the concurrency limit) or
+// WaitingApproval before Planning; Planning → Deploying → Validating → Completed; RollingBack →
+// RolledBack or Failed; Failed; Cancelled (DELETE /deployments/{id}).
+type DeploymentStatus string
+
+const (
+	DeploymentQueued          DeploymentStatus = "Queued"
+	DeploymentWaitingApproval DeploymentStatus = "WaitingApproval"
+	DeploymentPlanning        DeploymentStatus = "Planning"
+	DeploymentDeploying       DeploymentStatus = "Deploying"
+	DeploymentValidating      DeploymentStatus = "Validating"
+	DeploymentCompleted       DeploymentStatus = "Completed"
+	DeploymentRollingBack     DeploymentStatus = "RollingBack"
+	DeploymentRolledBack      DeploymentStatus = "RolledBack"
+	DeploymentFailed          DeploymentStatus = "Failed"
+	DeploymentCancelled       DeploymentStatus = "Cancelled"
+)
+
+// Terminal reports whether no step follows s.
+func (s DeploymentStatus) Terminal() bool {
+	switch s {
+	case DeploymentCompleted, DeploymentRolledBack, DeploymentFailed, DeploymentCancelled:
+		return true
+	}
+	return false
+}
+
+// ClusterStatus is one target cluster's progress within a deployment.
+type ClusterStatus string
+
+const (
+	ClusterPending    ClusterStatus = "pending"
+	ClusterInstalling ClusterStatus = "installing"
+	ClusterValidating ClusterStatus = "validating"
+	ClusterHealthy    ClusterStatus = "healthy"
+	ClusterRolledBack ClusterStatus = "rolledBack"
+	ClusterFailed     ClusterStatus = "failed"
+	ClusterSkipped    ClusterStatus = "skipped"
+)
+
+// Deployment is one rollout of an operator version to clusters with a strategy.
+type Deployment struct {
+	ID                  string
+	OperatorID          string
+	OperatorName        string
+	Version             string
+	Strategy            string          // Canary, BlueGreen, Rolling, Direct
+	Config              json.RawMessage // the strategy's config object, as the request gave it
+	Values              json.RawMessage // Helm values (an object), and per environment: ValuesByEnvironment
+	ValuesByEnvironment json.RawMessage
+	Status              DeploymentStatus
+	Reason              string // why the status is what it is (a failed check, a rejection), for people
+	RequestedBy         string
+	RequestID           string
+	// Revision counts the row's updates: DeploymentUpdate's optimistic check.
+	Revision   int64
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	StartedAt  *time.Time
+	FinishedAt *time.Time
+	Clusters   []*DeploymentCluster
+}
+
+// DeploymentCluster is one target cluster of a deployment. Active rows (not terminal for the
+// deployment) hold the (operator, cluster) pair: a partial unique index allows one per pair.
+type DeploymentCluster struct {
+	DeploymentID string
+	ClusterName  string
+	Environment  Environment
+	Stage        int // the strategy's stage (canary step, rolling position, direct batch)
+	Status       ClusterStatus
+	// HelmRevision is the release revision this deployment installed; PreviousRevision and
+	// PreviousVersion what was there before (0 and "" for a first install): the rollback target.
+	HelmRevision     int
+	PreviousRevision int
+	PreviousVersion  string
+	Message          string
+	Active           bool
+	UpdatedAt        time.Time
+}
+
+// DeploymentEvent is one step of a deployment's history (GET /deployments/{id}/events).
+type DeploymentEvent struct {
+	ID           int64
+	DeploymentID string
+	At           time.Time
+	Type         string // e.g. "status", "cluster.installing", "cluster.healthy", "healthcheck.failed"
+	Cluster      string
+	Message      string
+	Details      json.RawMessage
+}
+
+// ApprovalStatus is an approval request's state.
+type ApprovalStatus string
+
+const (
+	ApprovalPending  ApprovalStatus = "pending"
+	ApprovalApproved ApprovalStatus = "approved"
+	ApprovalRejected ApprovalStatus = "rejected"
+	ApprovalExpired  ApprovalStatus = "expired"
+)
+
+// Approval is a request for people to approve a deployment (or a part of one).
+type Approval struct {
+	ID           string
+	DeploymentID string
+	Kind         string // "versionUpgrade", "breakingCRD", "production"
+	RequiredRole string // "Admin", or "EnvironmentOwner:Production"
+	Required     int    // distinct approvers needed (multi-level)
+	RequestedBy  string
+	Status       ApprovalStatus
+	Reason       string
+	ExpiresAt    time.Time
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	Decisions    []*ApprovalDecision
+}
+
+// ApprovalDecision is one person's approve or reject, with a comment.
+type ApprovalDecision struct {
+	ApprovalID string
+	Actor      string
+	Approve    bool
+	Comment    string
+	At         time.Time
+}
+
+// RolloutExecutor is the rollout engine's part of the store. Deployments are created with their
+// clusters (and approvals) in one transaction; transitions go through DeploymentUpdate, which
+// locks the row (SELECT … FOR UPDATE on PostgreSQL; the one write connection on SQLite), applies
+// fn, and writes it back with Revision+1.
+type RolloutExecutor interface {
+	DeploymentCreate(ctx context.Context, d *Deployment) (*Deployment, error)
+	DeploymentGetByID(ctx context.Context, id string) (*Deployment, error)
+	DeploymentList(ctx context.Context, p *DeploymentListParams) ([]*Deployment, error)
+	DeploymentUpdate(ctx context.Context, id string, fn func(d *Deployment) error) (*Deployment, error)
+	DeploymentCountActive(ctx context.Context) (int, error)
+	DeploymentEventInsert(ctx context.Context, e *DeploymentEvent) (*DeploymentEvent, error)
+	DeploymentEventList(ctx context.Context, p *DeploymentEventListParams) ([]*DeploymentEvent, error)
+
+	ApprovalCreate(ctx context.Context, a *Approval) (*Approval, error)
+	ApprovalGetByID(ctx context.Context, id string) (*Approval, error)
+	ApprovalList(ctx context.Context, p *ApprovalListParams) ([]*Approval, error)
+	// ApprovalDecide records a decision and moves the approval to approved (enough distinct
+	// approvers), rejected (any rejection) or leaves it pending; a decision on a decided or
+	// expired approval, or a second one by the same actor, is ErrConflict.
+	ApprovalDecide(ctx context.Context, d *ApprovalDecision, now time.Time) (*Approval, error)
+	// ApprovalExpire marks pending approvals past their expiry as expired and returns them.
+	ApprovalExpire(ctx context.Context, now time.Time) ([]*Approval, error)
+}
+
+// DeploymentListParams filters deployments, newest first; Before pages by creation (the last id
+// of the previous page).
+type DeploymentListParams struct {
+	OperatorID string
+	Status     DeploymentStatus
+	Active     bool // only deployments that are not terminal
+	Before     string
+	Limit      int
+}
+
+// DeploymentEventListParams selects a deployment's events after an id (0: from the start), oldest first.
+type DeploymentEventListParams struct {
+	DeploymentID string
+	AfterID      int64
+	Limit        int
+}
+
+// ApprovalListParams filters approvals, newest first.
+type ApprovalListParams struct {
+	Status       ApprovalStatus
+	DeploymentID string
+	Before       string
+	Limit        int
+}
