@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
 )
 
 // RestartAPIServer stops kube-apiserver (SIGTERM, as a rolling upgrade of a control plane would)
