@@ -77,6 +77,7 @@ type Config struct {
 	Now func() time.Time
 	Log *slog.Logger
 	// OnResult, when set, learns each approval's outcome: delivered, given up, or dropped on Stop.
+	// The workers call it, concurrently; it should return quickly (record an event, count).
 	OnResult func(Result)
 }
 

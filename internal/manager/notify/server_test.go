@@ -9,8 +9,10 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"io"
+	"log"
 	"math/big"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,12 +29,28 @@ const (
 	testPassword = "s3cret-pass"
 )
 
-// testCert is a self-signed certificate for 127.0.0.1 and localhost, and a pool trusting it.
+var (
+	certOnce sync.Once
+	certPair tls.Certificate
+	certPool *x509.CertPool
+	certErr  error
+)
+
+// testCert is a self-signed certificate for 127.0.0.1 and localhost, and a pool trusting it: one
+// for the package, so a server restarted on the same address presents the same certificate.
 func testCert(t *testing.T) (tls.Certificate, *x509.CertPool) {
 	t.Helper()
+	certOnce.Do(func() { certPair, certPool, certErr = makeCert() })
+	if certErr != nil {
+		t.Fatal(certErr)
+	}
+	return certPair, certPool
+}
+
+func makeCert() (tls.Certificate, *x509.CertPool, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		t.Fatal(err)
+		return tls.Certificate{}, nil, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
@@ -48,15 +66,15 @@ func testCert(t *testing.T) (tls.Certificate, *x509.CertPool) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		t.Fatal(err)
+		return tls.Certificate{}, nil, err
 	}
 	leaf, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatal(err)
+		return tls.Certificate{}, nil, err
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(leaf)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool, nil
 }
 
 // received is one message the server accepted.
@@ -100,6 +118,7 @@ func startServer(t *testing.T, o serverOpts) *testServer {
 	})
 	s := smtp.NewServer(be)
 	s.Domain = "localhost"
+	s.ErrorLog = log.New(io.Discard, "", 0) // clients the tests hang up on are not news
 	s.ReadTimeout, s.WriteTimeout = 10*time.Second, 10*time.Second
 	if !o.noTLS {
 		s.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}

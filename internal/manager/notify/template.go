@@ -55,11 +55,13 @@ func LinksFor(base string, p Pending) (URLs, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return URLs{}, invalid.Field("notify.baseURL", "%q is not an http(s) URL", base)
 	}
-	join := func(elem ...string) string { return u.JoinPath(elem...).String() }
+	u.RawQuery, u.Fragment = "", ""
+	root := strings.TrimSuffix(u.String(), "/")
+	// Ids are escaped as one path segment each: a "/" in one cannot reach another route.
 	return URLs{
-		Approve:    join("api/v1/approvals", p.ApprovalID, "approve"),
-		Reject:     join("api/v1/approvals", p.ApprovalID, "reject"),
-		Deployment: join("api/v1/deployments", p.DeploymentID),
+		Approve:    root + "/api/v1/approvals/" + url.PathEscape(p.ApprovalID) + "/approve",
+		Reject:     root + "/api/v1/approvals/" + url.PathEscape(p.ApprovalID) + "/reject",
+		Deployment: root + "/api/v1/deployments/" + url.PathEscape(p.DeploymentID),
 	}, nil
 }
 
