@@ -1,0 +1,270 @@
+// Package health checks one installed operator on one cluster, as the rollout engine does every
+// 30 s for each (operator, cluster) it watches (issue 12 §3, FR-OP-005):
+//
+//   - controller pods: the pods of the Helm release (label app.kubernetes.io/instance=<release>
+//     in the release's namespace, or Target.PodSelector) Running and Ready, fewer than 3 restarts
+//     in 5 minutes, none in CrashLoopBackOff, within their resource limits where metrics.k8s.io is
+//     served;
+//   - webhooks: the release's Validating/MutatingWebhookConfigurations (label
+//     app.kubernetes.io/instance=<release>, or Helm's meta.helm.sh/release-name and
+//     release-namespace annotations) and the conversion webhooks of its CRDs each answer a minimal
+//     review with 200 within 1 s, with a serving certificate that is valid and verifies against
+//     the configuration's caBundle;
+//   - CRD reconciliation: the release's custom resources have a fresh Ready condition and fewer
+//     than 5 % of them are Ready=False.
+//
+// A Checker runs the checks and remembers restart counts between them; a Tracker turns
+// consecutive Unhealthy results into a rollback signal; a Board keeps the latest result per
+// (operator, cluster) in the API's response shape and sets the health gauges.
+//
+// Nothing is reported as passed that did not run: a check that could not run says "not checked:
+// why" and makes its part Degraded at best.
+package health
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+
+	"github.com/slipway-dev/slipway/internal/manager/invalid"
+	"github.com/slipway-dev/slipway/internal/manager/telemetry"
+)
+
+// Defaults of Config.
+const (
+	DefaultWebhookTimeout = time.Second
+	DefaultRestartWindow  = 5 * time.Minute
+	DefaultMaxRestarts    = 3
+	DefaultFreshFor       = 5 * time.Minute
+	DefaultMaxErrorRate   = 0.05
+	DefaultCheckTimeout   = 10 * time.Second
+)
+
+// InstanceLabel is the Helm convention label that selects a release's pods and webhooks.
+const InstanceLabel = "app.kubernetes.io/instance"
+
+// Helm's ownership annotations on every object a release creates.
+const (
+	ReleaseNameAnnotation      = "meta.helm.sh/release-name"
+	ReleaseNamespaceAnnotation = "meta.helm.sh/release-namespace"
+)
+
+// Config tunes a Checker. Zero values take the defaults.
+type Config struct {
+	// WebhookTimeout bounds one webhook call, connection and TLS included (default 1 s).
+	WebhookTimeout time.Duration
+	// RestartWindow and MaxRestarts: a container restarted MaxRestarts times or more within
+	// RestartWindow makes the pods Unhealthy (defaults 5 minutes, 3).
+	RestartWindow time.Duration
+	MaxRestarts   int
+	// FreshFor is how recent a Ready condition's lastTransitionTime must be when its
+	// observedGeneration is not current (default 5 minutes).
+	FreshFor time.Duration
+	// MaxErrorRate is the share of custom resources Ready=False (or stale) from which the
+	// reconciliation is Unhealthy (default 0.05).
+	MaxErrorRate float64
+	// CheckTimeout bounds each of the three parts (default 10 s).
+	CheckTimeout time.Duration
+	// Now is the clock (default time.Now); restart windows, certificate validity and freshness
+	// use it.
+	Now func() time.Time
+	// Logger receives one debug line per check (default slog.Default()).
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.WebhookTimeout <= 0 {
+		c.WebhookTimeout = DefaultWebhookTimeout
+	}
+	if c.RestartWindow <= 0 {
+		c.RestartWindow = DefaultRestartWindow
+	}
+	if c.MaxRestarts <= 0 {
+		c.MaxRestarts = DefaultMaxRestarts
+	}
+	if c.FreshFor <= 0 {
+		c.FreshFor = DefaultFreshFor
+	}
+	if c.MaxErrorRate <= 0 {
+		c.MaxErrorRate = DefaultMaxErrorRate
+	}
+	if c.CheckTimeout <= 0 {
+		c.CheckTimeout = DefaultCheckTimeout
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Target is one installed operator on one cluster.
+type Target struct {
+	// OperatorName is the operator's registered name (spans, results).
+	OperatorName string
+	// Namespace and Release are the Helm release's namespace and name.
+	Namespace string
+	Release   string
+	// CRDs are the names of the operator's CRDs ("widgets.example.com"): their custom resources
+	// are checked for reconciliation, their conversion webhooks called.
+	CRDs []string
+	// PodSelector, when set, selects the controller pods instead of
+	// app.kubernetes.io/instance=<Release> (label selector syntax).
+	PodSelector string
+}
+
+func (t Target) validate() error {
+	switch {
+	case t.OperatorName == "":
+		return invalid.Field("operatorName", "the operator's name is required")
+	case t.Namespace == "":
+		return invalid.Field("namespace", "the release's namespace is required")
+	case t.Release == "":
+		return invalid.Field("release", "the Helm release's name is required")
+	}
+	if t.PodSelector != "" {
+		if _, err := labels.Parse(t.PodSelector); err != nil {
+			return invalid.Reasoned("podSelector", "format", err, "not a label selector: %v", err)
+		}
+	}
+	return nil
+}
+
+func (t Target) podSelector() string {
+	if t.PodSelector != "" {
+		return t.PodSelector
+	}
+	return InstanceLabel + "=" + t.Release
+}
+
+// Checker checks operators. It is safe for concurrent use; keep one for the process, since it
+// remembers the restart counts it has seen (the restart window spans checks).
+type Checker struct {
+	cfg Config
+
+	mu       sync.Mutex
+	restarts map[string]*restartHistory
+}
+
+// NewChecker returns a Checker with cfg (zero values are the defaults).
+func NewChecker(cfg Config) *Checker {
+	return &Checker{cfg: cfg.withDefaults(), restarts: map[string]*restartHistory{}}
+}
+
+// clients are the API clients of one check.
+type clients struct {
+	kube    kubernetes.Interface
+	dynamic dynamic.Interface
+	apiext  apiextclient.Interface
+}
+
+func newClients(rc *rest.Config) (*clients, error) {
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	ext, err := apiextclient.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	return &clients{kube: kube, dynamic: dyn, apiext: ext}, nil
+}
+
+// Check checks target on the cluster named cluster, reached through rc, and returns the result.
+// The three parts run concurrently, each within Config.CheckTimeout, in span
+// operator.healthcheck with children healthcheck.pods, healthcheck.webhooks and healthcheck.crds.
+// An unreachable cluster is a result (parts not checked), not an error; an invalid target is an
+// *invalid.Error.
+func (c *Checker) Check(ctx context.Context, cluster string, rc *rest.Config, target Target) (ClusterHealth, error) {
+	if err := target.validate(); err != nil {
+		return ClusterHealth{}, err
+	}
+	if rc == nil {
+		return ClusterHealth{}, invalid.Field("cluster", "no connection to cluster %q", cluster)
+	}
+	start := time.Now()
+	ctx, span := telemetry.Tracer().Start(ctx, telemetry.SpanOperatorHealthcheck)
+	defer span.End()
+	span.SetAttributes(attribute.String("operator", target.OperatorName), attribute.String("cluster", cluster),
+		attribute.String("namespace", target.Namespace), attribute.String("release", target.Release))
+
+	res := ClusterHealth{ClusterName: cluster}
+	cl, err := newClients(rc)
+	if err != nil {
+		msg := notChecked("no client for the cluster: " + err.Error())
+		res.ControllerPods = PodsStatus{Health: Degraded, Resources: NotChecked, Messages: []string{msg}}
+		res.WebhookStatus = WebhookStatus{Health: Degraded, Messages: []string{msg}}
+		res.CRDReconciliation = CRDStatus{Health: Degraded, Messages: []string{msg}}
+	} else {
+		var wg sync.WaitGroup
+		wg.Go(func() { res.ControllerPods = c.runPods(ctx, cl, cluster, target) })
+		wg.Go(func() { res.WebhookStatus = c.runWebhooks(ctx, cl, target) })
+		wg.Go(func() { res.CRDReconciliation = c.runCRDs(ctx, cl, target) })
+		wg.Wait()
+	}
+	res.Health = worst(res.ControllerPods.Health, res.WebhookStatus.Health, res.CRDReconciliation.Health)
+	res.LastChecked = c.cfg.Now().UTC()
+
+	elapsed := time.Since(start)
+	telemetry.ObserveOperatorHealthCheck(telemetry.HealthCheckAll, elapsed)
+	span.SetAttributes(attribute.String("health", string(res.Health)))
+	if res.Health == Unhealthy {
+		span.SetStatus(codes.Error, "operator unhealthy")
+	}
+	c.cfg.Logger.DebugContext(ctx, "health: Checked", "operator", target.OperatorName, "cluster", cluster,
+		"health", res.Health, "durationMs", elapsed.Milliseconds())
+	return res, nil
+}
+
+// part runs one part of a check in its span, with the part's timeout and duration metric.
+func part[T any](ctx context.Context, c *Checker, span, check string, run func(ctx context.Context) T, health func(T) Health) T {
+	start := time.Now()
+	ctx, sp := telemetry.Tracer().Start(ctx, span)
+	defer sp.End()
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.CheckTimeout)
+	defer cancel()
+	out := run(ctx)
+	h := health(out)
+	sp.SetAttributes(attribute.String("health", string(h)))
+	if h == Unhealthy {
+		sp.SetStatus(codes.Error, check+" unhealthy")
+	}
+	telemetry.ObserveOperatorHealthCheck(check, time.Since(start))
+	return out
+}
+
+func (c *Checker) runPods(ctx context.Context, cl *clients, cluster string, t Target) PodsStatus {
+	return part(ctx, c, telemetry.SpanHealthcheckPods, telemetry.HealthCheckPods,
+		func(ctx context.Context) PodsStatus { return c.checkPods(ctx, cl, cluster, t) },
+		func(s PodsStatus) Health { return s.Health })
+}
+
+func (c *Checker) runWebhooks(ctx context.Context, cl *clients, t Target) WebhookStatus {
+	return part(ctx, c, telemetry.SpanHealthcheckWebhooks, telemetry.HealthCheckWebhooks,
+		func(ctx context.Context) WebhookStatus { return c.checkWebhooks(ctx, cl, t) },
+		func(s WebhookStatus) Health { return s.Health })
+}
+
+func (c *Checker) runCRDs(ctx context.Context, cl *clients, t Target) CRDStatus {
+	return part(ctx, c, telemetry.SpanHealthcheckCRDs, telemetry.HealthCheckCRDs,
+		func(ctx context.Context) CRDStatus { return c.checkCRDs(ctx, cl, t) },
+		func(s CRDStatus) Health { return s.Health })
+}
+
+func notChecked(why string) string { return "not checked: " + why }
