@@ -235,4 +235,3 @@ func period(field, s string, def time.Duration) (time.Duration, error) {
 	}
 	return d, nil
 }
-

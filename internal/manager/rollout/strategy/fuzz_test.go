@@ -1,0 +1,54 @@
+package strategy
+
+import (
+	"testing"
+
+	"github.com/slipway-dev/slipway/internal/manager/invalid"
+	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
+)
+
+// FuzzDecodeValidatePlan: any body either fails Decode or Validate with an *invalid.Error, or
+// resolves its targets and plans without error into a plan that keeps checkPlan's invariants.
+func FuzzDecodeValidatePlan(f *testing.F) {
+	for _, s := range []string{
+		`{"operator":"op","version":"1","environments":["Dev","Staging","Production"],"strategy":"Canary","canaryConfig":{"initialPercentage":10,"incrementPercentage":20,"evaluationPeriod":"PT5M","successThreshold":95}}`,
+		`{"operator":"op","version":"1","clusters":["prod-1","dev-1"],"strategy":"Rolling","rollingConfig":{"clusterOrder":["prod-1"],"validationPeriod":"PT1S","pauseBetweenClusters":"PT0.5S"}}`,
+		`{"operator":"op","version":"1","environments":["Production"],"strategy":"Direct","directConfig":{"parallelClusters":2,"skipHealthChecks":true}}`,
+		`{"operator":"op","version":"1","environments":["Dev"],"strategy":"BlueGreen","blueGreenConfig":{"blueNamespace":"a","greenNamespace":"b","validationPeriod":"P1D","autoSwitch":false}}`,
+		`{"operator":"op","version":"1","clusters":["dev-1"],"values":{"a":{"b":null}},"valuesByEnvironment":{"Dev":{"a":1}},"strategy":"Direct"}`,
+		`{"operator":"op","version":"1","clusters":["dev-1"],"strategy":"Canary","canaryConfig":{"initialPercentage":1e-300,"incrementPercentage":1e-300}}`,
+		`{"operator":"op","version":"1","clusters":["dev-1"],"strategy":"Rolling","canaryConfig":{}}`,
+		`{"operator":"op","version":"1","clusters":["dev-1"],"environments":["Dev"],"strategy":"Direct"}`,
+		`{"Operator":"op","VERSION":"1","clusters":["dev-1"],"strategy":"Direct","directconfig":{"x":1}}`,
+		`[]`, `{}`, `null`, `{"operator":`,
+	} {
+		f.Add([]byte(s))
+	}
+	fleet := append(append([]Target(nil), ten...), Target{Name: "edge", Environment: "Dev"}, Target{Name: "unknown-env", Environment: "Lab"})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := request.Decode(body)
+		if err == nil {
+			err = request.Validate(req, fleet)
+		}
+		if err != nil {
+			if _, ok := invalid.As(err); !ok {
+				t.Fatalf("%q: error %v is not an *invalid.Error", body, err)
+			}
+			return
+		}
+		targets, err := req.Targets(fleet)
+		if err != nil {
+			t.Fatalf("%q: valid, but Targets: %v", body, err)
+		}
+		p, err := NewPlan(req, targets, &Options{OperatorNamespace: "ops"})
+		if err != nil {
+			t.Fatalf("%q: valid, but NewPlan: %v", body, err)
+		}
+		checkPlan(t, req, targets, p)
+		for _, env := range request.Environments {
+			if _, err := req.ValuesFor(env); err != nil {
+				t.Fatalf("%q: valid, but ValuesFor(%s): %v", body, env, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,178 @@
+package strategy
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/slipway-dev/slipway/internal/manager/invalid"
+	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
+)
+
+// Target is a cluster of the deployment and its environment.
+type Target = request.Target
+
+// StageKind is what a stage does to its clusters.
+type StageKind string
+
+const (
+	// StageInstall installs or upgrades the operator version on the stage's clusters.
+	StageInstall StageKind = "install"
+	// StageSwitch (BlueGreen) points the webhooks to green and scales blue's controllers to 0.
+	StageSwitch StageKind = "switch"
+)
+
+// DefaultSwitchMonitor is how long BlueGreen watches after the switch (the design's 5 minutes).
+const DefaultSwitchMonitor = 5 * time.Minute
+
+// Stage is one step of a plan.
+type Stage struct {
+	Index int
+	Kind  StageKind
+	// Environment of all Clusters; "" when they span several (Direct, BlueGreen's switch).
+	Environment string
+	// Clusters in the order to start them.
+	Clusters []string
+	// Parallel is how many of Clusters are worked on at once: 1 ≤ Parallel ≤ len(Clusters).
+	Parallel int
+	// Namespace to install into; "" is the operator's own namespace (BlueGreen: green).
+	Namespace string
+	// Percentage is the share of the deployment's clusters done once this stage is (cumulative).
+	Percentage float64
+	// HealthChecks: the stage is judged by health checks (false: Direct with skipHealthChecks).
+	HealthChecks bool
+	// Hold is how long to watch the stage's clusters after they are installed before it is
+	// judged (evaluationPeriod, validationPeriod, the switch monitor).
+	Hold time.Duration
+	// SuccessThreshold is the fraction of Clusters that must be healthy at the end of Hold
+	// (1: all). See Passed.
+	SuccessThreshold float64
+	// Pause is the wait after the stage passed, before the next one starts.
+	Pause time.Duration
+	// WaitForSwitch (BlueGreen switch with autoSwitch false): the stage starts only on
+	// POST /deployments/{id}/switch.
+	WaitForSwitch bool
+}
+
+// Passed reports whether healthy of the stage's clusters meet its SuccessThreshold; a stage
+// without health checks always passes.
+func (s *Stage) Passed(healthy int) bool {
+	if !s.HealthChecks {
+		return true
+	}
+	return float64(healthy) >= s.SuccessThreshold*float64(len(s.Clusters))-1e-9
+}
+
+// Plan is the stages of a deployment, in order.
+type Plan struct {
+	Strategy request.Strategy
+	// Targets sorted by environment then name.
+	Targets []Target
+	Stages  []Stage
+	// BlueGreen only: where the current version runs, where the new one goes, and whether the
+	// switch is automatic.
+	BlueNamespace  string
+	GreenNamespace string
+	AutoSwitch     bool
+}
+
+// Options are the engine's settings that shape plans. The zero value (or nil) is the defaults.
+type Options struct {
+	// OperatorNamespace is the operator's namespace: BlueGreen's default blue namespace.
+	OperatorNamespace string
+	// SwitchMonitor is the hold of BlueGreen's switch stage; 0 means DefaultSwitchMonitor.
+	SwitchMonitor time.Duration
+}
+
+// NewPlan plans req over targets (request.Targets' result). req must have passed
+// request.Validate; a config that does not resolve, no targets or a repeated target is an error.
+func NewPlan(req *request.Request, targets []Target, opts *Options) (*Plan, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	if len(targets) == 0 {
+		return nil, &invalid.Error{Field: "clusters", Reason: "required", Message: "no target clusters"}
+	}
+	sorted := append([]Target(nil), targets...)
+	request.SortTargets(sorted)
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i].Name == sorted[i-1].Name {
+			return nil, invalid.Reasoned("clusters", "duplicate", nil, "cluster %q is a target twice", sorted[i].Name)
+		}
+	}
+	p := &Plan{Strategy: req.Strategy, Targets: sorted}
+	var err error
+	switch req.Strategy {
+	case request.StrategyCanary:
+		err = p.canary(req.CanaryConfig)
+	case request.StrategyRolling:
+		err = p.rolling(req.RollingConfig)
+	case request.StrategyDirect:
+		err = p.direct(req.DirectConfig)
+	case request.StrategyBlueGreen:
+		err = p.blueGreen(req.BlueGreenConfig, opts)
+	default:
+		err = invalid.Reasoned("strategy", "invalid", nil, "must be one of Canary, BlueGreen, Rolling, Direct, not %q", req.Strategy)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i := range p.Stages {
+		p.Stages[i].Index = i
+	}
+	return p, nil
+}
+
+// StageOf returns the index of the install stage that deploys cluster, or -1.
+func (p *Plan) StageOf(cluster string) int {
+	for _, s := range p.Stages {
+		if s.Kind != StageInstall {
+			continue
+		}
+		for _, c := range s.Clusters {
+			if c == cluster {
+				return s.Index
+			}
+		}
+	}
+	return -1
+}
+
+// MinDuration is the least time the plan takes: the sum of its holds and pauses.
+func (p *Plan) MinDuration() time.Duration {
+	var d time.Duration
+	for _, s := range p.Stages {
+		d += s.Hold + s.Pause
+	}
+	return d
+}
+
+func (p *Plan) String() string {
+	s := fmt.Sprintf("%s:", p.Strategy)
+	for _, st := range p.Stages {
+		s += fmt.Sprintf(" [%s %v ×%d hold=%s]", st.Kind, st.Clusters, st.Parallel, st.Hold)
+	}
+	return s
+}
+
+func names(ts []Target) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// environmentOf is the environment shared by ts, or "".
+func environmentOf(ts []Target) string {
+	for _, t := range ts[1:] {
+		if t.Environment != ts[0].Environment {
+			return ""
+		}
+	}
+	return ts[0].Environment
+}
+
+func percent(done, total int) float64 {
+	return math.Round(float64(done)*10000/float64(total)) / 100
+}
