@@ -1,0 +1,207 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/slipway-dev/slipway/internal/testenv"
+)
+
+var gizmoGVK = schema.GroupVersionKind{Group: "health.test.slipway.dev", Version: "v1", Kind: "Gizmo"}
+
+const gizmoCRD = "gizmos.health.test.slipway.dev"
+
+// installGizmoCRD installs the CRD of the test's operator and waits until it is served.
+func installGizmoCRD(t *testing.T) {
+	t.Helper()
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: gizmoCRD},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: gizmoGVK.Group,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gizmos", Singular: "gizmo", Kind: "Gizmo", ListKind: "GizmoList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true, Schema: openSchema(),
+				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+			}},
+		},
+	}
+	if err := env.Client.Create(context.Background(), crd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), crd) })
+	testenv.Eventually(testCtx(t), t, "the Gizmo CRD served", func() (bool, error) {
+		err := env.Client.List(context.Background(), gizmoList(), client.InNamespace("default"))
+		return err == nil, err
+	})
+}
+
+func gizmoList() *unstructured.UnstructuredList {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(gizmoGVK.GroupVersion().WithKind("GizmoList"))
+	return l
+}
+
+func gizmo(ns, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gizmoGVK)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	_ = unstructured.SetNestedField(u.Object, int64(1), "spec", "size")
+	return u
+}
+
+// fakeOperator plays the operator's controller: it sets each Gizmo's Ready condition (False for
+// the names in failing) and observedGeneration, until stopped.
+type fakeOperator struct {
+	ns     string
+	mu     sync.Mutex
+	fail   map[string]bool
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startOperator(t *testing.T, ns string) *fakeOperator {
+	ctx, cancel := context.WithCancel(context.Background())
+	o := &fakeOperator{ns: ns, fail: map[string]bool{}, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(o.done)
+		for ctx.Err() == nil {
+			o.reconcile(ctx)
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(o.stop)
+	return o
+}
+
+func (o *fakeOperator) stop() { o.cancel(); <-o.done }
+
+func (o *fakeOperator) setFailing(names ...string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.fail = map[string]bool{}
+	for _, n := range names {
+		o.fail[n] = true
+	}
+}
+
+func (o *fakeOperator) reconcile(ctx context.Context) {
+	l := gizmoList()
+	if err := env.Client.List(ctx, l, client.InNamespace(o.ns)); err != nil {
+		return
+	}
+	o.mu.Lock()
+	fail := o.fail
+	o.mu.Unlock()
+	for i := range l.Items {
+		u := &l.Items[i]
+		want := "True"
+		if fail[u.GetName()] {
+			want = "False"
+		}
+		og, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		if og == u.GetGeneration() && len(conds) == 1 && conds[0].(map[string]any)["status"] == want {
+			continue
+		}
+		_ = unstructured.SetNestedField(u.Object, u.GetGeneration(), "status", "observedGeneration")
+		_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{
+			"type": "Ready", "status": want, "reason": "Reconciled", "observedGeneration": u.GetGeneration(),
+			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+		}}, "status", "conditions")
+		_ = env.Client.Status().Update(ctx, u)
+	}
+}
+
+func TestCRDReconciliation(t *testing.T) {
+	installGizmoCRD(t)
+	ns := namespace(t)
+	const n = 40
+	for i := range n {
+		if err := env.Client.Create(context.Background(), gizmo(ns, fmt.Sprintf("g%02d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	op := startOperator(t, ns)
+	c := NewChecker(Config{})
+	target := Target{OperatorName: "gizmo", Namespace: ns, Release: "gizmo", CRDs: []string{gizmoCRD}}
+	crds := func(cond func(CRDStatus) bool) CRDStatus {
+		t.Helper()
+		return checkUntil(t, c, target, "the reconciliation state", func(h ClusterHealth) bool { return cond(h.CRDReconciliation) }).CRDReconciliation
+	}
+
+	got := crds(func(s CRDStatus) bool { return s.Ready == n })
+	if got.Health != Healthy || got.CRDs != 1 || got.Resources != n || got.ErrorRate != 0 {
+		t.Fatalf("all reconciled: %+v, want Healthy", got)
+	}
+
+	op.setFailing("g00")
+	got = crds(func(s CRDStatus) bool { return s.Failing == 1 })
+	if got.Health != Degraded || got.ErrorRate != 1.0/n || !hasMessage(got.Messages, "1 Ready=False ([health-") {
+		t.Fatalf("1 of 40 failing (2.5 %%): %+v, want Degraded", got)
+	}
+
+	op.setFailing("g00", "g01")
+	got = crds(func(s CRDStatus) bool { return s.Failing == 2 })
+	if got.Health != Unhealthy || got.ErrorRate != 0.05 {
+		t.Fatalf("2 of 40 failing (5 %%): %+v, want Unhealthy", got)
+	}
+
+	// The operator stops; the resources change. Their Ready conditions changed moments ago, so
+	// they still count as reconciled; six minutes later they are stale.
+	op.setFailing()
+	crds(func(s CRDStatus) bool { return s.Ready == n })
+	op.stop()
+	l := gizmoList()
+	if err := env.Client.List(context.Background(), l, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range l.Items {
+		_ = unstructured.SetNestedField(l.Items[i].Object, int64(2), "spec", "size")
+		if err := env.Client.Update(context.Background(), &l.Items[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got = checkOnce(t, c, target).CRDReconciliation; got.Health != Healthy || got.Ready != n {
+		t.Fatalf("just changed: %+v, want still Healthy", got)
+	}
+	late := NewChecker(Config{Now: func() time.Time { return time.Now().Add(6 * time.Minute) }})
+	got = checkOnce(t, late, target).CRDReconciliation
+	if got.Health != Unhealthy || got.Stale != n || !hasMessage(got.Messages, "40 not reconciled within 5m0s") {
+		t.Fatalf("six minutes after a change nobody reconciled: %+v, want Unhealthy, 40 stale", got)
+	}
+
+	// A new resource without status is pending, not stale, for its first minutes.
+	if err := env.Client.Create(context.Background(), gizmo(ns, "new")); err != nil {
+		t.Fatal(err)
+	}
+	if got = checkOnce(t, c, target).CRDReconciliation; got.Pending != 1 || got.Resources != n+1 {
+		t.Fatalf("a new resource: %+v, want 1 pending", got)
+	}
+}
+
+func TestCRDReconciliationNotChecked(t *testing.T) {
+	got := checkOnce(t, NewChecker(Config{}), Target{OperatorName: "x", Namespace: "default", Release: "x",
+		CRDs: []string{"missings.health.test.slipway.dev"}})
+	s := got.CRDReconciliation
+	if s.Health != Degraded || s.CRDs != 0 || !hasMessage(s.Messages, "not checked: CRD missings.health.test.slipway.dev") {
+		t.Fatalf("missing CRD: %+v, want Degraded, not checked", s)
+	}
+	w := got.WebhookStatus
+	if w.Health != Degraded || !hasMessage(w.Messages, "not checked: conversion webhook of CRD missings") {
+		t.Fatalf("webhooks of a missing CRD: %+v, want Degraded, not checked", w)
+	}
+}
