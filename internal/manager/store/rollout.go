@@ -8,8 +8,7 @@ import (
 )
 
 // The rollout engine's records (issue 12): deployments, the status of each target cluster, the
-// step history, and approvals. RolloutExecutor is embedded into Executor once both engines
-// implement it.
+// step history, and approvals. RolloutExecutor is part of Executor: on the pool and in a Tx.
 
 // ErrConflict: a state transition lost a race (the row moved on since it was read), or a unique
 // rule of the rollout refused it, such as a second active deployment of one operator to one
@@ -152,7 +151,11 @@ type RolloutExecutor interface {
 	DeploymentGetByID(ctx context.Context, id string) (*Deployment, error)
 	DeploymentList(ctx context.Context, p *DeploymentListParams) ([]*Deployment, error)
 	DeploymentUpdate(ctx context.Context, id string, fn func(d *Deployment) error) (*Deployment, error)
+	// DeploymentCountActive counts the deployments that are not terminal.
 	DeploymentCountActive(ctx context.Context) (int, error)
+	// DeploymentCountByStatus counts deployments by status (a status without any has no entry):
+	// what a concurrency limit that leaves Queued or WaitingApproval out needs, and the gauges.
+	DeploymentCountByStatus(ctx context.Context) (map[DeploymentStatus]int, error)
 	DeploymentEventInsert(ctx context.Context, e *DeploymentEvent) (*DeploymentEvent, error)
 	DeploymentEventList(ctx context.Context, p *DeploymentEventListParams) ([]*DeploymentEvent, error)
 

@@ -25,6 +25,8 @@ var (
 
 // Executor is every query, usable on the pool or inside a transaction.
 type Executor interface {
+	RolloutExecutor
+
 	ClusterCreate(ctx context.Context, p *ClusterCreateParams) (*Cluster, error)
 	ClusterGetByName(ctx context.Context, name string) (*Cluster, error)
 	ClusterList(ctx context.Context, p *ClusterListParams) ([]*Cluster, error)

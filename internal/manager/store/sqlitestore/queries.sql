@@ -132,3 +132,138 @@ SELECT id, at, actor, action, target_kind, target_name, result, request_id, deta
 FROM audit_events
 WHERE 1 = 1 /*filters*/
 ORDER BY id DESC
+
+-- The rollout engine (00002_rollout.sql). Deployment columns: id, operator_id, operator_name,
+-- version, strategy, config, helm_values, values_by_environment, status, reason, requested_by,
+-- request_id, revision, created_at, updated_at, started_at, finished_at. Cluster columns:
+-- deployment_id, cluster_name, environment, stage, status, helm_revision, previous_revision,
+-- previous_version, message, active, updated_at.
+
+-- name: DeploymentInsert
+INSERT INTO deployments (id, operator_id, operator_name, version, strategy, config, helm_values,
+    values_by_environment, status, reason, requested_by, request_id, revision, created_at,
+    updated_at, started_at, finished_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 0, $13, $13, $14, $15);
+
+-- name: DeploymentClusterInsert
+INSERT INTO deployment_clusters (deployment_id, cluster_name, operator_id, ordinal, environment,
+    stage, status, helm_revision, previous_revision, previous_version, message, active, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13);
+
+-- name: DeploymentGet
+-- The deployment with its clusters in one statement (one snapshot); a row per cluster, or one
+-- row with NULL cluster columns when it has none.
+SELECT d.id, d.operator_id, d.operator_name, d.version, d.strategy, d.config, d.helm_values,
+    d.values_by_environment, d.status, d.reason, d.requested_by, d.request_id, d.revision,
+    d.created_at, d.updated_at, d.started_at, d.finished_at,
+    c.deployment_id, c.cluster_name, c.environment, c.stage, c.status, c.helm_revision,
+    c.previous_revision, c.previous_version, c.message, c.active, c.updated_at
+FROM deployments d
+LEFT JOIN deployment_clusters c ON c.deployment_id = d.id
+WHERE d.id = $1
+ORDER BY c.ordinal;
+
+-- name: DeploymentLock
+-- Inside the write transaction: SQLite's one writer already serializes updates.
+SELECT id FROM deployments WHERE id = $1;
+
+-- name: DeploymentUpdate
+-- $2: the revision read; the row must still be at it.
+UPDATE deployments
+SET version = $3, strategy = $4, config = $5, helm_values = $6, values_by_environment = $7,
+    status = $8, reason = $9, requested_by = $10, request_id = $11, updated_at = $12,
+    started_at = $13, finished_at = $14, revision = revision + 1
+WHERE id = $1 AND revision = $2;
+
+-- name: DeploymentClusterUpdate
+UPDATE deployment_clusters
+SET environment = $3, stage = $4, status = $5, helm_revision = $6, previous_revision = $7,
+    previous_version = $8, message = $9, active = $10, updated_at = $11
+WHERE deployment_id = $1 AND cluster_name = $2;
+
+-- name: DeploymentList
+SELECT d.id, d.operator_id, d.operator_name, d.version, d.strategy, d.config, d.helm_values,
+    d.values_by_environment, d.status, d.reason, d.requested_by, d.request_id, d.revision,
+    d.created_at, d.updated_at, d.started_at, d.finished_at
+FROM deployments d
+WHERE 1 = 1 /*filters*/
+ORDER BY d.created_at DESC, d.id DESC
+
+-- name: DeploymentClusterListMany
+-- $1 is a JSON array of deployment ids.
+SELECT deployment_id, cluster_name, environment, stage, status, helm_revision, previous_revision,
+    previous_version, message, active, updated_at
+FROM deployment_clusters
+WHERE deployment_id IN (SELECT value FROM json_each($1))
+ORDER BY deployment_id, ordinal;
+
+-- name: DeploymentCountActive
+SELECT count(*) FROM deployments WHERE status NOT IN ('Completed', 'RolledBack', 'Failed', 'Cancelled');
+
+-- name: DeploymentCountByStatus
+SELECT status, count(*) FROM deployments GROUP BY status;
+
+-- name: DeploymentEventInsert
+-- No row (ErrNotFound) when the deployment does not exist. One writer: events commit in id order.
+INSERT INTO deployment_events (deployment_id, at, type, cluster, message, details)
+SELECT d.id, $2, $3, $4, $5, $6
+FROM deployments d
+WHERE d.id = $1
+RETURNING id, deployment_id, at, type, cluster, message, details;
+
+-- name: DeploymentEventList
+SELECT id, deployment_id, at, type, cluster, message, details
+FROM deployment_events
+WHERE deployment_id = $1 /*filters*/
+ORDER BY id
+
+-- Approval columns: id, deployment_id, kind, required_role, required, requested_by, status,
+-- reason, expires_at, created_at, updated_at. Decision columns: approval_id, actor, approve,
+-- comment, at.
+
+-- name: ApprovalInsert
+INSERT INTO approvals (id, deployment_id, kind, required_role, required, requested_by, status,
+    reason, expires_at, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $9, $9)
+RETURNING id, deployment_id, kind, required_role, required, requested_by, status, reason,
+    expires_at, created_at, updated_at;
+
+-- name: ApprovalGet
+SELECT id, deployment_id, kind, required_role, required, requested_by, status, reason,
+    expires_at, created_at, updated_at
+FROM approvals
+WHERE id = $1;
+
+-- name: ApprovalGetForUpdate
+SELECT id, deployment_id, kind, required_role, required, requested_by, status, reason,
+    expires_at, created_at, updated_at
+FROM approvals
+WHERE id = $1;
+
+-- name: ApprovalList
+SELECT a.id, a.deployment_id, a.kind, a.required_role, a.required, a.requested_by, a.status,
+    a.reason, a.expires_at, a.created_at, a.updated_at
+FROM approvals a
+WHERE 1 = 1 /*filters*/
+ORDER BY a.created_at DESC, a.id DESC
+
+-- name: ApprovalSetStatus
+UPDATE approvals SET status = $2, updated_at = $3 WHERE id = $1;
+
+-- name: ApprovalExpire
+UPDATE approvals
+SET status = 'expired', updated_at = $1
+WHERE status = 'pending' AND expires_at <= $1
+RETURNING id, deployment_id, kind, required_role, required, requested_by, status, reason,
+    expires_at, created_at, updated_at;
+
+-- name: ApprovalDecisionInsert
+INSERT INTO approval_decisions (approval_id, actor, approve, comment, at)
+VALUES ($1, $2, $3, $4, $5);
+
+-- name: ApprovalDecisionListMany
+-- $1 is a JSON array of approval ids.
+SELECT approval_id, actor, approve, comment, at
+FROM approval_decisions
+WHERE approval_id IN (SELECT value FROM json_each($1))
+ORDER BY approval_id, at, actor;

@@ -15,6 +15,11 @@ var QueryNames = []string{
 	"CRDSchemaInsert", "CRDSchemaList", "CRDList",
 	"CRDApprovalCreate", "CRDApprovalList",
 	"AuditInsert", "AuditList",
+	"DeploymentInsert", "DeploymentClusterInsert", "DeploymentGet", "DeploymentLock",
+	"DeploymentUpdate", "DeploymentClusterUpdate", "DeploymentList", "DeploymentClusterListMany",
+	"DeploymentCountActive", "DeploymentCountByStatus", "DeploymentEventInsert", "DeploymentEventList",
+	"ApprovalInsert", "ApprovalGet", "ApprovalGetForUpdate", "ApprovalList", "ApprovalSetStatus",
+	"ApprovalExpire", "ApprovalDecisionInsert", "ApprovalDecisionListMany",
 	// SchemaTableExists($1 table name) → one boolean: whether the migrations table exists.
 	"SchemaTableExists",
 }

@@ -41,6 +41,8 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Audit", auditCases},
 		{"Tx", txCases},
 		{"Concurrent", concurrentCases},
+		{"Deployment", deploymentCases},
+		{"Approval", approvalCases},
 	}
 	t.Run("Engine", func(t *testing.T) {
 		t.Parallel()
