@@ -41,11 +41,12 @@ type Stage struct {
 	Percentage float64
 	// HealthChecks: the stage is judged by health checks (false: Direct with skipHealthChecks).
 	HealthChecks bool
-	// Hold is how long to watch the stage's clusters after they are installed before it is
-	// judged (evaluationPeriod, validationPeriod, the switch monitor).
+	// Hold is how long to watch the stage's clusters after they are installed and first found
+	// healthy before the stage is judged (evaluationPeriod, validationPeriod, the switch
+	// monitor); 0 judges it on that first check.
 	Hold time.Duration
-	// SuccessThreshold is the fraction of Clusters that must be healthy at the end of Hold
-	// (1: all). See Passed.
+	// SuccessThreshold is the fraction of this stage's Clusters (not of the clusters done so
+	// far) that must be healthy at the end of Hold (1: all). See Passed.
 	SuccessThreshold float64
 	// Pause is the wait after the stage passed, before the next one starts.
 	Pause time.Duration

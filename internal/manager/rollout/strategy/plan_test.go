@@ -312,3 +312,27 @@ func TestNewPlanErrors(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkNewPlan plans a canary over 1000 clusters in three environments.
+func BenchmarkNewPlan(b *testing.B) {
+	var targets []Target
+	var names []string
+	for i := range 1000 {
+		t := Target{Name: fmt.Sprintf("c-%04d", i), Environment: request.Environments[i%3]}
+		targets = append(targets, t)
+		names = append(names, t.Name)
+	}
+	req := &request.Request{Operator: "op", Version: "1", Clusters: names, Strategy: request.StrategyCanary,
+		CanaryConfig: &request.CanaryConfig{InitialPercentage: ptr(1.0), IncrementPercentage: ptr(1.0)}}
+	for b.Loop() {
+		if err := request.Validate(req, targets); err != nil {
+			b.Fatal(err)
+		}
+		ts, _ := req.Targets(targets)
+		if _, err := NewPlan(req, ts, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

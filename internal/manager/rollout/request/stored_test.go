@@ -1,0 +1,52 @@
+package request
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+func TestConfigJSONRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{
+		designCanary,
+		rolling(`"clusterOrder":["stage-1"],"validationPeriod":"PT1S","pauseBetweenClusters":"PT2S"`),
+		blueGreen(`"greenNamespace":"g","autoSwitch":false`),
+		direct(`"parallelClusters":2,"skipHealthChecks":true`),
+		`{"operator":"op","version":"1","clusters":["dev-1"],"strategy":"Direct"}`,
+	} {
+		req, err := Decode([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := req.ConfigJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := *req
+		back.CanaryConfig, back.BlueGreenConfig, back.RollingConfig, back.DirectConfig = nil, nil, nil, nil
+		if err := back.SetConfigJSON(raw); err != nil {
+			t.Fatal(err)
+		}
+		// An omitted config comes back as an empty one: the same settings.
+		if req.DirectConfig == nil && req.Strategy == StrategyDirect {
+			if string(raw) != "{}" || *back.DirectConfig != (DirectConfig{}) {
+				t.Errorf("no config: %s, %+v", raw, back.DirectConfig)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(&back, req) {
+			t.Errorf("%s: config %s came back as %+v", body, raw, back)
+		}
+	}
+	r := &Request{Strategy: StrategyCanary}
+	if err := r.SetConfigJSON(json.RawMessage(`{"initialPercent":1}`)); err == nil {
+		t.Error("an unknown field in a stored config was accepted")
+	}
+	if err := (&Request{Strategy: "x"}).SetConfigJSON(json.RawMessage(`{}`)); err == nil {
+		t.Error("an unknown strategy was accepted")
+	}
+	if _, err := (&Request{Strategy: "x"}).ConfigJSON(); err == nil {
+		t.Error("an unknown strategy was accepted")
+	}
+}
