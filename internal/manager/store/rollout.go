@@ -147,24 +147,38 @@ type ApprovalDecision struct {
 // locks the row (SELECT … FOR UPDATE on PostgreSQL; the one write connection on SQLite), applies
 // fn, and writes it back with Revision+1.
 type RolloutExecutor interface {
+	// DeploymentCreate inserts d with its clusters (all Active) atomically; an empty ID gets a
+	// UUID, an empty Status is Planning, Revision starts at 0. ErrNotFound: unknown operator;
+	// ErrAlreadyExists: the id is taken; ErrConflict: the operator already has an active
+	// deployment to one of the clusters (the partial unique index).
 	DeploymentCreate(ctx context.Context, d *Deployment) (*Deployment, error)
+	// DeploymentGetByID returns the deployment with its clusters, in the order created.
 	DeploymentGetByID(ctx context.Context, id string) (*Deployment, error)
+	// DeploymentList returns a page, newest first, each deployment with its clusters.
 	DeploymentList(ctx context.Context, p *DeploymentListParams) ([]*Deployment, error)
+	// DeploymentUpdate applies fn to the locked deployment and writes it back (Revision+1,
+	// UpdatedAt now unless fn set it) with every cluster fn changed; fn's error is returned as
+	// is and nothing is written. Becoming terminal sets FinishedAt and clears every Active.
 	DeploymentUpdate(ctx context.Context, id string, fn func(d *Deployment) error) (*Deployment, error)
 	// DeploymentCountActive counts the deployments that are not terminal.
 	DeploymentCountActive(ctx context.Context) (int, error)
 	// DeploymentCountByStatus counts deployments by status (a status without any has no entry):
 	// what a concurrency limit that leaves Queued or WaitingApproval out needs, and the gauges.
 	DeploymentCountByStatus(ctx context.Context) (map[DeploymentStatus]int, error)
+	// DeploymentEventInsert appends an event; ids increase, and one deployment's events commit
+	// in id order (resuming after an id misses none).
 	DeploymentEventInsert(ctx context.Context, e *DeploymentEvent) (*DeploymentEvent, error)
 	DeploymentEventList(ctx context.Context, p *DeploymentEventListParams) ([]*DeploymentEvent, error)
 
+	// ApprovalCreate inserts a pending approval without decisions (Required at least 1).
 	ApprovalCreate(ctx context.Context, a *Approval) (*Approval, error)
+	// ApprovalGetByID and ApprovalList return approvals with their decisions, oldest first.
 	ApprovalGetByID(ctx context.Context, id string) (*Approval, error)
 	ApprovalList(ctx context.Context, p *ApprovalListParams) ([]*Approval, error)
 	// ApprovalDecide records a decision and moves the approval to approved (enough distinct
 	// approvers), rejected (any rejection) or leaves it pending; a decision on a decided or
-	// expired approval, or a second one by the same actor, is ErrConflict.
+	// expired approval, or a second one by the same actor, is ErrConflict; so is the requester's
+	// own decision. It returns the updated approval with its decisions.
 	ApprovalDecide(ctx context.Context, d *ApprovalDecision, now time.Time) (*Approval, error)
 	// ApprovalExpire marks pending approvals past their expiry as expired and returns them.
 	ApprovalExpire(ctx context.Context, now time.Time) ([]*Approval, error)

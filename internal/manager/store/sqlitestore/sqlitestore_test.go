@@ -74,3 +74,11 @@ func BenchmarkClusterList(b *testing.B) {
 	storetest.Seed(b.Context(), b, s, 500, 100)
 	storetest.BenchClusterList(b, s, 100)
 }
+
+func BenchmarkDeploymentCreate(b *testing.B) { storetest.BenchDeploymentCreate(b, newStore(b)) }
+
+func BenchmarkDeploymentUpdate(b *testing.B) { storetest.BenchDeploymentUpdate(b, newStore(b)) }
+
+func BenchmarkDeploymentEventInsert(b *testing.B) {
+	storetest.BenchDeploymentEventInsert(b, newStore(b))
+}
