@@ -45,7 +45,7 @@ func (e *NotReadyError) Error() string {
 		parts[i] = fmt.Sprintf("%s %s/%s: %s", r.Kind, r.Namespace, r.Name, r.Message)
 	}
 	return fmt.Sprintf("release %s (namespace %s, revision %d) not ready within %s: %s",
-		e.Release, e.Namespace, e.Revision, e.Timeout, strings.Join(parts, "; "))
+		e.Release, e.Namespace, e.Revision, e.Timeout.Round(time.Millisecond), strings.Join(parts, "; "))
 }
 
 func (e *NotReadyError) Unwrap() error { return e.Err }

@@ -105,11 +105,11 @@ func Install(ctx context.Context, cfg *rest.Config, rel Release) (res *Result, e
 		telemetry.ObserveHelmInstall(err, res.Duration)
 		span.SetAttributes(attribute.Int("release.revision", res.Revision), attribute.Int64("k8s.requests", res.APIRequests))
 		endSpan(span, err)
-		level := s.log.InfoContext
+		level, msg := s.log.InfoContext, "install: Release installed"
 		if err != nil {
-			level = s.log.WarnContext
+			level, msg = s.log.WarnContext, "install: Install failed"
 		}
-		level(ctx, "install: Release installed", "release", rel.Name, "namespace", rel.Namespace, "chartVersion", res.Version,
+		level(ctx, msg, "release", rel.Name, "namespace", rel.Namespace, "chartVersion", res.Version,
 			"revision", res.Revision, "previousRevision", res.PreviousRevision, "duration", res.Duration,
 			"apiRequests", res.APIRequests, "error", err)
 	}()
@@ -131,6 +131,10 @@ func Install(ctx context.Context, cfg *rest.Config, rel Release) (res *Result, e
 	dctx, dspan := telemetry.Tracer().Start(ctx, spanControllerDeploy)
 	s.follow(dctx)
 	err = deployRelease(dctx, s, rel, res)
+	var nr *NotReadyError
+	if errors.As(err, &nr) {
+		nr.Timeout = timeout
+	}
 	endSpan(dspan, err)
 	return res, err
 }

@@ -58,7 +58,11 @@ func Rollback(ctx context.Context, cfg *rest.Config, name, namespace string, toR
 		res.APIRequests = s.requests.Load()
 		span.SetAttributes(attribute.Int("release.revision", res.Revision), attribute.Int64("k8s.requests", res.APIRequests))
 		endSpan(span, err)
-		s.log.InfoContext(ctx, "install: Release rolled back", "release", name, "namespace", namespace, "toRevision", toRevision,
+		level, msg := s.log.InfoContext, "install: Release rolled back"
+		if err != nil {
+			level, msg = s.log.WarnContext, "install: Rollback failed"
+		}
+		level(ctx, msg, "release", name, "namespace", namespace, "toRevision", toRevision,
 			"revision", res.Revision, "chartVersion", res.Version, "duration", res.Duration, "apiRequests", res.APIRequests, "error", err)
 	}()
 	if toRevision < 0 {

@@ -36,8 +36,8 @@ type session struct {
 	log       *slog.Logger
 
 	requests atomic.Int64
-	// span is the trace.SpanContext requests without one in their context are sent under: Helm
-	// and client-go often send requests with context.Background().
+	// span is the span (a spanHolder) requests without one in their context are sent under:
+	// Helm and client-go often send requests with context.Background().
 	span atomic.Value
 }
 
@@ -80,8 +80,10 @@ func newSession(ctx context.Context, cfg *rest.Config) (*session, error) {
 
 // follow makes ctx's span the parent of the requests sent without a trace context.
 func (s *session) follow(ctx context.Context) {
-	s.span.Store(trace.SpanContextFromContext(ctx))
+	s.span.Store(spanHolder{trace.SpanFromContext(ctx)})
 }
+
+type spanHolder struct{ trace.Span }
 
 // actionConfig is a Helm action configuration for namespace: releases stored as Secrets there,
 // Helm's debug messages at slog's debug level.
@@ -109,8 +111,8 @@ type sessionTransport struct {
 func (t *sessionTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.s.requests.Add(1)
 	if !trace.SpanContextFromContext(req.Context()).IsValid() {
-		if sc, _ := t.s.span.Load().(trace.SpanContext); sc.IsValid() {
-			req = req.WithContext(trace.ContextWithSpanContext(req.Context(), sc))
+		if h, _ := t.s.span.Load().(spanHolder); h.Span != nil && h.SpanContext().IsValid() {
+			req = req.WithContext(trace.ContextWithSpan(req.Context(), h.Span))
 		}
 	}
 	return t.next.RoundTrip(req)
