@@ -230,7 +230,7 @@ func (e *executor) ApprovalExpire(ctx context.Context, now time.Time) ([]*store.
 		if err != nil {
 			return fmt.Errorf("expire approvals: %w", ex.mapErr(err))
 		}
-		defer rows.Close()
+		defer func() { _ = rows.Close() }()
 		out = []*store.Approval{}
 		for rows.Next() {
 			a, err := scanApproval(rows)

@@ -71,7 +71,7 @@ func (e *executor) deploymentGet(ctx context.Context, id string) (*store.Deploym
 	if err != nil {
 		return nil, fmt.Errorf("deployment %s: %w", id, e.mapErr(err))
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	var d *store.Deployment
 	for rows.Next() {
 		var row store.Deployment
@@ -418,7 +418,7 @@ func (e *executor) DeploymentCountByStatus(ctx context.Context) (map[store.Deplo
 	if err != nil {
 		return nil, fmt.Errorf("count deployments by status: %w", e.mapErr(err))
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	out := map[store.DeploymentStatus]int{}
 	for rows.Next() {
 		var s store.DeploymentStatus

@@ -244,6 +244,28 @@ var deploymentCases = []testCase{
 		requireOK(t, err, "release c2")
 		Deployment(b.ctx, t, b.store, &DeploymentOpts{Operator: x, Clusters: []string{"c2"}})
 	}},
+	{"ConcurrentCreatesOneActive", func(t *testing.T, b *testBundle) {
+		op := Operator(b.ctx, t, b.store, nil)
+		errs := parallel(func(i int) error {
+			_, err := b.store.DeploymentCreate(b.ctx, NewDeployment(b.ctx, t, b.store,
+				&DeploymentOpts{Operator: op, Clusters: []string{fmt.Sprint("own-", i), "contested"}}))
+			return err
+		})
+		won := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				won++
+			case !errors.Is(err, store.ErrConflict):
+				t.Errorf("a loser got %v, want ErrConflict", err)
+			}
+		}
+		requireEqual(t, won, 1, "deployments created")
+		list, err := b.store.DeploymentList(b.ctx, &store.DeploymentListParams{})
+		requireOK(t, err, "list")
+		requireEqual(t, len(list), 1, "deployments stored")
+		requireEqual(t, clusterNames(list[0])[1], "contested", "the winner's clusters")
+	}},
 	{"DeletedClusterKeepsHistory", func(t *testing.T, b *testBundle) {
 		c := Cluster(b.ctx, t, b.store, &ClusterOpts{Name: "doomed"})
 		d := Deployment(b.ctx, t, b.store, &DeploymentOpts{Clusters: []string{c.Name}})
