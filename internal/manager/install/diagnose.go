@@ -11,6 +11,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -44,7 +45,7 @@ func (e *NotReadyError) Error() string {
 	for i, r := range e.Resources {
 		parts[i] = fmt.Sprintf("%s %s/%s: %s", r.Kind, r.Namespace, r.Name, r.Message)
 	}
-	return fmt.Sprintf("release %s (namespace %s, revision %d) not ready within %s: %s",
+	return fmt.Sprintf("release %s (namespace %s, revision %d) not ready (timeout %s): %s",
 		e.Release, e.Namespace, e.Revision, e.Timeout.Round(time.Millisecond), strings.Join(parts, "; "))
 }
 
@@ -53,7 +54,8 @@ func (e *NotReadyError) Unwrap() error { return e.Err }
 // maxPodsReported bounds the pods described per workload.
 const maxPodsReported = 3
 
-// diagnose returns the workloads of manifest (a release's) that are not ready, with their pods'
+// diagnose returns the workloads of manifest (a release's, hooks included) that are not ready:
+// Deployments, StatefulSets and DaemonSets not available, Jobs not complete, with their pods'
 // problems. Objects without a namespace are in namespace.
 func diagnose(ctx context.Context, s *session, namespace, manifest string) ([]NotReady, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(manifest)), 4096)
@@ -91,6 +93,11 @@ func diagnose(ctx context.Context, s *session, namespace, manifest string) ([]No
 			var ds *appsv1.DaemonSet
 			if ds, err = apps.DaemonSets(ns).Get(ctx, u.GetName(), metav1.GetOptions{}); err == nil {
 				nr, selector = replicasReady(ds.Status.NumberReady, ds.Status.DesiredNumberScheduled, ds.Status.UpdatedNumberScheduled), ds.Spec.Selector
+			}
+		case "Job.batch":
+			var j *batchv1.Job
+			if j, err = s.clientset.BatchV1().Jobs(ns).Get(ctx, u.GetName(), metav1.GetOptions{}); err == nil {
+				nr, selector = jobDone(j), j.Spec.Selector
 			}
 		default:
 			continue
@@ -137,6 +144,22 @@ func deploymentReady(d *appsv1.Deployment) *NotReady {
 		}
 	}
 	return nr
+}
+
+// jobDone is nil for a complete Job (a hook the release waited for).
+func jobDone(j *batchv1.Job) *NotReady {
+	for _, c := range j.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return nil
+		case batchv1.JobFailed:
+			return &NotReady{Reason: nonEmpty(c.Reason, "Failed"), Message: join("failed", c.Reason, c.Message)}
+		}
+	}
+	return &NotReady{Reason: "NotComplete", Message: fmt.Sprintf("not complete: %d active, %d failed", j.Status.Active, j.Status.Failed)}
 }
 
 func replicasReady(ready, want, updated int32) *NotReady {

@@ -234,11 +234,15 @@ func (s *session) outcome(ctx context.Context, ac *action.Configuration, name, n
 	if res.Revision == 0 || after == nil {
 		return fmt.Errorf("release %s (namespace %s): %w", name, namespace, err)
 	}
-	// The revision was recorded and applied: tell what is not ready. The action's context may
-	// have ended, so look with a fresh one.
+	// The revision was recorded and applied: tell what is not ready (a workload, a hook Job).
+	// The action's context may have ended, so look with a fresh one.
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	nr, derr := diagnose(dctx, s, namespace, after.Manifest)
+	manifest := after.Manifest
+	for _, h := range after.Hooks {
+		manifest += "\n---\n" + h.Manifest
+	}
+	nr, derr := diagnose(dctx, s, namespace, manifest)
 	if derr != nil || len(nr) == 0 {
 		return fmt.Errorf("release %s (namespace %s, revision %d): %w", name, namespace, after.Version, err)
 	}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/slipway-dev/slipway/internal/controlplane"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
 )
 
@@ -137,7 +138,7 @@ func TestFailedInstallSaysWhatIsNotReady(t *testing.T) {
 	if r.Kind != "Deployment" || r.Name != name+"-"+chartName || r.Namespace != ns || r.Reason != "Unschedulable" {
 		t.Fatalf("not ready: %+v", r)
 	}
-	for _, want := range []string{"release broken (namespace op-broken, revision 1) not ready within",
+	for _, want := range []string{"release broken (namespace op-broken, revision 1) not ready (timeout 5s): ",
 		"Deployment op-broken/broken-widget-operator: 0/1 replicas available", "pod broken-widget-operator-", "Unschedulable: 0/"} {
 		if !contains(err.Error(), want) {
 			t.Fatalf("message %q lacks %q", err, want)
@@ -157,6 +158,51 @@ func TestFailedInstallSaysWhatIsNotReady(t *testing.T) {
 	}
 	if res.Revision != 2 || !res.Upgrade || res.PreviousRevision != 0 {
 		t.Fatalf("install over a failed revision: %+v", res)
+	}
+}
+
+// TestFailingHookJobSaysWhy installs a chart whose post-install hook Job has kwok's fail label
+// (controlplane.FailLabel): its pod fails with exit code 1, and the install fails naming the Job
+// and the pod's exit.
+func TestFailingHookJobSaysWhy(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	const name, ns = "hooked", "op-hooked"
+	withFailingHook := func(files charttest.ChartFiles) {
+		files["templates/migrate.yaml"] = `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .Release.Name }}-migrate
+  namespace: {{ .Release.Namespace }}
+  annotations:
+    helm.sh/hook: post-install,post-upgrade
+spec:
+  backoffLimit: 0
+  template:
+    metadata:
+      labels:
+        ` + controlplane.FailLabel + `: "true"
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: migrate
+        image: registry.example/widget-migrate:v1
+`
+	}
+	_, err := Install(ctx, env.Config, Release{Name: name, Namespace: ns, Timeout: 30 * time.Second,
+		Chart: loadChart(t, "1.1.0", charttest.Compatible, withFailingHook)})
+	var nr *NotReadyError
+	if !errors.As(err, &nr) {
+		t.Fatalf("error %v (%T), want *NotReadyError", err, err)
+	}
+	if len(nr.Resources) != 1 || nr.Resources[0].Kind != "Job" || nr.Resources[0].Name != name+"-migrate" || nr.Resources[0].Reason != "Error" {
+		t.Fatalf("not ready: %+v, want the hook Job failed with Error", nr.Resources)
+	}
+	for _, want := range []string{"Job op-hooked/hooked-migrate: failed: BackoffLimitExceeded",
+		"container migrate terminated (Error, exit code 1): failed by the kwok stage pod-fail"} {
+		if !contains(err.Error(), want) {
+			t.Fatalf("message %q lacks %q", err, want)
+		}
 	}
 }
 
