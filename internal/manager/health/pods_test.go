@@ -60,7 +60,9 @@ func TestPods(t *testing.T) {
 		operatorDeployment(t, ns, "crashy", 1, map[string]string{controlplane.CrashLoopLabel: "true"}, nil)
 		c := NewChecker(Config{})
 		got := checkUntil(t, c, Target{OperatorName: "crashy", Namespace: ns, Release: "crashy"}, "a pod in CrashLoopBackOff",
-			func(h ClusterHealth) bool { return h.ControllerPods.CrashLooping == 1 && h.ControllerPods.MaxRecentRestarts >= 3 })
+			func(h ClusterHealth) bool {
+				return h.ControllerPods.CrashLooping == 1 && h.ControllerPods.MaxRecentRestarts >= 3
+			})
 		p := got.ControllerPods
 		if p.Health != Unhealthy || got.Health != Unhealthy || p.Ready != 0 || !hasMessage(p.Messages, "container manager in CrashLoopBackOff") {
 			t.Fatalf("pods = %+v, want Unhealthy with CrashLoopBackOff", p)

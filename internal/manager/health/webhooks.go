@@ -18,6 +18,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 )
@@ -235,6 +236,9 @@ func (c *Checker) probe(ctx context.Context, cl *clients, ep endpoint) WebhookRe
 		msg = "call failed: " + err.Error()
 	case code != http.StatusOK:
 		msg = "answered " + strconv.Itoa(code) + ", want 200"
+		if err != nil {
+			msg += " (" + truncate(err.Error(), 200) + ")"
+		}
 	default:
 		var rv review
 		if jerr := json.Unmarshal(body, &rv); jerr != nil || rv.Response == nil || rv.Response.UID != uid {
@@ -346,5 +350,16 @@ func callService(ctx context.Context, cl *clients, s *serviceRef, body []byte) (
 		SetHeader("Content-Type", "application/json").Body(body).Do(ctx)
 	res.StatusCode(&code)
 	raw, err := res.Raw()
+	var st apierrors.APIStatus
+	if code == 0 && errors.As(err, &st) {
+		code = int(st.Status().Code)
+	}
 	return code, raw, err
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
