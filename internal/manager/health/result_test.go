@@ -1,0 +1,261 @@
+package health
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"k8s.io/client-go/rest"
+
+	"github.com/slipway-dev/slipway/internal/manager/invalid"
+	"github.com/slipway-dev/slipway/internal/manager/telemetry"
+)
+
+// TestResponseShape pins the JSON field names of the health API's response.
+func TestResponseShape(t *testing.T) {
+	oh := Overall("cert-manager", []ClusterHealth{{ClusterName: "prod-eu", Health: Healthy}})
+	raw, err := json.Marshal(oh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if got := sortedKeys(m); !reflect.DeepEqual(got, []string{"clusters", "operatorName", "overallHealth"}) {
+		t.Fatalf("top-level keys %v", got)
+	}
+	c := m["clusters"].([]any)[0].(map[string]any)
+	want := []string{"clusterName", "controllerPods", "crdReconciliation", "health", "lastChecked", "webhookStatus"}
+	if got := sortedKeys(c); !reflect.DeepEqual(got, want) {
+		t.Fatalf("cluster keys %v, want %v", got, want)
+	}
+	if m["overallHealth"] != "Healthy" || c["clusterName"] != "prod-eu" {
+		t.Fatalf("values: %s", raw)
+	}
+}
+
+func sortedKeys(m map[string]any) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func TestOverallHealth(t *testing.T) {
+	for _, tc := range []struct {
+		in   []Health
+		want Health
+	}{
+		{nil, Unhealthy},
+		{[]Health{Healthy, Healthy}, Healthy},
+		{[]Health{Healthy, Degraded}, Degraded},
+		{[]Health{Degraded, Unhealthy, Healthy}, Unhealthy},
+	} {
+		var cs []ClusterHealth
+		for _, h := range tc.in {
+			cs = append(cs, ClusterHealth{Health: h})
+		}
+		if got := Overall("op", cs).OverallHealth; got != tc.want {
+			t.Errorf("overall of %v = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+	if oh := Overall("op", nil); oh.Clusters == nil {
+		t.Error("clusters of an operator checked nowhere is null, want []")
+	}
+}
+
+func TestTracker(t *testing.T) {
+	tr := NewTracker(0)
+	seq := []struct {
+		h        Health
+		failures int
+		rollback bool
+	}{
+		{Unhealthy, 1, false},
+		{Unhealthy, 2, false},
+		{Degraded, 2, false}, // could not tell: neither counts nor resets
+		{Unhealthy, 3, true},
+		{Unhealthy, 4, true},
+		{Healthy, 0, false},
+		{Unhealthy, 1, false},
+	}
+	for i, s := range seq {
+		got := tr.Observe("op", "prod", s.h)
+		if got.ConsecutiveFailures != s.failures || got.Rollback != s.rollback {
+			t.Fatalf("step %d (%s): %+v, want %d failures, rollback %v", i, s.h, got, s.failures, s.rollback)
+		}
+	}
+	if got := tr.Observe("op", "staging", Unhealthy); got.ConsecutiveFailures != 1 {
+		t.Fatalf("another cluster shares the count: %+v", got)
+	}
+	tr.Reset("op", "prod")
+	if got := tr.Observe("op", "prod", Unhealthy); got.ConsecutiveFailures != 1 {
+		t.Fatalf("after Reset: %+v", got)
+	}
+	two := NewTracker(2)
+	two.Observe("op", "c", Unhealthy)
+	if !two.Observe("op", "c", Unhealthy).Rollback {
+		t.Fatal("threshold 2: no rollback after 2 failures")
+	}
+}
+
+func TestBoardAndGauges(t *testing.T) {
+	b := NewBoard()
+	now := time.Now().UTC()
+	b.Record("a", ClusterHealth{ClusterName: "z", Health: Healthy, LastChecked: now})
+	b.Record("a", ClusterHealth{ClusterName: "y", Health: Degraded, LastChecked: now})
+	b.Record("b", ClusterHealth{ClusterName: "y", Health: Unhealthy, LastChecked: now})
+	b.Record("c", ClusterHealth{ClusterName: "y", Health: Healthy, LastChecked: now})
+	oh, ok := b.Operator("a")
+	if !ok || oh.OverallHealth != Degraded || len(oh.Clusters) != 2 || oh.Clusters[0].ClusterName != "y" {
+		t.Fatalf("operator a = %+v", oh)
+	}
+	if one, ok := b.OnCluster("a", "z"); !ok || one.OverallHealth != Healthy || len(one.Clusters) != 1 {
+		t.Fatalf("operator a on z = %+v", one)
+	}
+	if _, ok := b.Operator("nope"); ok {
+		t.Fatal("an operator never checked has a result")
+	}
+	gauges := func() [3]float64 {
+		return [3]float64{gaugeValue(t, telemetry.OperatorsHealthy), gaugeValue(t, telemetry.OperatorsDegraded),
+			gaugeValue(t, telemetry.OperatorsUnhealthy)}
+	}
+	if g := gauges(); g != [3]float64{1, 1, 1} {
+		t.Fatalf("gauges healthy/degraded/unhealthy = %v, want 1/1/1", g)
+	}
+	b.Record("b", ClusterHealth{ClusterName: "y", Health: Healthy, LastChecked: now})
+	b.Forget("a", "y")
+	if g := gauges(); g != [3]float64{3, 0, 0} {
+		t.Fatalf("gauges after recovery = %v, want 3/0/0", g)
+	}
+}
+
+// TestUnreachableClusterNeverPasses checks a cluster nobody answers for: every part says it was
+// not checked, none passes, and the result is Degraded, not Healthy (nor a rollback reason).
+func TestUnreachableClusterNeverPasses(t *testing.T) {
+	rc := &rest.Config{Host: "https://127.0.0.1:1", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	got, err := NewChecker(Config{}).Check(context.Background(), "gone", rc,
+		Target{OperatorName: "op", Namespace: "ops", Release: "op", CRDs: []string{"widgets.example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Health != Degraded || got.ControllerPods.Health != Degraded || got.WebhookStatus.Health != Degraded ||
+		got.CRDReconciliation.Health != Degraded {
+		t.Fatalf("unreachable cluster = %+v, want every part Degraded", got)
+	}
+	if got.ControllerPods.Resources != NotChecked || got.WebhookStatus.Healthy != 0 || got.CRDReconciliation.Ready != 0 {
+		t.Fatalf("something passed on an unreachable cluster: %+v", got)
+	}
+	for _, ms := range [][]string{got.ControllerPods.Messages, got.WebhookStatus.Messages, got.CRDReconciliation.Messages} {
+		if !hasMessage(ms, "not checked: ") {
+			t.Fatalf("messages %q do not say not checked", ms)
+		}
+	}
+	if NewTracker(1).Observe("op", "gone", got.Health).Rollback {
+		t.Fatal("an unreachable cluster signals a rollback")
+	}
+}
+
+func TestInvalidTarget(t *testing.T) {
+	c := NewChecker(Config{})
+	for field, tg := range map[string]Target{
+		"operatorName": {Namespace: "n", Release: "r"},
+		"namespace":    {OperatorName: "o", Release: "r"},
+		"release":      {OperatorName: "o", Namespace: "n"},
+		"podSelector":  {OperatorName: "o", Namespace: "n", Release: "r", PodSelector: "a in (("},
+	} {
+		_, err := c.Check(context.Background(), "c", env.Config, tg)
+		if e, ok := invalid.As(err); !ok || e.Field != field {
+			t.Errorf("target %+v: error %v, want an *invalid.Error on %s", tg, err, field)
+		}
+	}
+	var e *invalid.Error
+	if _, err := c.Check(context.Background(), "c", nil, Target{OperatorName: "o", Namespace: "n", Release: "r"}); !errors.As(err, &e) {
+		t.Errorf("nil rest.Config: %v", err)
+	}
+}
+
+// TestSpansAndDuration checks the span tree of one check and that its durations are recorded. It
+// replaces the global tracer provider, so it does not run in parallel.
+func TestSpansAndDuration(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	countOf := func(check string) uint64 {
+		h, err := telemetry.OperatorHealthCheckDuration.GetMetricWithLabelValues(check)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sampleCount(t, h)
+	}
+	n0 := countOf(telemetry.HealthCheckAll)
+
+	ns := namespace(t)
+	if _, err := NewChecker(Config{}).Check(context.Background(), "local", env.Config,
+		Target{OperatorName: "traced", Namespace: ns, Release: "traced"}); err != nil {
+		t.Fatal(err)
+	}
+	spans := rec.Ended()
+	byName := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range spans {
+		byName[s.Name()] = s
+	}
+	root, ok := byName["operator.healthcheck"]
+	if !ok || len(spans) != 4 {
+		t.Fatalf("%d spans %v, want operator.healthcheck and its 3 parts", len(spans), names(spans))
+	}
+	for _, n := range []string{"healthcheck.pods", "healthcheck.webhooks", "healthcheck.crds"} {
+		s, ok := byName[n]
+		if !ok || s.Parent().SpanID() != root.SpanContext().SpanID() {
+			t.Fatalf("span %s missing or not a child of operator.healthcheck: %v", n, names(spans))
+		}
+	}
+	// No pods: the pods part and the whole check are Unhealthy, marked as errors.
+	if root.Status().Code != codes.Error || byName["healthcheck.pods"].Status().Code != codes.Error ||
+		byName["healthcheck.crds"].Status().Code != codes.Unset {
+		t.Fatalf("span statuses: root %v, pods %v, crds %v", root.Status(), byName["healthcheck.pods"].Status(), byName["healthcheck.crds"].Status())
+	}
+	if got := countOf(telemetry.HealthCheckAll) - n0; got != 1 {
+		t.Fatalf("%d check durations recorded, want 1", got)
+	}
+}
+
+func names(spans []sdktrace.ReadOnlySpan) []string {
+	var out []string
+	for _, s := range spans {
+		out = append(out, s.Name())
+	}
+	return out
+}
+
+func sampleCount(t *testing.T, o prometheus.Observer) uint64 {
+	t.Helper()
+	m := &dto.Metric{}
+	if err := o.(prometheus.Metric).Write(m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
+}
+
+func gaugeValue(t *testing.T, g prometheus.Gauge) float64 {
+	t.Helper()
+	m := &dto.Metric{}
+	if err := g.Write(m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetGauge().GetValue()
+}
