@@ -15,7 +15,7 @@ import (
 
 // operatorDeployment is an operator's controller Deployment as a Helm chart renders it, with
 // extra pod template labels and annotations (the kwok stage controls).
-func operatorDeployment(t *testing.T, ns, release string, replicas int32, labels, annotations map[string]string) {
+func operatorDeployment(t *testing.T, ns, release string, replicas int32, labels, annotations map[string]string, edit ...func(*appsv1.Deployment)) {
 	t.Helper()
 	tl := map[string]string{InstanceLabel: release}
 	for k, v := range labels {
@@ -31,6 +31,9 @@ func operatorDeployment(t *testing.T, ns, release string, replicas int32, labels
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "example.com/operator:1.0.0"}}},
 			},
 		},
+	}
+	for _, e := range edit {
+		e(d)
 	}
 	if err := env.Client.Create(context.Background(), d); err != nil {
 		t.Fatal(err)
