@@ -195,13 +195,8 @@ func deployRelease(ctx context.Context, s *session, rel Release, res *Result) er
 		_, err = in.RunWithContext(ctx, rel.Chart, values)
 	} else {
 		res.Upgrade = true
-		if last.Info.Status.IsPending() {
-			// An install was interrupted (a replica died mid-way); the engine runs one install
-			// per release at a time, so nothing is in progress: Helm would refuse every upgrade.
-			last.SetStatus(rcommon.StatusFailed, "Interrupted while "+last.Info.Status.String())
-			if err := ac.Releases.Update(last); err != nil {
-				return fmt.Errorf("marking the interrupted revision %d of %s failed: %w", last.Version, rel.Name, err)
-			}
+		if err := clearPending(ac, last); err != nil {
+			return err
 		}
 		up := action.NewUpgrade(ac)
 		up.Namespace = rel.Namespace
@@ -247,6 +242,20 @@ func (s *session) outcome(ctx context.Context, ac *action.Configuration, name, n
 		return fmt.Errorf("release %s (namespace %s, revision %d): %w", name, namespace, after.Version, err)
 	}
 	return &NotReadyError{Release: name, Namespace: namespace, Revision: after.Version, Timeout: timeout, Resources: nr, Err: err}
+}
+
+// clearPending marks rel failed when it is pending: a call was interrupted (a replica died
+// mid-way). The engine runs one call per release at a time, so nothing is in progress, and Helm
+// would refuse every later upgrade or rollback.
+func clearPending(ac *action.Configuration, rel *release.Release) error {
+	if rel == nil || !rel.Info.Status.IsPending() {
+		return nil
+	}
+	rel.SetStatus(rcommon.StatusFailed, "Interrupted while "+rel.Info.Status.String())
+	if err := ac.Releases.Update(rel); err != nil {
+		return fmt.Errorf("marking the interrupted revision %d of %s failed: %w", rel.Version, rel.Name, err)
+	}
+	return nil
 }
 
 // lastRelease is the release's last revision, nil when there is none.

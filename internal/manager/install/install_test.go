@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	rcommon "helm.sh/helm/v4/pkg/release/common"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -95,6 +96,8 @@ func TestUpgradeAndRollbackKeepCustomResources(t *testing.T) {
 	if want := []string{"1 1.0.0 superseded", "2 1.1.0 superseded", "3 1.0.0 deployed"}; !slices.Equal(got, want) {
 		t.Fatalf("history %q, want %q", got, want)
 	}
+	_, err = Rollback(ctx, env.Config, name, ns, 99)
+	wantInvalid(t, err, "revision", "notFound")
 	if st, err := Status(ctx, env.Config, name, ns); err != nil || st.Revision != 3 || st.Values["replicas"] != nil {
 		t.Fatalf("status %+v, %v: want revision 3 with 1.0.0's values (no replicas override)", st, err)
 	}
@@ -257,4 +260,49 @@ func widgetSnapshot(t *testing.T, dc dynamicClient, ns string) map[string]string
 		t.Fatalf("%d widgets in %s, want 4", len(out), ns)
 	}
 	return out
+}
+
+// TestInterruptedRevisionDoesNotBlock leaves a revision pending, as a replica that died during
+// an upgrade does; the next upgrade and a rollback still run.
+func TestInterruptedRevisionDoesNotBlock(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	const name, ns = "interrupted", "op-interrupted"
+	ch := loadChart(t, "1.1.0", charttest.Compatible, nil)
+	for range 2 {
+		if _, err := Install(ctx, env.Config, Release{Name: name, Namespace: ns, Chart: ch, Timeout: 45 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := newSession(ctx, env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac := s.actionConfig(ns)
+	pend := func(status rcommon.Status) {
+		last, err := lastRelease(ac, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last.SetStatus(status, "a replica died here")
+		if err := ac.Releases.Update(last); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pend(rcommon.StatusPendingUpgrade)
+	res, err := Install(ctx, env.Config, Release{Name: name, Namespace: ns, Chart: ch, Timeout: 45 * time.Second})
+	if err != nil || res.Revision != 3 {
+		t.Fatalf("upgrade after an interrupted one: %+v, %v", res, err)
+	}
+	pend(rcommon.StatusPendingRollback)
+	if res, err = Rollback(ctx, env.Config, name, ns, 0); err != nil || res.Revision != 4 {
+		t.Fatalf("rollback after an interrupted one: %+v, %v", res, err)
+	}
+	hist, err := History(ctx, env.Config, name, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hist[2].Status + " " + hist[2].Description; got != "failed Interrupted while pending-rollback" {
+		t.Fatalf("revision 3: %q", got)
+	}
 }

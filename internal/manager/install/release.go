@@ -85,6 +85,9 @@ func Rollback(ctx context.Context, cfg *rest.Config, name, namespace string, toR
 	if err != nil {
 		return res, err
 	}
+	if err := clearPending(ac, before); err != nil {
+		return res, err
+	}
 	timeout := remainingTime(ctx)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
