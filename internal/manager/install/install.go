@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 
+	"github.com/slipway-dev/slipway/internal/helmkit"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 )
@@ -169,7 +170,7 @@ func deployRelease(ctx context.Context, s *session, rel Release, res *Result) er
 		return err
 	}
 	if dep, err := ac.Releases.Deployed(rel.Name); err == nil {
-		if d, err := toRelease(dep); err == nil {
+		if d, err := helmkit.ToRelease(dep); err == nil {
 			res.PreviousRevision, res.PreviousVersion = d.Version, d.Chart.Metadata.Version
 		}
 	}
@@ -267,7 +268,7 @@ func lastRelease(ac *action.Configuration, name string) (*release.Release, error
 	if err != nil {
 		return nil, fmt.Errorf("reading release %s: %w", name, err)
 	}
-	return toRelease(r)
+	return helmkit.ToRelease(r)
 }
 
 func ensureNamespace(ctx context.Context, s *session, name string) error {

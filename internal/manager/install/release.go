@@ -11,11 +11,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/kube"
-	ri "helm.sh/helm/v4/pkg/release"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage/driver"
 	"k8s.io/client-go/rest"
 
+	"github.com/slipway-dev/slipway/internal/helmkit"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 )
@@ -161,7 +161,7 @@ func history(ac *action.Configuration, name, namespace string) ([]ReleaseInfo, e
 	}
 	out := make([]ReleaseInfo, 0, len(rs))
 	for _, r := range rs {
-		rel, err := toRelease(r)
+		rel, err := helmkit.ToRelease(r)
 		if err != nil {
 			return nil, err
 		}
@@ -180,14 +180,4 @@ func info(r *release.Release) ReleaseInfo {
 		i.Status, i.Description, i.Updated = r.Info.Status.String(), r.Info.Description, r.Info.LastDeployed
 	}
 	return i
-}
-
-func toRelease(r ri.Releaser) (*release.Release, error) {
-	switch rel := r.(type) {
-	case *release.Release:
-		return rel, nil
-	case release.Release:
-		return &rel, nil
-	}
-	return nil, fmt.Errorf("unexpected Helm release type %T", r)
 }

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/slipway-dev/slipway/internal/helmkit"
 )
 
 // FieldManager is the server-side apply field manager of everything the manager applies.
@@ -31,7 +33,7 @@ type session struct {
 	config    *rest.Config
 	clientset kubernetes.Interface
 	dynamic   dynamic.Interface
-	getter    *restClientGetter
+	getter    *helmkit.Getter
 	factory   kube.Factory
 	log       *slog.Logger
 
@@ -73,7 +75,7 @@ func newSession(ctx context.Context, cfg *rest.Config) (*session, error) {
 		return nil, err
 	}
 	cached := memory.NewMemCacheClient(dc)
-	s.getter = &restClientGetter{config: c, discovery: cached, mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached)}
+	s.getter = helmkit.NewGetter(c, cached, restmapper.NewDeferredDiscoveryRESTMapper(cached))
 	s.factory = kube.New(s.getter).Factory
 	return s, nil
 }

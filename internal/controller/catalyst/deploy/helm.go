@@ -31,57 +31,22 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/slipway-dev/slipway/internal/helmkit"
 )
 
 // helmKit is what every Helm action shares: one REST client getter (no kubeconfig file: the
 // rest.Config, a cached discovery client and the engine's REST mapper) and one kubectl factory
 // made from it, so discovery and OpenAPI schemas are fetched once, not per deploy.
 type helmKit struct {
-	getter  *restClientGetter
+	getter  *helmkit.Getter
 	factory kube.Factory
 }
 
 func newHelmKit(cfg *rest.Config, dc discovery.CachedDiscoveryInterface, mapper meta.RESTMapper) *helmKit {
-	g := &restClientGetter{config: cfg, discovery: dc, mapper: mapper}
+	g := helmkit.NewGetter(cfg, dc, mapper)
 	return &helmKit{getter: g, factory: kube.New(g).Factory}
-}
-
-// restClientGetter is a genericclioptions.RESTClientGetter built from a rest.Config.
-type restClientGetter struct {
-	config    *rest.Config
-	discovery discovery.CachedDiscoveryInterface
-	mapper    meta.RESTMapper
-}
-
-func (g *restClientGetter) ToRESTConfig() (*rest.Config, error) {
-	return rest.CopyConfig(g.config), nil
-}
-
-func (g *restClientGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
-	return g.discovery, nil
-}
-
-func (g *restClientGetter) ToRESTMapper() (meta.RESTMapper, error) { return g.mapper, nil }
-
-// ToRawKubeConfigLoader serves the rest.Config; every Helm client built here sets its namespace
-// itself, so the loader's is only a fallback.
-func (g *restClientGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
-	return restClientConfig{g.config}
-}
-
-// restClientConfig is a clientcmd.ClientConfig that reads no file.
-type restClientConfig struct{ config *rest.Config }
-
-func (c restClientConfig) RawConfig() (clientcmdapi.Config, error) {
-	return *clientcmdapi.NewConfig(), nil
-}
-func (c restClientConfig) ClientConfig() (*rest.Config, error) { return rest.CopyConfig(c.config), nil }
-func (c restClientConfig) Namespace() (string, bool, error)    { return "default", false, nil }
-func (c restClientConfig) ConfigAccess() clientcmd.ConfigAccess {
-	return &clientcmd.ClientConfigLoadingRules{}
 }
 
 // actionConfig is a Helm action configuration for one namespace: releases stored as Secrets
@@ -128,7 +93,7 @@ func (e *Engine) deployHelm(ctx context.Context, req Request, root *os.Root) (Re
 	case err != nil:
 		return Result{}, fmt.Errorf("reading release %s: %w", req.Release, err)
 	default:
-		if last, err = toRelease(lastR); err != nil {
+		if last, err = helmkit.ToRelease(lastR); err != nil {
 			return Result{}, err
 		}
 	}
@@ -179,7 +144,7 @@ func (e *Engine) deployHelm(ctx context.Context, req Request, root *os.Root) (Re
 			return Result{}, helmError("upgrading", req.Release, err)
 		}
 	}
-	rel, err := toRelease(relR)
+	rel, err := helmkit.ToRelease(relR)
 	if err != nil {
 		return Result{}, err
 	}
@@ -228,16 +193,6 @@ func (e *Engine) uninstallHelm(ctx context.Context, namespace, name string) erro
 		return helmError("uninstalling", name, err)
 	}
 	return nil
-}
-
-func toRelease(r ri.Releaser) (*release.Release, error) {
-	switch rel := r.(type) {
-	case *release.Release:
-		return rel, nil
-	case release.Release:
-		return &rel, nil
-	}
-	return nil, fmt.Errorf("unexpected Helm release type %T", r)
 }
 
 // helmErrorMarkers are in the messages of the errors Helm returns for a chart that does not
