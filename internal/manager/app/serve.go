@@ -186,7 +186,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	log.InfoContext(ctx, "manager: Serving", "url", fmt.Sprintf("%s://%s", scheme, l.Addr()), "engine", st.Engine(),
 		"metrics", o.metricsAddress)
 	fmt.Fprintf(stdout, "serving %s://%s\n", scheme, l.Addr())
-	return srv.Serve(ctx, l, tlsConfig, o.shutdownGrace)
+	if err := srv.Serve(ctx, l, tlsConfig, o.shutdownGrace); err != nil {
+		return err
+	}
+	log.InfoContext(context.WithoutCancel(ctx), "manager: Stopped: in-flight requests finished")
+	return nil
 }
 
 // observeRound turns a health round into metrics: each check's duration and the clusters per health.
