@@ -62,8 +62,8 @@ func (r *Recorder) Params(ctx context.Context, e Entry) *store.AuditInsertParams
 	}
 }
 
-// Record writes e with exec (the pool, or the transaction of the change it records, so that the
-// change and its record commit together). A failure is returned for the caller to decide.
+// RecordWith writes e with exec (the pool, or the transaction of the change it records, so that
+// the change and its record commit together). A failure is returned for the caller to decide.
 func (r *Recorder) RecordWith(ctx context.Context, exec store.Executor, e Entry) error {
 	_, err := exec.AuditInsert(ctx, r.Params(ctx, e))
 	return err

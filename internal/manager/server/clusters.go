@@ -83,21 +83,20 @@ func (s *Server) getClusterHealth(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	c, err := s.clusterByName(r)
+	var c *store.Cluster
+	if refresh == "true" {
+		ctx, name := r.Context(), r.PathValue("name")
+		c, err = s.clusters.Check(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			return errNotFound("cluster", name)
+		}
+		s.audit.Record(ctx, audit.Entry{Action: "cluster.access", TargetKind: "cluster", TargetName: name,
+			Result: resultOf(err), Details: map[string]any{"purpose": "health check"}})
+	} else {
+		c, err = s.clusterByName(r)
+	}
 	if err != nil {
 		return err
-	}
-	if refresh == "true" {
-		ctx := r.Context()
-		c, err = s.clusters.Check(ctx, c.Name)
-		s.audit.Record(ctx, audit.Entry{Action: "cluster.access", TargetKind: "cluster", TargetName: r.PathValue("name"),
-			Result: resultOf(err), Details: map[string]any{"purpose": "health check"}})
-		if err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return errNotFound("cluster", r.PathValue("name"))
-			}
-			return err
-		}
 	}
 	writeJSON(r.Context(), s.log, w, http.StatusOK, ClusterHealth{
 		Name: c.Name, Health: string(c.Health), Reason: c.HealthReason, KubernetesVersion: c.KubernetesVersion,

@@ -83,8 +83,8 @@ func (s *Server) outer(mux *http.ServeMux) http.Handler {
 			s.log.InfoContext(logCtx, "server: Request", "method", r.Method, "route", route, "path", r.URL.Path,
 				"status", sw.status, "durationMs", float64(elapsed.Microseconds())/1000, "remote", r.RemoteAddr)
 		}()
-		if _, pattern := mux.Handler(r); pattern == "" {
-			s.unmatched(sw, r, mux)
+		if h, pattern := mux.Handler(r); pattern == "" {
+			s.unmatched(sw, r, h)
 			return
 		}
 		mux.ServeHTTP(sw, r)
@@ -146,9 +146,9 @@ func (s *Server) authenticate(r *http.Request) (*auth.Identity, error) {
 }
 
 // unmatched answers a request no route matches in the one error shape: 405 with Allow when the
-// path exists for other methods, 404 otherwise (the mux's redirects pass through).
-func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
-	h, _ := mux.Handler(r)
+// path exists for other methods, 404 otherwise (the mux's redirects pass through). h is the mux's
+// own answer for it.
+func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, h http.Handler) {
 	probe := &headerProbe{header: http.Header{}}
 	h.ServeHTTP(probe, r)
 	switch {
