@@ -69,22 +69,6 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
-func BenchmarkOperatorList(b *testing.B) {
-	s := newStore(b)
-	storetest.Seed(b.Context(), b, s, 500, 100)
-	storetest.BenchOperatorList(b, s)
-}
-
-func BenchmarkClusterList(b *testing.B) {
-	s := newStore(b)
-	storetest.Seed(b.Context(), b, s, 500, 100)
-	storetest.BenchClusterList(b, s, 100)
-}
-
-func BenchmarkDeploymentCreate(b *testing.B) { storetest.BenchDeploymentCreate(b, newStore(b)) }
-
-func BenchmarkDeploymentUpdate(b *testing.B) { storetest.BenchDeploymentUpdate(b, newStore(b)) }
-
-func BenchmarkDeploymentEventInsert(b *testing.B) {
-	storetest.BenchDeploymentEventInsert(b, newStore(b))
+func BenchmarkStore(b *testing.B) {
+	storetest.Benchmark(b, func(tb testing.TB) store.Store { return newStore(tb) })
 }

@@ -64,3 +64,21 @@ func BenchClusterList(b *testing.B, s store.Store, want int) {
 		}
 	}
 }
+
+// Benchmark runs every store benchmark on an engine, each on a fresh store from newStore: the
+// lists with 500 operators and 100 clusters stored, and the rollout writes.
+func Benchmark(b *testing.B, newStore func(testing.TB) store.Store) {
+	b.Run("OperatorList", func(b *testing.B) {
+		s := newStore(b)
+		Seed(b.Context(), b, s, 500, 100)
+		BenchOperatorList(b, s)
+	})
+	b.Run("ClusterList", func(b *testing.B) {
+		s := newStore(b)
+		Seed(b.Context(), b, s, 500, 100)
+		BenchClusterList(b, s, 100)
+	})
+	b.Run("DeploymentCreate", func(b *testing.B) { BenchDeploymentCreate(b, newStore(b)) })
+	b.Run("DeploymentUpdate", func(b *testing.B) { BenchDeploymentUpdate(b, newStore(b)) })
+	b.Run("DeploymentEventInsert", func(b *testing.B) { BenchDeploymentEventInsert(b, newStore(b)) })
+}
