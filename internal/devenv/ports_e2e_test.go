@@ -101,53 +101,36 @@ func TestDevEnv_HeldDefaultPortsAreMovedAndPrinted(t *testing.T) {
 }
 
 // TestDevEnvCommand_FixedPortInUseNamesItsVariable is `SLIPWAY_DEV_METRICS_ADDR=<a held address>
-// make dev-up`: the command fails before starting anything, naming the address and the variable.
+// make dev-up` (and the same for the manager's address): the command fails before starting
+// anything, naming the address, the variable and the flag.
 func TestDevEnvCommand_FixedPortInUseNamesItsVariable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
 	dir := t.TempDir()
-	cmd := exec.Command(buildBinary(t, dir, "devenv"), "up", "--dir="+filepath.Join(dir, "dev"))
-	cmd.Env = append(cmd.Environ(), devenv.EnvMetricsAddr+"="+l.Addr().String())
-	out, err := cmd.CombinedOutput()
-	if err == nil {
-		t.Fatalf("up succeeded with the metrics address held:\n%s", out)
-	}
-	for _, want := range []string{l.Addr().String(), devenv.EnvMetricsAddr, "--metrics-addr", "operator metrics"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("the output does not name %q:\n%s", want, out)
-		}
-	}
-	if strings.Contains(string(out), "Starting the control plane") {
-		t.Errorf("the control plane was started before the port check:\n%s", out)
-	}
-}
-
-// TestDevEnvCommand_FixedManagerPortInUseNamesItsVariable is `SLIPWAY_DEV_MANAGER_ADDR=<a held
-// address> make dev-up`: the command fails before starting anything, naming the address and the
-// variable.
-func TestDevEnvCommand_FixedManagerPortInUseNamesItsVariable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	dir := t.TempDir()
-	cmd := exec.Command(buildBinary(t, dir, "devenv"), "up", "--dir="+filepath.Join(dir, "dev"))
-	cmd.Env = append(cmd.Environ(), devenv.EnvManagerAddr+"="+l.Addr().String())
-	out, err := cmd.CombinedOutput()
-	if err == nil {
-		t.Fatalf("up succeeded with the manager's address held:\n%s", out)
-	}
-	for _, want := range []string{l.Addr().String(), devenv.EnvManagerAddr, "--manager-addr", "manager API"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("the output does not name %q:\n%s", want, out)
-		}
-	}
-	if strings.Contains(string(out), "Starting the control plane") {
-		t.Errorf("the control plane was started before the port check:\n%s", out)
+	bin := buildBinary(t, dir, "devenv")
+	for _, tt := range []struct{ env, flag, endpoint string }{
+		{devenv.EnvMetricsAddr, "--metrics-addr", "operator metrics"},
+		{devenv.EnvManagerAddr, "--manager-addr", "manager API"},
+	} {
+		t.Run(tt.env, func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			cmd := exec.Command(bin, "up", "--dir="+filepath.Join(t.TempDir(), "dev"))
+			cmd.Env = append(cmd.Environ(), tt.env+"="+l.Addr().String())
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("up succeeded with %s held:\n%s", tt.endpoint, out)
+			}
+			for _, want := range []string{l.Addr().String(), tt.env, tt.flag, tt.endpoint} {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("the output does not name %q:\n%s", want, out)
+				}
+			}
+			if strings.Contains(string(out), "Starting the control plane") {
+				t.Errorf("the control plane was started before the port check:\n%s", out)
+			}
+		})
 	}
 }
 
