@@ -46,11 +46,16 @@ func (m *Manager) Check(ctx context.Context, name string) (*store.Cluster, error
 	return c, nil
 }
 
-// checkAndStore checks a cluster and records the result.
+// checkAndStore checks a cluster and records the result. A check cut short because the caller
+// gave up (the loop stopping, a request cancelled) says nothing about the cluster: it is not
+// recorded, and the result carries the caller's error.
 func (m *Manager) checkAndStore(ctx context.Context, name string) (CheckResult, *store.Cluster) {
 	start := time.Now()
 	res := m.check(ctx, name)
 	res.Duration = time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return CheckResult{Cluster: name, Health: store.HealthUnknown, Duration: res.Duration, Err: err}, nil
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	c, err := m.store.ClusterUpdateHealth(ctx, &store.ClusterUpdateHealthParams{
