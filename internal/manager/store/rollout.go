@@ -76,6 +76,33 @@ type Deployment struct {
 	StartedAt  *time.Time
 	FinishedAt *time.Time
 	Clusters   []*DeploymentCluster
+
+	// The engine's bookkeeping (migration 00003), written by DeploymentUpdate like the rest.
+
+	// Stage is the index of the plan stage being worked on; StageStartedAt is when its hold
+	// began (nil while its clusters are still being installed).
+	Stage          int
+	StageStartedAt *time.Time
+	// NextRunAt is when the engine looks at the deployment again; nil: nothing left to do.
+	NextRunAt *time.Time
+	// ClaimedBy is the replica working on a step, LeaseUntil when its claim lapses (it renews it
+	// while working; another replica takes a lapsed claim over).
+	ClaimedBy  string
+	LeaseUntil *time.Time
+	// Requests from the API that the engine honours at its next step.
+	CancelRequested   bool
+	RollbackRequested bool
+	SwitchRequested   bool // BlueGreen with autoSwitch false: POST /deployments/{id}/switch
+	// RollbackReason says why a rollback started (a failed stage, 3 failed health checks, who
+	// asked); RollbackStartedAt when; RollbackFinishedAt when it ended (RolledBack or Failed).
+	RollbackReason     string
+	RollbackStartedAt  *time.Time
+	RollbackFinishedAt *time.Time
+	// BlueGreen: when traffic was switched to green, and when blue is deleted (the instant
+	// rollback target until then); BlueDeleted once it is.
+	SwitchedAt   *time.Time
+	BlueDeleteAt *time.Time
+	BlueDeleted  bool
 }
 
 // DeploymentCluster is one target cluster of a deployment. Active rows (not terminal for the
@@ -94,6 +121,16 @@ type DeploymentCluster struct {
 	Message          string
 	Active           bool
 	UpdatedAt        time.Time
+	// Namespace and Release locate this deployment's Helm release in the cluster (set when
+	// planned; BlueGreen's green differs from the live one). BlueNamespace and BlueRelease are
+	// the release that was live before a BlueGreen deployment (the switch's other side).
+	Namespace     string
+	Release       string
+	BlueNamespace string
+	BlueRelease   string
+	// InstallAttempts counts the install calls made for this cluster (a replica that died
+	// mid-install leaves 1 and its successor makes 2).
+	InstallAttempts int
 }
 
 // DeploymentEvent is one step of a deployment's history (GET /deployments/{id}/events).
@@ -130,7 +167,9 @@ type Approval struct {
 	ExpiresAt    time.Time
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
-	Decisions    []*ApprovalDecision
+	// NotifiedAt is when its mail was handed to the SMTP server (nil: not yet).
+	NotifiedAt *time.Time
+	Decisions  []*ApprovalDecision
 }
 
 // ApprovalDecision is one person's approve or reject, with a comment.
@@ -147,6 +186,8 @@ type ApprovalDecision struct {
 // locks the row (SELECT … FOR UPDATE on PostgreSQL; the one write connection on SQLite), applies
 // fn, and writes it back with Revision+1.
 type RolloutExecutor interface {
+	EngineExecutor
+
 	// DeploymentCreate inserts d with its clusters (all Active) atomically; an empty ID gets a
 	// UUID, an empty Status is Planning, Revision starts at 0. ErrNotFound: unknown operator;
 	// ErrAlreadyExists: the id is taken; ErrConflict: the operator already has an active
@@ -205,6 +246,8 @@ type DeploymentEventListParams struct {
 type ApprovalListParams struct {
 	Status       ApprovalStatus
 	DeploymentID string
-	Before       string
-	Limit        int
+	// Unnotified selects the approvals whose mail has not been sent (NotifiedAt nil).
+	Unnotified bool
+	Before     string
+	Limit      int
 }

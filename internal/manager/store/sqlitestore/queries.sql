@@ -133,31 +133,43 @@ FROM audit_events
 WHERE 1 = 1 /*filters*/
 ORDER BY id DESC
 
--- The rollout engine (00002_rollout.sql). Deployment columns: id, operator_id, operator_name,
--- version, strategy, config, helm_values, values_by_environment, status, reason, requested_by,
--- request_id, revision, created_at, updated_at, started_at, finished_at. Cluster columns:
+-- The rollout engine (00002_rollout.sql, 00003_engine.sql). Deployment columns: id, operator_id,
+-- operator_name, version, strategy, config, helm_values, values_by_environment, status, reason,
+-- requested_by, request_id, revision, created_at, updated_at, started_at, finished_at, then the
+-- engine's: stage, stage_started_at, next_run_at, claimed_by, lease_until, cancel_requested,
+-- rollback_requested, switch_requested, rollback_reason, rollback_started_at,
+-- rollback_finished_at, switched_at, blue_delete_at, blue_deleted. Cluster columns:
 -- deployment_id, cluster_name, environment, stage, status, helm_revision, previous_revision,
--- previous_version, message, active, updated_at.
+-- previous_version, message, active, updated_at, namespace, release, blue_namespace,
+-- blue_release, install_attempts.
 
 -- name: DeploymentInsert
 INSERT INTO deployments (id, operator_id, operator_name, version, strategy, config, helm_values,
     values_by_environment, status, reason, requested_by, request_id, revision, created_at,
-    updated_at, started_at, finished_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 0, $13, $13, $14, $15);
+    updated_at, started_at, finished_at, stage, stage_started_at, next_run_at, claimed_by,
+    lease_until, cancel_requested, rollback_requested, switch_requested, rollback_reason,
+    rollback_started_at, rollback_finished_at, switched_at, blue_delete_at, blue_deleted)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 0, $13, $13, $14, $15, $16, $17, $18,
+    $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29);
 
 -- name: DeploymentClusterInsert
 INSERT INTO deployment_clusters (deployment_id, cluster_name, operator_id, ordinal, environment,
-    stage, status, helm_revision, previous_revision, previous_version, message, active, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13);
+    stage, status, helm_revision, previous_revision, previous_version, message, active, updated_at,
+    namespace, release, blue_namespace, blue_release, install_attempts)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18);
 
 -- name: DeploymentGet
 -- The deployment with its clusters in one statement (one snapshot); a row per cluster, or one
 -- row with NULL cluster columns when it has none.
 SELECT d.id, d.operator_id, d.operator_name, d.version, d.strategy, d.config, d.helm_values,
     d.values_by_environment, d.status, d.reason, d.requested_by, d.request_id, d.revision,
-    d.created_at, d.updated_at, d.started_at, d.finished_at,
+    d.created_at, d.updated_at, d.started_at, d.finished_at, d.stage, d.stage_started_at,
+    d.next_run_at, d.claimed_by, d.lease_until, d.cancel_requested, d.rollback_requested,
+    d.switch_requested, d.rollback_reason, d.rollback_started_at, d.rollback_finished_at,
+    d.switched_at, d.blue_delete_at, d.blue_deleted,
     c.deployment_id, c.cluster_name, c.environment, c.stage, c.status, c.helm_revision,
-    c.previous_revision, c.previous_version, c.message, c.active, c.updated_at
+    c.previous_revision, c.previous_version, c.message, c.active, c.updated_at, c.namespace,
+    c.release, c.blue_namespace, c.blue_release, c.install_attempts
 FROM deployments d
 LEFT JOIN deployment_clusters c ON c.deployment_id = d.id
 WHERE d.id = $1
@@ -172,19 +184,27 @@ SELECT id FROM deployments WHERE id = $1;
 UPDATE deployments
 SET version = $3, strategy = $4, config = $5, helm_values = $6, values_by_environment = $7,
     status = $8, reason = $9, requested_by = $10, request_id = $11, updated_at = $12,
-    started_at = $13, finished_at = $14, revision = revision + 1
+    started_at = $13, finished_at = $14, stage = $15, stage_started_at = $16, next_run_at = $17,
+    claimed_by = $18, lease_until = $19, cancel_requested = $20, rollback_requested = $21,
+    switch_requested = $22, rollback_reason = $23, rollback_started_at = $24,
+    rollback_finished_at = $25, switched_at = $26, blue_delete_at = $27, blue_deleted = $28,
+    revision = revision + 1
 WHERE id = $1 AND revision = $2;
 
 -- name: DeploymentClusterUpdate
 UPDATE deployment_clusters
 SET environment = $3, stage = $4, status = $5, helm_revision = $6, previous_revision = $7,
-    previous_version = $8, message = $9, active = $10, updated_at = $11
+    previous_version = $8, message = $9, active = $10, updated_at = $11, namespace = $12,
+    release = $13, blue_namespace = $14, blue_release = $15, install_attempts = $16
 WHERE deployment_id = $1 AND cluster_name = $2;
 
 -- name: DeploymentList
 SELECT d.id, d.operator_id, d.operator_name, d.version, d.strategy, d.config, d.helm_values,
     d.values_by_environment, d.status, d.reason, d.requested_by, d.request_id, d.revision,
-    d.created_at, d.updated_at, d.started_at, d.finished_at
+    d.created_at, d.updated_at, d.started_at, d.finished_at, d.stage, d.stage_started_at,
+    d.next_run_at, d.claimed_by, d.lease_until, d.cancel_requested, d.rollback_requested,
+    d.switch_requested, d.rollback_reason, d.rollback_started_at, d.rollback_finished_at,
+    d.switched_at, d.blue_delete_at, d.blue_deleted
 FROM deployments d
 WHERE 1 = 1 /*filters*/
 ORDER BY d.created_at DESC, d.id DESC
@@ -192,7 +212,8 @@ ORDER BY d.created_at DESC, d.id DESC
 -- name: DeploymentClusterListMany
 -- $1 is a JSON array of deployment ids.
 SELECT deployment_id, cluster_name, environment, stage, status, helm_revision, previous_revision,
-    previous_version, message, active, updated_at
+    previous_version, message, active, updated_at, namespace, release, blue_namespace,
+    blue_release, install_attempts
 FROM deployment_clusters
 WHERE deployment_id IN (SELECT value FROM json_each($1))
 ORDER BY deployment_id, ordinal;
@@ -218,7 +239,7 @@ WHERE deployment_id = $1 /*filters*/
 ORDER BY id
 
 -- Approval columns: id, deployment_id, kind, required_role, required, requested_by, status,
--- reason, expires_at, created_at, updated_at. Decision columns: approval_id, actor, approve,
+-- reason, expires_at, created_at, updated_at, notified_at. Decision columns: approval_id, actor, approve,
 -- comment, at.
 
 -- name: ApprovalInsert
@@ -226,23 +247,23 @@ INSERT INTO approvals (id, deployment_id, kind, required_role, required, request
     reason, expires_at, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $9, $9)
 RETURNING id, deployment_id, kind, required_role, required, requested_by, status, reason,
-    expires_at, created_at, updated_at;
+    expires_at, created_at, updated_at, notified_at;
 
 -- name: ApprovalGet
 SELECT id, deployment_id, kind, required_role, required, requested_by, status, reason,
-    expires_at, created_at, updated_at
+    expires_at, created_at, updated_at, notified_at
 FROM approvals
 WHERE id = $1;
 
 -- name: ApprovalGetForUpdate
 SELECT id, deployment_id, kind, required_role, required, requested_by, status, reason,
-    expires_at, created_at, updated_at
+    expires_at, created_at, updated_at, notified_at
 FROM approvals
 WHERE id = $1;
 
 -- name: ApprovalList
 SELECT a.id, a.deployment_id, a.kind, a.required_role, a.required, a.requested_by, a.status,
-    a.reason, a.expires_at, a.created_at, a.updated_at
+    a.reason, a.expires_at, a.created_at, a.updated_at, a.notified_at
 FROM approvals a
 WHERE 1 = 1 /*filters*/
 ORDER BY a.created_at DESC, a.id DESC
@@ -255,7 +276,7 @@ UPDATE approvals
 SET status = 'expired', updated_at = $1
 WHERE status = 'pending' AND expires_at <= $1
 RETURNING id, deployment_id, kind, required_role, required, requested_by, status, reason,
-    expires_at, created_at, updated_at;
+    expires_at, created_at, updated_at, notified_at;
 
 -- name: ApprovalDecisionInsert
 INSERT INTO approval_decisions (approval_id, actor, approve, comment, at)
@@ -267,3 +288,117 @@ SELECT approval_id, actor, approve, comment, at
 FROM approval_decisions
 WHERE approval_id IN (SELECT value FROM json_each($1))
 ORDER BY approval_id, at, actor;
+
+-- The engine (00003_engine.sql): claims, admission, live releases.
+
+-- name: DeploymentClaim
+-- $1 owner, $2 now, $3 the lease's end, $4 limit. One statement on the one write connection: two
+-- replicas (processes sharing the file) never claim one deployment. Returned in no order
+-- (sqlstore sorts them).
+UPDATE deployments AS d
+SET claimed_by = $1, lease_until = $3
+WHERE d.id IN (
+    SELECT id FROM deployments
+    WHERE next_run_at IS NOT NULL AND next_run_at <= $2
+        AND (claimed_by = '' OR lease_until IS NULL OR lease_until < $2)
+    ORDER BY next_run_at, id
+    LIMIT $4)
+RETURNING d.id, d.operator_id, d.operator_name, d.version, d.strategy, d.config, d.helm_values,
+    d.values_by_environment, d.status, d.reason, d.requested_by, d.request_id, d.revision,
+    d.created_at, d.updated_at, d.started_at, d.finished_at, d.stage, d.stage_started_at,
+    d.next_run_at, d.claimed_by, d.lease_until, d.cancel_requested, d.rollback_requested,
+    d.switch_requested, d.rollback_reason, d.rollback_started_at, d.rollback_finished_at,
+    d.switched_at, d.blue_delete_at, d.blue_deleted;
+
+-- name: DeploymentRenew
+-- $1 id, $2 owner, $3 the lease's new end; no row when owner does not hold the claim.
+UPDATE deployments SET lease_until = $3 WHERE id = $1 AND claimed_by = $2
+RETURNING id;
+
+-- name: DeploymentAdmitLock
+-- Inside the write transaction: SQLite's one writer already serializes admissions.
+SELECT 1;
+
+-- name: DeploymentCountRunning
+SELECT count(*) FROM deployments WHERE status IN ('Planning', 'Deploying', 'Validating', 'RollingBack');
+
+-- name: DeploymentCountQueued
+SELECT count(*) FROM deployments WHERE status = 'Queued';
+
+-- name: DeploymentAdmit
+-- $1 now, $2 how many may start. The oldest Queued deployments of operators without one
+-- RollingBack move to Planning, due now. The outer status check drops a row that moved on
+-- (cancelled) meanwhile.
+UPDATE deployments
+SET status = 'Planning', next_run_at = $1, updated_at = $1, revision = revision + 1
+WHERE status = 'Queued' AND id IN (
+    SELECT q.id FROM deployments q
+    WHERE q.status = 'Queued' AND NOT EXISTS (
+        SELECT 1 FROM deployments r WHERE r.operator_id = q.operator_id AND r.status = 'RollingBack')
+    ORDER BY q.created_at, q.id
+    LIMIT $2)
+RETURNING id, created_at;
+
+-- name: LiveReleaseList
+-- Per (operator, cluster), the newest deployment's (created_at, id) healthy cluster row.
+-- Columns: operator_id, operator_name, cluster_name, environment, deployment_id,
+-- deployment_status, version, namespace, release, helm_revision.
+SELECT operator_id, operator_name, cluster_name, environment, deployment_id, deployment_status,
+    version, namespace, release, helm_revision
+FROM (
+    SELECT o.id AS operator_id, o.name AS operator_name, c.cluster_name, c.environment,
+        d.id AS deployment_id, d.status AS deployment_status, d.version, c.namespace, c.release,
+        c.helm_revision,
+        row_number() OVER (PARTITION BY c.operator_id, c.cluster_name
+            ORDER BY d.created_at DESC, d.id DESC) AS newest
+    FROM deployment_clusters c
+    JOIN deployments d ON d.id = c.deployment_id
+    JOIN operators o ON o.id = c.operator_id
+    WHERE c.status = 'healthy' /*filters*/
+) live
+WHERE newest = 1
+ORDER BY operator_name, cluster_name
+
+-- Operator health columns: operator_name, cluster_name, deployment_id, health, result,
+-- consecutive_failures, checked_at.
+
+-- name: OperatorHealthRecord
+-- $1 operator, $2 cluster, $3 deployment, $4 health, $5 result, $6 checked at. Failures count
+-- up on Unhealthy, reset on Healthy, stay on Degraded; another deployment starts over.
+INSERT INTO operator_health (operator_name, cluster_name, deployment_id, health, result,
+    consecutive_failures, checked_at)
+VALUES ($1, $2, $3, $4, $5, CASE WHEN $4 = 'Unhealthy' THEN 1 ELSE 0 END, $6)
+ON CONFLICT (operator_name, cluster_name) DO UPDATE
+SET deployment_id = excluded.deployment_id, health = excluded.health, result = excluded.result,
+    checked_at = excluded.checked_at,
+    consecutive_failures = CASE
+        WHEN operator_health.deployment_id <> excluded.deployment_id THEN excluded.consecutive_failures
+        WHEN excluded.health = 'Unhealthy' THEN operator_health.consecutive_failures + 1
+        WHEN excluded.health = 'Healthy' THEN 0
+        ELSE operator_health.consecutive_failures
+    END
+RETURNING operator_name, cluster_name, deployment_id, health, result, consecutive_failures, checked_at;
+
+-- name: OperatorHealthList
+SELECT operator_name, cluster_name, deployment_id, health, result, consecutive_failures, checked_at
+FROM operator_health
+WHERE 1 = 1 /*filters*/
+ORDER BY operator_name, cluster_name
+
+-- name: OperatorHealthDelete
+DELETE FROM operator_health WHERE operator_name = $1 AND cluster_name = $2;
+
+-- name: LeaseAcquire
+-- $1 name, $2 owner, $3 now, $4 until. No row when another owner holds it and it has not lapsed.
+INSERT INTO leases (name, owner, expires_at)
+VALUES ($1, $2, $4)
+ON CONFLICT (name) DO UPDATE
+SET owner = excluded.owner, expires_at = excluded.expires_at
+WHERE leases.owner = excluded.owner OR leases.expires_at < $3
+RETURNING owner;
+
+-- name: LeaseRelease
+DELETE FROM leases WHERE name = $1 AND owner = $2;
+
+-- name: ApprovalMarkNotified
+UPDATE approvals SET notified_at = $2 WHERE id = $1;

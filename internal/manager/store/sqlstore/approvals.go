@@ -14,11 +14,12 @@ import (
 )
 
 // Columns: id, deployment_id, kind, required_role, required, requested_by, status, reason,
-// expires_at, created_at, updated_at.
+// expires_at, created_at, updated_at, notified_at.
 func scanApproval(row scanner) (*store.Approval, error) {
 	a := store.Approval{Decisions: []*store.ApprovalDecision{}}
 	err := row.Scan(&a.ID, &a.DeploymentID, &a.Kind, &a.RequiredRole, &a.Required, &a.RequestedBy,
-		&a.Status, &a.Reason, timeDest{&a.ExpiresAt}, timeDest{&a.CreatedAt}, timeDest{&a.UpdatedAt})
+		&a.Status, &a.Reason, timeDest{&a.ExpiresAt}, timeDest{&a.CreatedAt}, timeDest{&a.UpdatedAt},
+		nullTimeDest{&a.NotifiedAt})
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +127,8 @@ func (e *executor) approvalGet(ctx context.Context, query, id string) (*store.Ap
 	return a, nil
 }
 
-// ApprovalList returns a page of approvals, newest first, each with its decisions.
+// ApprovalList returns a page of approvals, newest first, each with its decisions; p.Unnotified
+// keeps those whose mail has not been sent.
 func (e *executor) ApprovalList(ctx context.Context, p *store.ApprovalListParams) ([]*store.Approval, error) {
 	l := newListQuery()
 	if p.Status != "" {
@@ -138,6 +140,9 @@ func (e *executor) ApprovalList(ctx context.Context, p *store.ApprovalListParams
 			return []*store.Approval{}, nil
 		}
 		l.where("a.deployment_id = ?", id)
+	}
+	if p.Unnotified {
+		l.conds = append(l.conds, "a.notified_at IS NULL")
 	}
 	if p.Before != "" {
 		id, ok := normalizeID(p.Before)
@@ -254,4 +259,23 @@ func (e *executor) ApprovalExpire(ctx context.Context, now time.Time) ([]*store.
 		return nil, err
 	}
 	return out, nil
+}
+
+// ApprovalMarkNotified records when the approval's mail was sent (UpdatedAt stays: the request
+// itself did not change). An unknown approval is ErrNotFound.
+func (e *executor) ApprovalMarkNotified(ctx context.Context, id string, at time.Time) error {
+	nid, ok := normalizeID(id)
+	if !ok {
+		return fmt.Errorf("approval %q: %w", id, store.ErrNotFound)
+	}
+	res, err := e.w.ExecContext(ctx, e.q("ApprovalMarkNotified"), nid, e.ts(at))
+	if err != nil {
+		return fmt.Errorf("mark approval %s notified: %w", nid, e.mapErr(err))
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("mark approval %s notified: %w", nid, err)
+	} else if n == 0 {
+		return fmt.Errorf("approval %s: %w", nid, store.ErrNotFound)
+	}
+	return nil
 }

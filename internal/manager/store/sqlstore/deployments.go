@@ -35,12 +35,27 @@ const activeCondition = "d.status NOT IN ('Completed', 'RolledBack', 'Failed', '
 
 // Columns: id, operator_id, operator_name, version, strategy, config, helm_values,
 // values_by_environment, status, reason, requested_by, request_id, revision, created_at,
-// updated_at, started_at, finished_at.
+// updated_at, started_at, finished_at, stage, stage_started_at, next_run_at, claimed_by,
+// lease_until, cancel_requested, rollback_requested, switch_requested, rollback_reason,
+// rollback_started_at, rollback_finished_at, switched_at, blue_delete_at, blue_deleted.
 func deploymentDest(d *store.Deployment) []any {
 	return []any{&d.ID, &d.OperatorID, &d.OperatorName, &d.Version, &d.Strategy,
 		rawJSON{&d.Config}, rawJSON{&d.Values}, rawJSON{&d.ValuesByEnvironment}, &d.Status,
 		&d.Reason, &d.RequestedBy, &d.RequestID, &d.Revision, timeDest{&d.CreatedAt},
-		timeDest{&d.UpdatedAt}, nullTimeDest{&d.StartedAt}, nullTimeDest{&d.FinishedAt}}
+		timeDest{&d.UpdatedAt}, nullTimeDest{&d.StartedAt}, nullTimeDest{&d.FinishedAt},
+		&d.Stage, nullTimeDest{&d.StageStartedAt}, nullTimeDest{&d.NextRunAt}, &d.ClaimedBy,
+		nullTimeDest{&d.LeaseUntil}, &d.CancelRequested, &d.RollbackRequested, &d.SwitchRequested,
+		&d.RollbackReason, nullTimeDest{&d.RollbackStartedAt}, nullTimeDest{&d.RollbackFinishedAt},
+		nullTimeDest{&d.SwitchedAt}, nullTimeDest{&d.BlueDeleteAt}, &d.BlueDeleted}
+}
+
+// deploymentArgs are the engine's columns of d as query arguments, in deploymentDest's order
+// (stage … blue_deleted): what DeploymentInsert and DeploymentUpdate write after the rest.
+func (e *executor) deploymentArgs(d *store.Deployment) []any {
+	return []any{d.Stage, e.tsPtr(d.StageStartedAt), e.tsPtr(d.NextRunAt), d.ClaimedBy,
+		e.tsPtr(d.LeaseUntil), d.CancelRequested, d.RollbackRequested, d.SwitchRequested,
+		d.RollbackReason, e.tsPtr(d.RollbackStartedAt), e.tsPtr(d.RollbackFinishedAt),
+		e.tsPtr(d.SwitchedAt), e.tsPtr(d.BlueDeleteAt), d.BlueDeleted}
 }
 
 func scanDeployment(row scanner) (*store.Deployment, error) {
@@ -52,16 +67,24 @@ func scanDeployment(row scanner) (*store.Deployment, error) {
 }
 
 // Columns: deployment_id, cluster_name, environment, stage, status, helm_revision,
-// previous_revision, previous_version, message, active, updated_at.
+// previous_revision, previous_version, message, active, updated_at, namespace, release,
+// blue_namespace, blue_release, install_attempts.
 func scanDeploymentCluster(row scanner) (*store.DeploymentCluster, error) {
 	var c store.DeploymentCluster
 	err := row.Scan(&c.DeploymentID, &c.ClusterName, &c.Environment, &c.Stage, &c.Status,
 		&c.HelmRevision, &c.PreviousRevision, &c.PreviousVersion, &c.Message, &c.Active,
-		timeDest{&c.UpdatedAt})
+		timeDest{&c.UpdatedAt}, &c.Namespace, &c.Release, &c.BlueNamespace, &c.BlueRelease,
+		&c.InstallAttempts)
 	if err != nil {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// clusterArgs are c's columns from namespace on (namespace, release, blue_namespace,
+// blue_release, install_attempts), as DeploymentClusterInsert and DeploymentClusterUpdate end.
+func clusterArgs(c *store.DeploymentCluster) []any {
+	return []any{c.Namespace, c.Release, c.BlueNamespace, c.BlueRelease, c.InstallAttempts}
 }
 
 // deploymentGet runs DeploymentGet: the deployment's columns then its cluster's on each row, NULL
@@ -75,12 +98,13 @@ func (e *executor) deploymentGet(ctx context.Context, id string) (*store.Deploym
 	var d *store.Deployment
 	for rows.Next() {
 		var row store.Deployment
-		var depID, name, env, status, prevVersion, msg sql.NullString
-		var stage, helmRev, prevRev sql.NullInt64
+		var depID, name, env, status, prevVersion, msg, ns, rel, blueNS, blueRel sql.NullString
+		var stage, helmRev, prevRev, attempts sql.NullInt64
 		var active sql.NullBool
 		var updated *time.Time
 		dest := append(deploymentDest(&row), &depID, &name, &env, &stage, &status, &helmRev,
-			&prevRev, &prevVersion, &msg, &active, nullTimeDest{&updated})
+			&prevRev, &prevVersion, &msg, &active, nullTimeDest{&updated}, &ns, &rel, &blueNS,
+			&blueRel, &attempts)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("deployment %s: %w", id, err)
 		}
@@ -95,7 +119,8 @@ func (e *executor) deploymentGet(ctx context.Context, id string) (*store.Deploym
 			DeploymentID: depID.String, ClusterName: name.String, Environment: store.Environment(env.String),
 			Stage: int(stage.Int64), Status: store.ClusterStatus(status.String), HelmRevision: int(helmRev.Int64),
 			PreviousRevision: int(prevRev.Int64), PreviousVersion: prevVersion.String, Message: msg.String,
-			Active: active.Bool, UpdatedAt: *updated,
+			Active: active.Bool, UpdatedAt: *updated, Namespace: ns.String, Release: rel.String,
+			BlueNamespace: blueNS.String, BlueRelease: blueRel.String, InstallAttempts: int(attempts.Int64),
 		})
 	}
 	if err := rows.Err(); err != nil {
@@ -185,10 +210,11 @@ func (e *executor) DeploymentCreate(ctx context.Context, d *store.Deployment) (*
 		if err != nil {
 			return err
 		}
-		_, err = ex.w.ExecContext(ctx, ex.q("DeploymentInsert"), id, opID, op.Name, in.Version,
-			in.Strategy, jsonArg(in.Config), jsonArg(in.Values), jsonArg(in.ValuesByEnvironment),
-			string(in.Status), in.Reason, in.RequestedBy, in.RequestID, ex.d.TimeArg(created),
-			ex.tsPtr(in.StartedAt), ex.tsPtr(in.FinishedAt))
+		args := append([]any{id, opID, op.Name, in.Version, in.Strategy, jsonArg(in.Config),
+			jsonArg(in.Values), jsonArg(in.ValuesByEnvironment), string(in.Status), in.Reason,
+			in.RequestedBy, in.RequestID, ex.d.TimeArg(created), ex.tsPtr(in.StartedAt),
+			ex.tsPtr(in.FinishedAt)}, ex.deploymentArgs(in)...)
+		_, err = ex.w.ExecContext(ctx, ex.q("DeploymentInsert"), args...)
 		if err != nil {
 			return fmt.Errorf("create deployment %s: %w", id, ex.mapErr(err))
 		}
@@ -198,9 +224,10 @@ func (e *executor) DeploymentCreate(ctx context.Context, d *store.Deployment) (*
 			if !c.UpdatedAt.IsZero() {
 				updated = normTime(c.UpdatedAt)
 			}
-			_, err := ex.w.ExecContext(ctx, ex.q("DeploymentClusterInsert"), id, c.ClusterName, opID, i,
-				string(c.Environment), c.Stage, string(c.Status), c.HelmRevision, c.PreviousRevision,
-				c.PreviousVersion, c.Message, active, ex.d.TimeArg(updated))
+			args := append([]any{id, c.ClusterName, opID, i, string(c.Environment), c.Stage,
+				string(c.Status), c.HelmRevision, c.PreviousRevision, c.PreviousVersion, c.Message,
+				active, ex.d.TimeArg(updated)}, clusterArgs(c)...)
+			_, err := ex.w.ExecContext(ctx, ex.q("DeploymentClusterInsert"), args...)
 			if err != nil {
 				return ex.clusterWriteErr(id, op.Name, c.ClusterName, err)
 			}
@@ -259,8 +286,19 @@ func (e *executor) DeploymentList(ctx context.Context, p *store.DeploymentListPa
 	}
 	q, args := l.build(e.q("DeploymentList"), store.NormalizeLimit(p.Limit))
 	ds, err := queryList(ctx, e, q, args, "list deployments", scanDeployment)
-	if err != nil || len(ds) == 0 {
-		return ds, err
+	if err != nil {
+		return nil, err
+	}
+	if err := e.withClusters(ctx, ds); err != nil {
+		return nil, err
+	}
+	return ds, nil
+}
+
+// withClusters fills the clusters of ds (in the order created) in one query.
+func (e *executor) withClusters(ctx context.Context, ds []*store.Deployment) error {
+	if len(ds) == 0 {
+		return nil
 	}
 	ids := make([]string, len(ds))
 	byID := make(map[string]*store.Deployment, len(ds))
@@ -269,18 +307,18 @@ func (e *executor) DeploymentList(ctx context.Context, p *store.DeploymentListPa
 	}
 	arg, err := idsArg(ids)
 	if err != nil {
-		return nil, fmt.Errorf("list deployments: %w", err)
+		return fmt.Errorf("list deployments: %w", err)
 	}
 	cs, err := queryList(ctx, e, e.q("DeploymentClusterListMany"), []any{arg}, "list deployments' clusters", scanDeploymentCluster)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, c := range cs {
 		if d := byID[c.DeploymentID]; d != nil {
 			d.Clusters = append(d.Clusters, c)
 		}
 	}
-	return ds, nil
+	return nil
 }
 
 // DeploymentUpdate locks the deployment (FOR NO KEY UPDATE on PostgreSQL; SQLite's one write
@@ -324,10 +362,11 @@ func (e *executor) DeploymentUpdate(ctx context.Context, id string, fn func(d *s
 		if terminal && !cur.Status.Terminal() && next.FinishedAt == nil {
 			next.FinishedAt = &next.UpdatedAt
 		}
-		res, err := ex.w.ExecContext(ctx, ex.q("DeploymentUpdate"), nid, cur.Revision, next.Version,
-			next.Strategy, jsonArg(next.Config), jsonArg(next.Values), jsonArg(next.ValuesByEnvironment),
-			string(next.Status), next.Reason, next.RequestedBy, next.RequestID, ex.d.TimeArg(next.UpdatedAt),
-			ex.tsPtr(next.StartedAt), ex.tsPtr(next.FinishedAt))
+		args := append([]any{nid, cur.Revision, next.Version, next.Strategy, jsonArg(next.Config),
+			jsonArg(next.Values), jsonArg(next.ValuesByEnvironment), string(next.Status), next.Reason,
+			next.RequestedBy, next.RequestID, ex.d.TimeArg(next.UpdatedAt), ex.tsPtr(next.StartedAt),
+			ex.tsPtr(next.FinishedAt)}, ex.deploymentArgs(next)...)
+		res, err := ex.w.ExecContext(ctx, ex.q("DeploymentUpdate"), args...)
 		if err != nil {
 			return fmt.Errorf("update deployment %s: %w", nid, ex.mapErr(err))
 		}
@@ -347,9 +386,10 @@ func (e *executor) DeploymentUpdate(ctx context.Context, id string, fn func(d *s
 			if c.UpdatedAt.Equal(old.UpdatedAt) {
 				c.UpdatedAt = next.UpdatedAt
 			}
-			_, err := ex.w.ExecContext(ctx, ex.q("DeploymentClusterUpdate"), nid, c.ClusterName,
-				string(c.Environment), c.Stage, string(c.Status), c.HelmRevision, c.PreviousRevision,
-				c.PreviousVersion, c.Message, c.Active, ex.ts(c.UpdatedAt))
+			args := append([]any{nid, c.ClusterName, string(c.Environment), c.Stage, string(c.Status),
+				c.HelmRevision, c.PreviousRevision, c.PreviousVersion, c.Message, c.Active,
+				ex.ts(c.UpdatedAt)}, clusterArgs(c)...)
+			_, err := ex.w.ExecContext(ctx, ex.q("DeploymentClusterUpdate"), args...)
 			if err != nil {
 				return ex.clusterWriteErr(nid, cur.OperatorName, c.ClusterName, err)
 			}
@@ -388,13 +428,12 @@ func checkUpdate(cur, next *store.Deployment) error {
 func cloneDeployment(d *store.Deployment) *store.Deployment {
 	c := *d
 	c.Config, c.Values, c.ValuesByEnvironment = slices.Clone(d.Config), slices.Clone(d.Values), slices.Clone(d.ValuesByEnvironment)
-	if d.StartedAt != nil {
-		t := *d.StartedAt
-		c.StartedAt = &t
-	}
-	if d.FinishedAt != nil {
-		t := *d.FinishedAt
-		c.FinishedAt = &t
+	for _, t := range []**time.Time{&c.StartedAt, &c.FinishedAt, &c.StageStartedAt, &c.NextRunAt,
+		&c.LeaseUntil, &c.RollbackStartedAt, &c.RollbackFinishedAt, &c.SwitchedAt, &c.BlueDeleteAt} {
+		if *t != nil {
+			v := **t
+			*t = &v
+		}
 	}
 	c.Clusters = make([]*store.DeploymentCluster, len(d.Clusters))
 	for i, dc := range d.Clusters {

@@ -19,7 +19,11 @@ var QueryNames = []string{
 	"DeploymentUpdate", "DeploymentClusterUpdate", "DeploymentList", "DeploymentClusterListMany",
 	"DeploymentCountActive", "DeploymentCountByStatus", "DeploymentEventInsert", "DeploymentEventList",
 	"ApprovalInsert", "ApprovalGet", "ApprovalGetForUpdate", "ApprovalList", "ApprovalSetStatus",
-	"ApprovalExpire", "ApprovalDecisionInsert", "ApprovalDecisionListMany",
+	"ApprovalExpire", "ApprovalDecisionInsert", "ApprovalDecisionListMany", "ApprovalMarkNotified",
+	"DeploymentClaim", "DeploymentRenew", "DeploymentAdmitLock", "DeploymentCountRunning",
+	"DeploymentCountQueued", "DeploymentAdmit", "LiveReleaseList",
+	"OperatorHealthRecord", "OperatorHealthList", "OperatorHealthDelete",
+	"LeaseAcquire", "LeaseRelease",
 	// SchemaTableExists($1 table name) → one boolean: whether the migrations table exists.
 	"SchemaTableExists",
 }
@@ -102,11 +106,17 @@ func (l *listQuery) where(cond string, arg any) {
 
 // build returns the query with its filters and limit, and the arguments.
 func (l *listQuery) build(query string, limit int) (string, []any) {
+	q, _ := l.buildAll(query)
+	l.args = append(l.args, limit)
+	return q + fmt.Sprintf("\nLIMIT $%d", len(l.args)), l.args
+}
+
+// buildAll returns the query with its filters and no limit (lists bounded by the data, such as
+// one row per operator and cluster), and the arguments.
+func (l *listQuery) buildAll(query string) (string, []any) {
 	var f string
 	if len(l.conds) > 0 {
 		f = " AND " + strings.Join(l.conds, " AND ")
 	}
-	q := strings.Replace(query, filterMarker, f, 1)
-	l.args = append(l.args, limit)
-	return q + fmt.Sprintf("\nLIMIT $%d", len(l.args)), l.args
+	return strings.Replace(query, filterMarker, f, 1), l.args
 }
