@@ -15,24 +15,43 @@ import (
 // the server's limit, with no unknown fields and nothing after the object. Every failure is a 4xx
 // naming the field (or the position) that is wrong.
 func (s *Server) decodeJSON(r *http.Request, v any) error {
+	body, err := s.readBody(r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	return decodeBody(body, v)
+}
+
+// decodeOptional is decodeJSON for a body that may be left out: an empty body leaves v as it is.
+func (s *Server) decodeOptional(r *http.Request, v any) error {
+	body, err := s.readBody(r, s.cfg.MaxBodyBytes)
+	if err != nil || len(bytes.TrimSpace(body)) == 0 {
+		return err
+	}
+	return decodeBody(body, v)
+}
+
+// readBody reads the request body: JSON by its Content-Type (when given), at most limit bytes
+// (413 beyond).
+func (s *Server) readBody(r *http.Request, limit int64) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return &Error{Status: http.StatusUnsupportedMediaType, Code: CodeUnsupported,
+			return nil, &Error{Status: http.StatusUnsupportedMediaType, Code: CodeUnsupported,
 				Message: fmt.Sprintf("Content-Type %q is not JSON: send application/json", ct)}
 		}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.cfg.MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, limit))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
-				Message: fmt.Sprintf("request body larger than %d bytes", s.cfg.MaxBodyBytes),
-				Details: map[string]any{"limit": s.cfg.MaxBodyBytes}}
+			return nil, &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+				Message: fmt.Sprintf("request body larger than %d bytes", limit),
+				Details: map[string]any{"limit": limit}}
 		}
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalid, Message: "reading the request body failed", Err: err}
+		return nil, &Error{Status: http.StatusBadRequest, Code: CodeInvalid, Message: "reading the request body failed", Err: err}
 	}
-	return decodeBody(body, v)
+	return body, nil
 }
 
 // decodeBody is decodeJSON's parser, separate so that it can be fuzzed.

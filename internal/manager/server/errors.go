@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
@@ -41,6 +42,7 @@ const (
 	CodeInvalid         = "InvalidArgument"
 	CodeNotFound        = "NotFound"
 	CodeAlreadyExists   = "AlreadyExists"
+	CodeConflict        = "Conflict"
 	CodeUnauthenticated = "Unauthenticated"
 	CodeForbidden       = "Forbidden"
 	CodeRateLimited     = "RateLimited"
@@ -73,7 +75,7 @@ func fieldMessage(field, msg string) string {
 }
 
 // toError maps any error a handler returns to the one shape: bad input to 400 naming the field,
-// store errors to 404/409, auth errors to 401, everything else to a 500 that says only the request id.
+// store errors to 404/409 (a conflict's message says which state refused the request), auth errors to 401, everything else to a 500 that says only the request id.
 func toError(err error) *Error {
 	var apiErr *Error
 	if errors.As(err, &apiErr) {
@@ -94,6 +96,11 @@ func toError(err error) *Error {
 		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "not found", Err: err}
 	case errors.Is(err, store.ErrAlreadyExists):
 		return &Error{Status: http.StatusConflict, Code: CodeAlreadyExists, Message: "already exists", Err: err}
+	case errors.Is(err, store.ErrConflict):
+		// The state refused the request (a finished deployment, a decided approval): the message
+		// says which state, for people; the store's sentinel suffix is dropped.
+		msg := strings.TrimSuffix(err.Error(), ": "+store.ErrConflict.Error())
+		return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: msg, Err: err}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the request timed out", Err: err}
 	}

@@ -99,13 +99,16 @@ func (s *Server) outer(mux *http.ServeMux) http.Handler {
 }
 
 // wrap turns a route into a handler: authentication (unless public), the role guard, the per-user
-// rate limit, the request timeout, and the error writer.
+// rate limit, the request timeout (not for a route that streams: it bounds its own work), and
+// the error writer.
 func (s *Server) wrap(rt route) http.Handler {
 	label := rt.Method + " " + rt.Pattern
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
-		defer cancel()
-		r = r.WithContext(ctx)
+		if !rt.Stream {
+			ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
 		if !rt.Public {
 			id, err := s.authenticate(r)
 			if err != nil {

@@ -62,7 +62,7 @@ func (s *Server) buildOpenAPI() ([]byte, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s %s request: %w", rt.Method, rt.Pattern, err)
 			}
-			op.RequestBody = &openapi3.RequestBodyRef{Value: openapi3.NewRequestBody().WithRequired(true).WithJSONSchemaRef(sch)}
+			op.RequestBody = &openapi3.RequestBodyRef{Value: openapi3.NewRequestBody().WithRequired(!rt.BodyOptional).WithJSONSchemaRef(sch)}
 		}
 		status := rt.Status
 		if status == 0 {
@@ -126,7 +126,7 @@ func errorStatuses(rt route) []int {
 	if strings.Contains(rt.Pattern, "{") {
 		codes = append(codes, http.StatusNotFound)
 	}
-	if rt.Method == http.MethodPost && rt.Status == http.StatusCreated {
+	if rt.Conflict || (rt.Method == http.MethodPost && rt.Status == http.StatusCreated) {
 		codes = append(codes, http.StatusConflict)
 	}
 	return codes
@@ -135,12 +135,16 @@ func errorStatuses(rt route) []int {
 var rawMessageType = reflect.TypeOf(json.RawMessage{})
 
 // schemaFor generates the JSON schema of a Go type from its json tags; json.RawMessage fields
-// (CRD definitions) accept an object or YAML text.
+// accept any JSON (a CRD definition: an object or YAML text; Helm values: an object).
 func schemaFor(v any) (*openapi3.SchemaRef, error) {
 	return openapi3gen.NewSchemaRefForValue(v, nil, openapi3gen.SchemaCustomizer(
 		func(name string, t reflect.Type, tag reflect.StructTag, schema *openapi3.Schema) error {
 			if t == rawMessageType {
-				*schema = openapi3.Schema{Description: "a CustomResourceDefinition: a JSON object, or YAML text as a string"}
+				desc := "a JSON object"
+				if name == "definition" {
+					desc = "a CustomResourceDefinition: a JSON object, or YAML text as a string"
+				}
+				*schema = openapi3.Schema{Description: desc}
 			}
 			if d := tag.Get("description"); d != "" {
 				schema.Description = d

@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/slipway-dev/slipway/internal/manager/auth"
+	"github.com/slipway-dev/slipway/internal/manager/health"
+	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 )
 
 // route is one endpoint: its pattern, who may call it, its request and response types (for the
@@ -20,9 +22,16 @@ type route struct {
 	// Request is a zero value of the body type (nil: no body); Response of the success body.
 	Request  any
 	Response any
+	// BodyOptional: the request body may be left out.
+	BodyOptional bool
 	// Status is the success status (200 when zero).
 	Status int
 	Query  []queryParam
+	// Conflict documents a 409: the state of what the route changes can refuse it.
+	Conflict bool
+	// Stream: the handler may answer with a stream (Server-Sent Events) that outlives the request
+	// timeout; it applies the timeout itself to what it does not stream.
+	Stream bool
 	Handle func(w http.ResponseWriter, r *http.Request) error
 }
 
@@ -91,6 +100,56 @@ func (s *Server) routes() []route {
 		{Method: http.MethodPost, Pattern: "/api/v1/crds/{name}/approve", Roles: admins, Action: "crd.approve",
 			Summary: "Approve a breaking change of a CRD", Request: ApproveRequest{}, Response: Approval{},
 			Status: http.StatusCreated, Handle: s.approveCRD},
+
+		{Method: http.MethodPost, Pattern: "/api/v1/deployments", Roles: operatorRoles, Action: "deployment.create",
+			Summary: "Deploy an operator version to clusters with a strategy: validated, stored Queued and run by the engine",
+			Request: request.Request{}, Response: Deployment{}, Status: http.StatusAccepted, Conflict: true, Handle: s.createDeployment},
+		{Method: http.MethodGet, Pattern: "/api/v1/deployments", Roles: anyRole, Summary: "List deployments, newest first",
+			Response: DeploymentList{}, Query: append([]queryParam{
+				{Name: "operator", Description: "only deployments of this operator"},
+				{Name: "status", Enum: deploymentStatuses},
+				{Name: "active", Enum: []string{"true", "false"}, Description: "true: only deployments that are not finished"},
+			}, pageParams...), Handle: s.listDeployments},
+		{Method: http.MethodGet, Pattern: "/api/v1/deployments/{id}", Roles: anyRole,
+			Summary:  "Get a deployment with the status of each of its clusters",
+			Response: Deployment{}, Handle: s.getDeployment},
+		{Method: http.MethodDelete, Pattern: "/api/v1/deployments/{id}", Roles: operatorRoles, Action: "deployment.cancel",
+			Summary:  "Cancel a deployment: installs in flight finish, no more start; its history is kept",
+			Response: Deployment{}, Status: http.StatusAccepted, Conflict: true, Handle: s.cancelDeployment},
+		{Method: http.MethodPost, Pattern: "/api/v1/deployments/{id}/rollback", Roles: admins, Action: "deployment.rollback",
+			Summary: "Roll a deployment back to what each cluster ran before it (the body and its reason are optional)",
+			Request: RollbackRequest{}, BodyOptional: true, Response: Deployment{}, Status: http.StatusAccepted, Conflict: true, Handle: s.rollbackDeployment},
+		{Method: http.MethodGet, Pattern: "/api/v1/deployments/{id}/rollback-status", Roles: anyRole,
+			Summary:  "A deployment's rollback: notStarted, inProgress, rolledBack or failed, per cluster",
+			Response: RollbackStatus{}, Handle: s.getRollbackStatus},
+		{Method: http.MethodPost, Pattern: "/api/v1/deployments/{id}/switch", Roles: operatorRoles, Action: "deployment.switch",
+			Summary:  "Switch a BlueGreen deployment (autoSwitch false) to green once green is validated",
+			Response: Deployment{}, Status: http.StatusAccepted, Conflict: true, Handle: s.switchDeployment},
+		{Method: http.MethodGet, Pattern: "/api/v1/deployments/{id}/events", Roles: anyRole, Stream: true,
+			Summary: "A deployment's step history, oldest first; with Accept: text/event-stream a live stream " +
+				"(Server-Sent Events, resumed from Last-Event-ID, ending with the event end)",
+			Response: DeploymentEventList{}, Query: append([]queryParam{
+				{Name: "after", Description: "only events after this event id"},
+			}, pageParams...), Handle: s.listDeploymentEvents},
+
+		{Method: http.MethodGet, Pattern: "/api/v1/approvals", Roles: anyRole, Summary: "List approval requests, newest first",
+			Response: ApprovalList{}, Query: append([]queryParam{
+				{Name: "status", Enum: approvalStatuses, Description: "default pending"},
+				{Name: "deploymentId", Description: "only the approvals of this deployment"},
+			}, pageParams...), Handle: s.listApprovals},
+		{Method: http.MethodPost, Pattern: "/api/v1/approvals/{id}/approve", Roles: anyRole, Action: "approval.approve",
+			Summary: "Approve a request (the approval's role decides who may; nobody approves their own request)",
+			Request: DecisionRequest{}, BodyOptional: true, Response: DeploymentApproval{}, Conflict: true, Handle: s.approveApproval},
+		{Method: http.MethodPost, Pattern: "/api/v1/approvals/{id}/reject", Roles: anyRole, Action: "approval.reject",
+			Summary: "Reject a request, with a comment saying why: the deployment is never executed",
+			Request: DecisionRequest{}, Response: DeploymentApproval{}, Conflict: true, Handle: s.rejectApproval},
+
+		{Method: http.MethodGet, Pattern: "/api/v1/operators/{name}/health", Roles: anyRole,
+			Summary: "An operator's latest health on each cluster it runs on (overallHealth Unknown, no clusters, " +
+				"before its first check)", Response: health.OperatorHealth{}, Handle: s.getOperatorHealth},
+		{Method: http.MethodGet, Pattern: "/api/v1/clusters/{cluster}/operators/{name}/health", Roles: anyRole,
+			Summary: "An operator's latest health on one cluster (overallHealth Unknown, no clusters, before its " +
+				"first check there)", Response: health.OperatorHealth{}, Handle: s.getClusterOperatorHealth},
 
 		{Method: http.MethodGet, Pattern: "/api/v1/audit", Roles: admins, Summary: "Query the audit log, newest first",
 			Response: AuditList{}, Query: append([]queryParam{

@@ -20,6 +20,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
 	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
+	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
@@ -31,11 +32,26 @@ type Config struct {
 	RequestTimeout time.Duration
 	// ClusterConcurrency bounds parallel calls to clusters within one request (CRD validation).
 	ClusterConcurrency int
+	// EventPoll is how often a deployment's event stream (SSE) reads the store for new events;
+	// EventHeartbeat how long a stream may stay silent before a comment line keeps it open.
+	EventPoll      time.Duration
+	EventHeartbeat time.Duration
 }
 
 // DefaultConfig is the shipped configuration.
 func DefaultConfig() Config {
-	return Config{MaxBodyBytes: 4 << 20, RequestTimeout: 60 * time.Second, ClusterConcurrency: 10}
+	return Config{MaxBodyBytes: 4 << 20, RequestTimeout: 60 * time.Second, ClusterConcurrency: 10,
+		EventPoll: 500 * time.Millisecond, EventHeartbeat: 15 * time.Second}
+}
+
+// Rollouts is the rollout engine as the API uses it (*engine.Engine): requests that change a
+// deployment, and Wake after an approval decision so the deployment moves on at once.
+type Rollouts interface {
+	Submit(ctx context.Context, req *request.Request, requestedBy, requestID string) (*store.Deployment, error)
+	Cancel(ctx context.Context, id, by string) (*store.Deployment, error)
+	Rollback(ctx context.Context, id, by, reason string) (*store.Deployment, error)
+	Switch(ctx context.Context, id, by string) (*store.Deployment, error)
+	Wake()
 }
 
 // Deps are the services the API calls.
@@ -43,6 +59,7 @@ type Deps struct {
 	Store    store.Store
 	Clusters *clusters.Manager
 	Charts   *operators.Charts
+	Rollouts Rollouts
 	Verifier auth.Verifier
 	Limiter  *ratelimit.Limiter
 	Logger   *slog.Logger
@@ -55,6 +72,7 @@ type Server struct {
 	store    store.Store
 	clusters *clusters.Manager
 	charts   *operators.Charts
+	rollouts Rollouts
 	verifier auth.Verifier
 	limiter  *ratelimit.Limiter
 	log      *slog.Logger
@@ -62,12 +80,17 @@ type Server struct {
 	audit    *audit.Recorder
 	openapi  []byte
 	handler  http.Handler
+	// stopping is closed when Serve begins its graceful shutdown: event streams end then, so
+	// that their clients reconnect (to another replica, with Last-Event-ID) instead of holding
+	// the shutdown up until its grace runs out.
+	stopping     chan struct{}
+	stoppingOnce sync.Once
 }
 
 // New builds the server and its routes.
 func New(cfg Config, deps Deps) (*Server, error) {
-	if deps.Store == nil || deps.Verifier == nil || deps.Clusters == nil || deps.Charts == nil {
-		return nil, errors.New("server: a store, a token verifier, a cluster manager and a chart source are required")
+	if deps.Store == nil || deps.Verifier == nil || deps.Clusters == nil || deps.Charts == nil || deps.Rollouts == nil {
+		return nil, errors.New("server: a store, a token verifier, a cluster manager, a chart source and the rollout engine are required")
 	}
 	def := DefaultConfig()
 	if cfg.MaxBodyBytes <= 0 {
@@ -79,6 +102,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if cfg.ClusterConcurrency <= 0 {
 		cfg.ClusterConcurrency = def.ClusterConcurrency
 	}
+	if cfg.EventPoll <= 0 {
+		cfg.EventPoll = def.EventPoll
+	}
+	if cfg.EventHeartbeat <= 0 {
+		cfg.EventHeartbeat = def.EventHeartbeat
+	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -89,8 +118,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		deps.Limiter = ratelimit.New(ratelimit.DefaultRules(), deps.Now)
 	}
 	s := &Server{
-		cfg: cfg, store: deps.Store, clusters: deps.Clusters, charts: deps.Charts, verifier: deps.Verifier, limiter: deps.Limiter,
-		log: deps.Logger, now: deps.Now,
+		cfg: cfg, store: deps.Store, clusters: deps.Clusters, charts: deps.Charts, rollouts: deps.Rollouts,
+		verifier: deps.Verifier, limiter: deps.Limiter, log: deps.Logger, now: deps.Now, stopping: make(chan struct{}),
 	}
 	s.audit = audit.NewRecorder(deps.Store, deps.Logger, deps.Now)
 	h, err := s.buildHandler()
@@ -105,7 +134,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Serve serves on l until ctx ends, then shuts down gracefully (in-flight requests get
-// shutdownGrace). With tlsConfig nil it serves plain HTTP.
+// shutdownGrace; event streams end at once). With tlsConfig nil it serves plain HTTP.
 func (s *Server) Serve(ctx context.Context, l net.Listener, tlsConfig *tls.Config, shutdownGrace time.Duration) error {
 	srv := &http.Server{
 		Handler:           s.handler,
@@ -127,6 +156,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, tlsConfig *tls.Confi
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
+	s.stoppingOnce.Do(func() { close(s.stopping) })
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
 	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
+	rolloutengine "github.com/slipway-dev/slipway/internal/manager/rollout/engine"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/store/pgstore"
 	"github.com/slipway-dev/slipway/internal/manager/store/pgtest"
@@ -66,8 +67,11 @@ type bundle struct {
 	url    string
 	client *http.Client
 	store  store.Store
-	secret []byte
-	logs   *testenv.SyncBuffer
+	// rollouts is the real rollout engine over store, not started: requests are stored and
+	// answered, and nothing is installed.
+	rollouts *rolloutengine.Engine
+	secret   []byte
+	logs     *testenv.SyncBuffer
 	// bodies collects every response body, for the secrecy checks.
 	bodies *testenv.SyncBuffer
 	// dbPath is the SQLite file; pgURL the PostgreSQL database.
@@ -77,6 +81,11 @@ type bundle struct {
 type setupOpts struct {
 	rules     map[string]ratelimit.Rule
 	plainHTTP []string
+	config    Config
+}
+
+func withConfig(cfg Config) func(*setupOpts) {
+	return func(o *setupOpts) { o.config = cfg }
 }
 
 func withPlainHTTP(host string) func(*setupOpts) {
@@ -142,7 +151,11 @@ func setup(t *testing.T, engine string, opts ...func(*setupOpts)) *bundle {
 		// The design's limits would throttle the tests' own calls; TestRateLimit runs them.
 		rules = map[string]ratelimit.Rule{}
 	}
-	srv, err := New(Config{}, Deps{Store: b.store, Clusters: cm, Charts: charts, Verifier: verifier,
+	b.rollouts, err = rolloutengine.New(rolloutengine.Config{Store: b.store, Clusters: cm, Charts: charts, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(o.config, Deps{Store: b.store, Clusters: cm, Charts: charts, Rollouts: b.rollouts, Verifier: verifier,
 		Limiter: ratelimit.New(rules, time.Now), Logger: log})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,255 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/slipway-dev/slipway/internal/manager/audit"
+	"github.com/slipway-dev/slipway/internal/manager/auth"
+	"github.com/slipway-dev/slipway/internal/manager/invalid"
+	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
+	"github.com/slipway-dev/slipway/internal/manager/store"
+	"github.com/slipway-dev/slipway/internal/manager/telemetry"
+)
+
+// deploymentStatuses are the values of the status filter.
+var deploymentStatuses = []string{
+	string(store.DeploymentQueued), string(store.DeploymentWaitingApproval), string(store.DeploymentPlanning),
+	string(store.DeploymentDeploying), string(store.DeploymentValidating), string(store.DeploymentCompleted),
+	string(store.DeploymentRollingBack), string(store.DeploymentRolledBack), string(store.DeploymentFailed),
+	string(store.DeploymentCancelled),
+}
+
+// createDeployment decodes the design's body as it is (request.Decode: strict, errors with the
+// JSON path), and hands it to the engine, which validates it against the registered clusters and
+// versions and stores it Queued: 202 with the deployment.
+func (s *Server) createDeployment(w http.ResponseWriter, r *http.Request) error {
+	body, err := s.readBody(r, min(s.cfg.MaxBodyBytes, request.MaxBody))
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	req, err := request.Decode(body)
+	var d *store.Deployment
+	if err == nil {
+		d, err = s.rollouts.Submit(ctx, req, caller(ctx), telemetry.RequestID(ctx))
+	}
+	entry := audit.Entry{Action: "deployment.create", TargetKind: "deployment", Result: resultOf(err), Details: map[string]any{}}
+	if req != nil {
+		entry.TargetName = req.Operator
+		entry.Details["operator"], entry.Details["version"], entry.Details["strategy"] = req.Operator, req.Version, string(req.Strategy)
+	}
+	if e, ok := invalid.As(err); ok {
+		entry.Details["field"], entry.Details["reason"] = e.Field, e.Reason
+	}
+	if d != nil {
+		entry.TargetName = d.ID
+		entry.Details["clusters"] = len(d.Clusters)
+	}
+	s.audit.Record(ctx, entry)
+	if err != nil {
+		return err
+	}
+	s.log.InfoContext(ctx, "server: Deployment submitted", "deploymentId", d.ID, "operatorName", d.OperatorName,
+		"version", d.Version, "strategy", d.Strategy, "clusters", len(d.Clusters))
+	writeJSON(ctx, s.log, w, http.StatusAccepted, deploymentOut(d))
+	return nil
+}
+
+func (s *Server) listDeployments(w http.ResponseWriter, r *http.Request) error {
+	p, err := pageFrom(r)
+	if err != nil {
+		return err
+	}
+	status, err := oneOf(r, "status", deploymentStatuses)
+	if err != nil {
+		return err
+	}
+	active, err := oneOf(r, "active", []string{"true", "false"})
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	params := &store.DeploymentListParams{Status: store.DeploymentStatus(status), Active: active == "true", Before: p.After, Limit: p.Limit}
+	out := DeploymentList{Items: []Deployment{}}
+	if name := r.URL.Query().Get("operator"); name != "" {
+		op, err := s.store.OperatorGetByName(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			// No such operator: no deployments of it.
+			writeJSON(ctx, s.log, w, http.StatusOK, out)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		params.OperatorID = op.ID
+	}
+	list, err := s.store.DeploymentList(ctx, params)
+	if err != nil {
+		return err
+	}
+	for _, d := range list {
+		out.Items = append(out.Items, deploymentOut(d))
+	}
+	if len(list) > 0 {
+		out.Continue = p.continueToken(len(list), list[len(list)-1].ID)
+	}
+	writeJSON(ctx, s.log, w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getDeployment(w http.ResponseWriter, r *http.Request) error {
+	d, err := s.deploymentByID(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(r.Context(), s.log, w, http.StatusOK, deploymentOut(d))
+	return nil
+}
+
+// cancelDeployment asks the engine to stop the deployment (history is kept): 202, as the engine
+// stops it at its next step.
+func (s *Server) cancelDeployment(w http.ResponseWriter, r *http.Request) error {
+	return s.deploymentRequest(w, r, "deployment.cancel", nil, func(ctx context.Context, id, by string) (*store.Deployment, error) {
+		return s.rollouts.Cancel(ctx, id, by)
+	})
+}
+
+// rollbackDeployment asks for a manual rollback (Admin), with an optional reason.
+func (s *Server) rollbackDeployment(w http.ResponseWriter, r *http.Request) error {
+	var req RollbackRequest
+	if err := s.decodeOptional(r, &req); err != nil {
+		return err
+	}
+	if len(req.Reason) > maxComment {
+		return errInvalid("reason", "at most %d characters, not %d", maxComment, len(req.Reason))
+	}
+	details := map[string]any{}
+	if req.Reason != "" {
+		details["reason"] = req.Reason
+	}
+	return s.deploymentRequest(w, r, "deployment.rollback", details, func(ctx context.Context, id, by string) (*store.Deployment, error) {
+		return s.rollouts.Rollback(ctx, id, by, req.Reason)
+	})
+}
+
+// switchDeployment lets a BlueGreen deployment with autoSwitch false switch to green.
+func (s *Server) switchDeployment(w http.ResponseWriter, r *http.Request) error {
+	return s.deploymentRequest(w, r, "deployment.switch", nil, func(ctx context.Context, id, by string) (*store.Deployment, error) {
+		return s.rollouts.Switch(ctx, id, by)
+	})
+}
+
+// deploymentRequest runs one of the engine's requests on the deployment of the path, records it
+// in the audit log, and answers 202 with the deployment; 404 for an unknown deployment, 409 when
+// its state refuses the request.
+func (s *Server) deploymentRequest(w http.ResponseWriter, r *http.Request, action string, details map[string]any,
+	do func(ctx context.Context, id, by string) (*store.Deployment, error)) error {
+	ctx, id := r.Context(), r.PathValue("id")
+	d, err := do(ctx, id, caller(ctx))
+	if errors.Is(err, store.ErrNotFound) {
+		return errNotFound("deployment", id)
+	}
+	entry := audit.Entry{Action: action, TargetKind: "deployment", TargetName: id, Result: resultOf(err), Details: details}
+	if errors.Is(err, store.ErrConflict) {
+		entry.Result = audit.Invalid
+		if entry.Details == nil {
+			entry.Details = map[string]any{}
+		}
+		entry.Details["refused"] = toError(err).Message
+	}
+	s.audit.Record(ctx, entry)
+	if err != nil {
+		return err
+	}
+	s.log.InfoContext(ctx, "server: Deployment request accepted", "deploymentId", d.ID, "action", action, "status", string(d.Status))
+	writeJSON(ctx, s.log, w, http.StatusAccepted, deploymentOut(d))
+	return nil
+}
+
+func (s *Server) getRollbackStatus(w http.ResponseWriter, r *http.Request) error {
+	d, err := s.deploymentByID(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(r.Context(), s.log, w, http.StatusOK, rollbackStatusOf(d, s.now()))
+	return nil
+}
+
+// rollbackStatusOf reads a deployment's rollback: notStarted until one is asked for or begins,
+// inProgress while requested or RollingBack, then rolledBack or failed.
+func rollbackStatusOf(d *store.Deployment, now time.Time) RollbackStatus {
+	out := RollbackStatus{DeploymentID: d.ID, Status: RollbackNotStarted, Reason: d.RollbackReason,
+		StartedAt: d.RollbackStartedAt, FinishedAt: d.RollbackFinishedAt, Clusters: []RollbackCluster{}}
+	started := d.RollbackRequested || d.RollbackStartedAt != nil || d.Status == store.DeploymentRollingBack
+	switch {
+	case d.Status == store.DeploymentRolledBack:
+		out.Status = RollbackRolledBack
+	case started && d.Status == store.DeploymentFailed:
+		out.Status = RollbackFailed
+	case started:
+		// Running, or asked of a Completed deployment and not taken up yet.
+		out.Status = RollbackInProgress
+	}
+	if out.Status == RollbackRolledBack && out.FinishedAt == nil {
+		out.FinishedAt = d.FinishedAt
+	}
+	if d.RollbackStartedAt != nil {
+		end := now
+		if out.FinishedAt != nil {
+			end = *out.FinishedAt
+		}
+		secs := end.Sub(*d.RollbackStartedAt).Seconds()
+		out.DurationSeconds = &secs
+	}
+	if out.Status == RollbackNotStarted {
+		return out
+	}
+	for _, c := range d.Clusters {
+		out.Clusters = append(out.Clusters, RollbackCluster{ClusterName: c.ClusterName, Status: string(c.Status),
+			FromVersion: d.Version, ToVersion: c.PreviousVersion, ToRevision: c.PreviousRevision, Message: c.Message})
+	}
+	return out
+}
+
+func (s *Server) deploymentByID(r *http.Request) (*store.Deployment, error) {
+	id := r.PathValue("id")
+	d, err := s.store.DeploymentGetByID(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errNotFound("deployment", id)
+	}
+	return d, err
+}
+
+// caller is the subject of the request's identity.
+func caller(ctx context.Context) string {
+	if id, ok := auth.IdentityFrom(ctx); ok {
+		return id.Subject
+	}
+	return ""
+}
+
+func deploymentOut(d *store.Deployment) Deployment {
+	out := Deployment{
+		ID: d.ID, Operator: d.OperatorName, Version: d.Version, Strategy: d.Strategy, Config: d.Config,
+		Values: d.Values, ValuesByEnvironment: d.ValuesByEnvironment, Status: string(d.Status), Reason: d.Reason,
+		RequestedBy: d.RequestedBy, RequestID: d.RequestID, Stage: d.Stage, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
+		StartedAt: d.StartedAt, FinishedAt: d.FinishedAt, CancelRequested: d.CancelRequested,
+		RollbackRequested: d.RollbackRequested, SwitchRequested: d.SwitchRequested, RollbackReason: d.RollbackReason,
+		SwitchedAt: d.SwitchedAt, BlueDeleteAt: d.BlueDeleteAt, Clusters: make([]DeploymentCluster, 0, len(d.Clusters)),
+	}
+	if len(out.Config) == 0 {
+		out.Config = []byte("{}")
+	}
+	for _, c := range d.Clusters {
+		out.Clusters = append(out.Clusters, DeploymentCluster{
+			Name: c.ClusterName, Environment: string(c.Environment), Stage: c.Stage, Status: string(c.Status),
+			HelmRevision: c.HelmRevision, PreviousRevision: c.PreviousRevision, PreviousVersion: c.PreviousVersion,
+			Message: c.Message, Namespace: c.Namespace, Release: c.Release, BlueNamespace: c.BlueNamespace,
+			BlueRelease: c.BlueRelease, InstallAttempts: c.InstallAttempts, UpdatedAt: c.UpdatedAt,
+		})
+	}
+	return out
+}
