@@ -295,20 +295,20 @@ ORDER BY approval_id, at, actor;
 -- $1 owner, $2 now, $3 the lease's end, $4 limit. One statement on the one write connection: two
 -- replicas (processes sharing the file) never claim one deployment. Returned in no order
 -- (sqlstore sorts them).
-UPDATE deployments AS d
+UPDATE deployments
 SET claimed_by = $1, lease_until = $3
-WHERE d.id IN (
+WHERE id IN (
     SELECT id FROM deployments
     WHERE next_run_at IS NOT NULL AND next_run_at <= $2
         AND (claimed_by = '' OR lease_until IS NULL OR lease_until < $2)
     ORDER BY next_run_at, id
     LIMIT $4)
-RETURNING d.id, d.operator_id, d.operator_name, d.version, d.strategy, d.config, d.helm_values,
-    d.values_by_environment, d.status, d.reason, d.requested_by, d.request_id, d.revision,
-    d.created_at, d.updated_at, d.started_at, d.finished_at, d.stage, d.stage_started_at,
-    d.next_run_at, d.claimed_by, d.lease_until, d.cancel_requested, d.rollback_requested,
-    d.switch_requested, d.rollback_reason, d.rollback_started_at, d.rollback_finished_at,
-    d.switched_at, d.blue_delete_at, d.blue_deleted;
+RETURNING id, operator_id, operator_name, version, strategy, config, helm_values,
+    values_by_environment, status, reason, requested_by, request_id, revision,
+    created_at, updated_at, started_at, finished_at, stage, stage_started_at,
+    next_run_at, claimed_by, lease_until, cancel_requested, rollback_requested,
+    switch_requested, rollback_reason, rollback_started_at, rollback_finished_at,
+    switched_at, blue_delete_at, blue_deleted;
 
 -- name: DeploymentRenew
 -- $1 id, $2 owner, $3 the lease's new end; no row when owner does not hold the claim.

@@ -27,6 +27,7 @@ type DeploymentOpts struct {
 	Status      store.DeploymentStatus // Planning
 	RequestedBy string
 	CreatedAt   time.Time
+	NextRunAt   *time.Time // nil: not due
 }
 
 // Deployment creates a deployment of version 1.1.0 with a fresh id.
@@ -57,7 +58,7 @@ func NewDeployment(ctx context.Context, tb testing.TB, e store.Executor, o *Depl
 	d := &store.Deployment{
 		ID: uuid.NewString(), OperatorID: op.ID, Version: "1.1.0", Strategy: cmpOr(o.Strategy, "Direct"),
 		Config: json.RawMessage(`{"parallelClusters":2}`), Status: o.Status, RequestedBy: cmpOr(o.RequestedBy, "alice"),
-		CreatedAt: o.CreatedAt,
+		CreatedAt: o.CreatedAt, NextRunAt: o.NextRunAt,
 	}
 	for _, c := range clusters {
 		d.Clusters = append(d.Clusters, &store.DeploymentCluster{ClusterName: c, Environment: env})

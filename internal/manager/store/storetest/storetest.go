@@ -1,7 +1,8 @@
 // Package storetest is the store's conformance suite: every engine runs Exercise (and
 // ExerciseSchema) from its own tests, so PostgreSQL and SQLite behave alike: CRUD of every
 // entity, ErrNotFound / ErrAlreadyExists, pagination and filters, transactions, concurrent
-// writers, and the schema-version refusal.
+// writers, the rollout engine's claims, admission, leases and health records, and the
+// schema-version refusal.
 package storetest
 
 import (
@@ -43,6 +44,12 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Concurrent", concurrentCases},
 		{"Deployment", deploymentCases},
 		{"Approval", approvalCases},
+		{"EngineFields", engineFieldCases},
+		{"Claim", claimCases},
+		{"Admit", admitCases},
+		{"LiveRelease", liveReleaseCases},
+		{"OperatorHealth", operatorHealthCases},
+		{"Lease", leaseCases},
 	}
 	t.Run("Engine", func(t *testing.T) {
 		t.Parallel()

@@ -1,0 +1,119 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/slipway-dev/slipway/internal/manager/store"
+)
+
+// requireStored fails unless the deployment reads back as want through Get and List.
+func requireStored(t *testing.T, b *testBundle, want *store.Deployment, what string) {
+	t.Helper()
+	got, err := b.store.DeploymentGetByID(b.ctx, want.ID)
+	requireOK(t, err, what+": get")
+	requireEqual(t, got, want, what+": get")
+	list, err := b.store.DeploymentList(b.ctx, &store.DeploymentListParams{OperatorID: want.OperatorID})
+	requireOK(t, err, what+": list")
+	requireEqual(t, list, []*store.Deployment{want}, what+": list")
+}
+
+var engineFieldCases = []testCase{
+	{"DeploymentRoundTrip", func(t *testing.T, b *testBundle) {
+		at := func(s int) *time.Time { return timePtr(b.now.Add(time.Duration(s) * time.Second)) }
+		in := NewDeployment(b.ctx, t, b.store, &DeploymentOpts{Clusters: []string{"green", "other"}, CreatedAt: b.now,
+			Strategy: "BlueGreen", Status: store.DeploymentDeploying})
+		in.Stage, in.StageStartedAt, in.NextRunAt, in.ClaimedBy, in.LeaseUntil = 2, at(1), at(2), "replica-1", at(3)
+		in.CancelRequested, in.RollbackRequested, in.SwitchRequested = true, true, true
+		in.RollbackReason, in.RollbackStartedAt, in.RollbackFinishedAt = "3 failed health checks", at(4), at(5)
+		in.SwitchedAt, in.BlueDeleteAt, in.BlueDeleted = at(6), at(7), true
+		c := in.Clusters[0]
+		c.Namespace, c.Release, c.BlueNamespace, c.BlueRelease, c.InstallAttempts = "ops-green", "op-green", "ops", "op", 2
+		d, err := b.store.DeploymentCreate(b.ctx, in)
+		requireOK(t, err, "create")
+		want := cloneForTest(in)
+		want.OperatorName, want.UpdatedAt = d.OperatorName, b.now
+		for _, c := range want.Clusters {
+			c.DeploymentID, c.Status, c.Active, c.UpdatedAt = d.ID, store.ClusterPending, true, b.now
+		}
+		requireEqual(t, d, want, "created with every engine field")
+		requireStored(t, b, want, "created")
+
+		// Every field changed by fn is written: set, moved, and back to zero.
+		upd := b.now.Add(time.Minute)
+		got, err := b.store.DeploymentUpdate(b.ctx, d.ID, func(d *store.Deployment) error {
+			d.UpdatedAt = upd
+			d.Stage, d.StageStartedAt, d.NextRunAt, d.ClaimedBy, d.LeaseUntil = 3, at(11), nil, "", nil
+			d.CancelRequested, d.RollbackRequested, d.SwitchRequested = false, false, false
+			d.RollbackReason, d.RollbackStartedAt, d.RollbackFinishedAt = "", nil, at(15)
+			d.SwitchedAt, d.BlueDeleteAt, d.BlueDeleted = nil, at(17), false
+			c := d.Clusters[0]
+			c.Namespace, c.Release, c.BlueNamespace, c.BlueRelease, c.InstallAttempts = "ops", "op", "", "", 3
+			d.Clusters[1].InstallAttempts = 1 // the only change to this cluster: written too
+			return nil
+		})
+		requireOK(t, err, "update")
+		want.UpdatedAt, want.Revision = upd, 1
+		want.Stage, want.StageStartedAt, want.NextRunAt, want.ClaimedBy, want.LeaseUntil = 3, at(11), nil, "", nil
+		want.CancelRequested, want.RollbackRequested, want.SwitchRequested = false, false, false
+		want.RollbackReason, want.RollbackStartedAt, want.RollbackFinishedAt = "", nil, at(15)
+		want.SwitchedAt, want.BlueDeleteAt, want.BlueDeleted = nil, at(17), false
+		wc := want.Clusters[0]
+		wc.Namespace, wc.Release, wc.BlueNamespace, wc.BlueRelease, wc.InstallAttempts, wc.UpdatedAt = "ops", "op", "", "", 3, upd
+		want.Clusters[1].InstallAttempts, want.Clusters[1].UpdatedAt = 1, upd
+		requireEqual(t, got, want, "updated")
+		requireStored(t, b, want, "updated")
+
+		// Zero to set: the other direction.
+		upd = upd.Add(time.Minute)
+		got, err = b.store.DeploymentUpdate(b.ctx, d.ID, func(d *store.Deployment) error {
+			d.UpdatedAt = upd
+			d.NextRunAt, d.ClaimedBy, d.LeaseUntil, d.SwitchRequested, d.SwitchedAt = at(20), "replica-2", at(21), true, at(22)
+			return nil
+		})
+		requireOK(t, err, "update again")
+		want.Revision, want.UpdatedAt = 2, upd
+		want.NextRunAt, want.ClaimedBy, want.LeaseUntil, want.SwitchRequested, want.SwitchedAt = at(20), "replica-2", at(21), true, at(22)
+		requireEqual(t, got, want, "updated again")
+		requireStored(t, b, want, "updated again")
+	}},
+	{"ApprovalNotified", func(t *testing.T, b *testBundle) {
+		d := Deployment(b.ctx, t, b.store, nil)
+		var as []*store.Approval
+		for i := range 3 {
+			as = append(as, Approval(b.ctx, t, b.store, &ApprovalOpts{Deployment: d, CreatedAt: b.now.Add(time.Duration(i) * time.Second)}))
+		}
+		if as[0].NotifiedAt != nil {
+			t.Fatalf("a new approval is notified at %v", as[0].NotifiedAt)
+		}
+		sent := b.now.Add(time.Minute)
+		requireOK(t, b.store.ApprovalMarkNotified(b.ctx, as[1].ID, sent), "mark notified")
+		got, err := b.store.ApprovalGetByID(b.ctx, as[1].ID)
+		requireOK(t, err, "get")
+		want := *as[1]
+		want.NotifiedAt = &sent
+		requireEqual(t, got, &want, "notified (UpdatedAt unchanged)")
+
+		list, err := b.store.ApprovalList(b.ctx, &store.ApprovalListParams{Unnotified: true})
+		requireOK(t, err, "list unnotified")
+		requireEqual(t, list, []*store.Approval{as[2], as[0]}, "unnotified, newest first")
+		list, err = b.store.ApprovalList(b.ctx, &store.ApprovalListParams{Status: store.ApprovalPending})
+		requireOK(t, err, "list pending")
+		requireEqual(t, list, []*store.Approval{as[2], &want, as[0]}, "every pending one")
+
+		// Expiry keeps NotifiedAt.
+		expired, err := b.store.ApprovalExpire(b.ctx, b.now.Add(48*time.Hour))
+		requireOK(t, err, "expire")
+		for _, a := range expired {
+			if a.ID == as[1].ID {
+				requireEqual(t, a.NotifiedAt, &sent, "notified, expired")
+			}
+		}
+		requireEqual(t, len(expired), 3, "expired")
+
+		requireErr(t, b.store.ApprovalMarkNotified(b.ctx, uuid.NewString(), sent), store.ErrNotFound, "unknown approval")
+		requireErr(t, b.store.ApprovalMarkNotified(b.ctx, "nope", sent), store.ErrNotFound, "not a UUID")
+	}},
+}
