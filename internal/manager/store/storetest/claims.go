@@ -40,7 +40,7 @@ var claimCases = []testCase{
 		earlier := Deployment(b.ctx, t, b.store, &DeploymentOpts{NextRunAt: timePtr(b.now.Add(-time.Minute))})
 		exactlyNow := Deployment(b.ctx, t, b.store, &DeploymentOpts{NextRunAt: timePtr(b.now)})
 		notYet := Deployment(b.ctx, t, b.store, &DeploymentOpts{NextRunAt: timePtr(b.now.Add(time.Microsecond))})
-		Deployment(b.ctx, t, b.store, nil)                                                              // nothing to do
+		Deployment(b.ctx, t, b.store, nil) // nothing to do
 
 		got, err := b.store.DeploymentClaim(b.ctx, &store.DeploymentClaimParams{Owner: "r1", Now: b.now, Lease: claimLease, Limit: 10})
 		requireOK(t, err, "claim")

@@ -34,6 +34,9 @@ type SchemaEngine struct {
 	ConcurrentMigrate bool
 }
 
+// LatestVersion is the schema version this binary's migrations end at (00003_engine.sql).
+const LatestVersion = 3
+
 // futureMigration is a version no binary knows: a database migrated by a newer manager.
 const futureMigration = "99999_future.sql"
 
@@ -50,6 +53,23 @@ func WithFuture(migrations fs.FS) fs.FS {
 	})
 	out[futureMigration] = &fstest.MapFile{Data: []byte(
 		"-- +goose Up\nCREATE TABLE future_things (id INTEGER PRIMARY KEY);\n-- +goose Down\nDROP TABLE future_things;\n")}
+	return out
+}
+
+// WithoutLatest returns migrations without its newest version: the binary of the release before.
+func WithoutLatest(migrations fs.FS) fs.FS {
+	out := fstest.MapFS{}
+	var latest string
+	_ = fs.WalkDir(migrations, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(migrations, p)
+		out[p] = &fstest.MapFile{Data: b}
+		latest = max(latest, p)
+		return err
+	})
+	delete(out, latest)
 	return out
 }
 
@@ -120,6 +140,19 @@ func ExerciseSchema(t *testing.T, e SchemaEngine) {
 		cur, _, err := s.SchemaVersion(t.Context())
 		requireOK(t, err, "schema version")
 		requireEqual(t, cur, int64(99999), "version left as the newer manager put it")
+	})
+	t.Run("PreviousBinaryRefusesTheNewSchema", func(t *testing.T) {
+		t.Parallel()
+		loc := e.NewDatabase(t)
+		s := mustOpen(t, loc, sqlstore.WithMigrate())
+		cur, latest, err := s.SchemaVersion(t.Context())
+		requireOK(t, err, "schema version")
+		requireEqual(t, []int64{cur, latest}, []int64{LatestVersion, LatestVersion}, "versions")
+		previous := WithoutLatest(e.Migrations)
+		_, err = open(t, loc, sqlstore.WithMigrations(previous), sqlstore.WithSchemaCheck())
+		requireMismatch(t, err, "upgrade the manager")
+		_, err = open(t, loc, sqlstore.WithMigrations(previous), sqlstore.WithMigrate())
+		requireMismatch(t, err, "upgrade the manager")
 	})
 	t.Run("OlderRefusedThenMigrated", func(t *testing.T) {
 		t.Parallel()
