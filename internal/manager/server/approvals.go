@@ -105,7 +105,6 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request, approve 
 		Approve: approve, Comment: comment}, s.now().UTC())
 	entry.Result = resultOf(err)
 	if errors.Is(err, store.ErrConflict) {
-		entry.Result = audit.Invalid
 		entry.Details["refused"] = toError(err).Message
 	}
 	if decided != nil {

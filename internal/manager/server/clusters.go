@@ -149,7 +149,7 @@ func resultOf(err error) string {
 	switch {
 	case err == nil:
 		return audit.Success
-	case errors.Is(err, store.ErrAlreadyExists), errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, store.ErrAlreadyExists), errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrConflict):
 		return audit.Invalid
 	}
 	if _, ok := invalid.As(err); ok {

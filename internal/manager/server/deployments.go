@@ -154,7 +154,6 @@ func (s *Server) deploymentRequest(w http.ResponseWriter, r *http.Request, actio
 	}
 	entry := audit.Entry{Action: action, TargetKind: "deployment", TargetName: id, Result: resultOf(err), Details: details}
 	if errors.Is(err, store.ErrConflict) {
-		entry.Result = audit.Invalid
 		if entry.Details == nil {
 			entry.Details = map[string]any{}
 		}
