@@ -341,17 +341,20 @@ SELECT count(*) FROM deployments WHERE status = 'Queued';
 
 -- name: DeploymentAdmit
 -- $1 now, $2 how many may start. The oldest Queued deployments of operators without one
--- RollingBack move to Planning, due now. The outer status check drops a row that moved on
--- (cancelled) meanwhile.
-UPDATE deployments
-SET status = 'Planning', next_run_at = $1, updated_at = $1, revision = revision + 1
-WHERE status = 'Queued' AND id IN (
+-- RollingBack move to Planning, due now. The candidates are picked once (MATERIALIZED: not
+-- re-planned per row); the outer status check drops a row that moved on (cancelled) meanwhile.
+WITH pick AS MATERIALIZED (
     SELECT q.id FROM deployments q
     WHERE q.status = 'Queued' AND NOT EXISTS (
         SELECT 1 FROM deployments r WHERE r.operator_id = q.operator_id AND r.status = 'RollingBack')
     ORDER BY q.created_at, q.id
-    LIMIT $2)
-RETURNING id, created_at;
+    LIMIT $2
+)
+UPDATE deployments d
+SET status = 'Planning', next_run_at = $1, updated_at = $1, revision = d.revision + 1
+FROM pick
+WHERE d.id = pick.id AND d.status = 'Queued'
+RETURNING d.id, d.created_at;
 
 -- name: LiveReleaseList
 -- Per (operator, cluster), the newest deployment's (created_at, id) healthy cluster row.

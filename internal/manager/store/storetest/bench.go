@@ -66,7 +66,8 @@ func BenchClusterList(b *testing.B, s store.Store, want int) {
 }
 
 // Benchmark runs every store benchmark on an engine, each on a fresh store from newStore: the
-// lists with 500 operators and 100 clusters stored, and the rollout writes.
+// lists with 500 operators and 100 clusters stored, the rollout writes, and the engine's claims
+// and admissions.
 func Benchmark(b *testing.B, newStore func(testing.TB) store.Store) {
 	b.Run("OperatorList", func(b *testing.B) {
 		s := newStore(b)
@@ -81,4 +82,6 @@ func Benchmark(b *testing.B, newStore func(testing.TB) store.Store) {
 	b.Run("DeploymentCreate", func(b *testing.B) { BenchDeploymentCreate(b, newStore(b)) })
 	b.Run("DeploymentUpdate", func(b *testing.B) { BenchDeploymentUpdate(b, newStore(b)) })
 	b.Run("DeploymentEventInsert", func(b *testing.B) { BenchDeploymentEventInsert(b, newStore(b)) })
+	b.Run("DeploymentClaim", func(b *testing.B) { BenchDeploymentClaim(b, newStore(b)) })
+	b.Run("DeploymentAdmit", func(b *testing.B) { BenchDeploymentAdmit(b, newStore(b)) })
 }
