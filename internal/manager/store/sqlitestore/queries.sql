@@ -244,8 +244,8 @@ ORDER BY id
 
 -- name: ApprovalInsert
 INSERT INTO approvals (id, deployment_id, kind, required_role, required, requested_by, status,
-    reason, expires_at, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $9, $9)
+    reason, expires_at, created_at, updated_at, notified_at)
+VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $9, $9, $10)
 RETURNING id, deployment_id, kind, required_role, required, requested_by, status, reason,
     expires_at, created_at, updated_at, notified_at;
 

@@ -62,8 +62,8 @@ func (e *executor) withDecisions(ctx context.Context, as []*store.Approval) erro
 }
 
 // ApprovalCreate inserts a pending approval without decisions. An empty ID gets a new UUID,
-// Required below 1 is 1, a zero CreatedAt is now; Kind, RequestedBy and ExpiresAt are required.
-// An unknown deployment is ErrNotFound, a taken id ErrAlreadyExists.
+// Required below 1 is 1, a zero CreatedAt is now; Kind, RequestedBy and ExpiresAt are required;
+// NotifiedAt is stored as given (normally nil). An unknown deployment is ErrNotFound, a taken id ErrAlreadyExists.
 func (e *executor) ApprovalCreate(ctx context.Context, a *store.Approval) (*store.Approval, error) {
 	raw := a.ID
 	if raw == "" {
@@ -90,7 +90,8 @@ func (e *executor) ApprovalCreate(ctx context.Context, a *store.Approval) (*stor
 		return nil, fmt.Errorf("create approval %s: created with decisions", id)
 	}
 	out, err := scanApproval(e.w.QueryRowContext(ctx, e.q("ApprovalInsert"), id, depID, a.Kind,
-		a.RequiredRole, max(a.Required, 1), a.RequestedBy, a.Reason, e.ts(a.ExpiresAt), e.ts(a.CreatedAt)))
+		a.RequiredRole, max(a.Required, 1), a.RequestedBy, a.Reason, e.ts(a.ExpiresAt), e.ts(a.CreatedAt),
+		e.tsPtr(a.NotifiedAt)))
 	if err != nil {
 		err = e.mapErr(err)
 		if errors.Is(err, ErrForeignKey) {

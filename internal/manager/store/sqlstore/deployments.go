@@ -168,7 +168,9 @@ func checkDeployment(d *store.Deployment) error {
 // DeploymentCreate inserts d and its clusters in one transaction (a savepoint of the caller's
 // on a Tx). An empty ID gets a new UUID, an empty Status is Planning, an empty cluster status
 // pending; OperatorName is the operator's; Revision starts at 0; zero times are now; every
-// cluster is Active unless the deployment is created terminal. An unknown operator is
+// cluster is Active unless the deployment is created terminal; the engine's fields (Stage,
+// NextRunAt, a claim, the requests, the rollback and BlueGreen times) and the clusters' releases
+// and InstallAttempts are stored as given. An unknown operator is
 // ErrNotFound, a taken id ErrAlreadyExists, and a cluster already in another active deployment
 // of the operator ErrConflict.
 func (e *executor) DeploymentCreate(ctx context.Context, d *store.Deployment) (*store.Deployment, error) {

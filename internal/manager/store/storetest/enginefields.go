@@ -103,6 +103,15 @@ var engineFieldCases = []testCase{
 		requireOK(t, err, "list pending")
 		requireEqual(t, list, []*store.Approval{as[2], &want, as[0]}, "every pending one")
 
+		// Created notified (stored as given).
+		created, err := b.store.ApprovalCreate(b.ctx, &store.Approval{DeploymentID: d.ID, Kind: "production",
+			RequestedBy: "alice", ExpiresAt: b.now.Add(time.Hour), CreatedAt: b.now, NotifiedAt: &sent})
+		requireOK(t, err, "create notified")
+		requireEqual(t, created.NotifiedAt, &sent, "created notified")
+		got, err = b.store.ApprovalGetByID(b.ctx, created.ID)
+		requireOK(t, err, "get")
+		requireEqual(t, got, created, "read back")
+
 		// Expiry keeps NotifiedAt.
 		expired, err := b.store.ApprovalExpire(b.ctx, b.now.Add(48*time.Hour))
 		requireOK(t, err, "expire")
@@ -111,7 +120,7 @@ var engineFieldCases = []testCase{
 				requireEqual(t, a.NotifiedAt, &sent, "notified, expired")
 			}
 		}
-		requireEqual(t, len(expired), 3, "expired")
+		requireEqual(t, len(expired), 4, "expired")
 
 		requireErr(t, b.store.ApprovalMarkNotified(b.ctx, uuid.NewString(), sent), store.ErrNotFound, "unknown approval")
 		requireErr(t, b.store.ApprovalMarkNotified(b.ctx, "nope", sent), store.ErrNotFound, "not a UUID")
