@@ -66,6 +66,7 @@ type bundle struct {
 	engine string
 	url    string
 	client *http.Client
+	srv    *Server
 	store  store.Store
 	// rollouts is the real rollout engine over store, not started: requests are stored and
 	// answered, and nothing is installed.
@@ -160,6 +161,7 @@ func setup(t *testing.T, engine string, opts ...func(*setupOpts)) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.srv = srv
 	ts := httptest.NewTLSServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	b.url, b.client = ts.URL, ts.Client()
