@@ -121,7 +121,7 @@ func SwitchBack(ctx context.Context, cfg *rest.Config, blue, green Side) (*Switc
 			return err
 		}
 		if err := waitReady(ctx, s, blue, workloads, timeout); err != nil {
-			return err
+			return fmt.Errorf("switching back to blue: %w; the webhooks still call green: call SwitchBack again once blue is ready", err)
 		}
 		return retryConflicts(func() error {
 			p, err := planSwitchBack(ctx, s, blue)

@@ -1,13 +1,24 @@
 package install
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +29,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
 	"github.com/slipway-dev/slipway/internal/selfsigned"
@@ -378,5 +391,149 @@ func must[T any](t *testing.T) func(T, error) T {
 			t.Fatal(err)
 		}
 		return v
+	}
+}
+
+// TestSwitchBackWaitsForBlue switches, makes blue's pods unschedulable, and checks SwitchBack
+// fails within its context naming blue's Deployment and why, leaving the webhook on green;
+// once blue can run again, SwitchBack completes.
+func TestSwitchBackWaitsForBlue(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	kc, _ := clients(t)
+	blue := Side{Namespace: "op-gizmos", Release: "gizmos"}
+	green := Side{Namespace: "op-gizmos-green", Release: "gizmos-green"}
+	for _, sd := range []Side{blue, green} {
+		if _, err := Install(ctx, env.Config, Release{Name: sd.Release, Namespace: sd.Namespace, Timeout: 45 * time.Second,
+			Values: map[string]any{"caBundle": caBundle(t, sd.Release)}, Chart: loadChart(t, "1.1.0", charttest.Compatible, switchable(false), charttest.WithWebhook())}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Switch(ctx, env.Config, blue, green); err != nil {
+		t.Fatal(err)
+	}
+	deployments := kc.AppsV1().Deployments(blue.Namespace)
+	name := blue.Release + "-" + chartName
+	nodeSelector := func(patch string) {
+		t.Helper()
+		if _, err := deployments.Patch(ctx, name, types.MergePatchType,
+			[]byte(`{"spec":{"template":{"spec":{"nodeSelector":`+patch+`}}}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodeSelector(`{"slipway.dev/no-such-node":"true"}`)
+
+	short, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	_, err := SwitchBack(short, env.Config, blue, green)
+	var nr *NotReadyError
+	if !errors.As(err, &nr) {
+		t.Fatalf("switch back to an unschedulable blue: %v (%T), want *NotReadyError", err, err)
+	}
+	if !strings.Contains(err.Error(), "the webhooks still call green") {
+		t.Fatalf("message %q does not say the webhooks stay on green", err)
+	}
+	if len(nr.Resources) != 1 || nr.Resources[0].Name != name || nr.Resources[0].Reason != "Unschedulable" || nr.Release != blue.Release || nr.Revision != 1 {
+		t.Fatalf("not ready: %+v", nr)
+	}
+	vwc, err := kc.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svc := vwc.Webhooks[0].ClientConfig.Service; svc.Namespace != green.Namespace || vwc.Annotations[SwitchedFromAnnotation] == "" {
+		t.Fatalf("after a failed switch back the webhook calls %s/%s, want green's still", svc.Namespace, svc.Name)
+	}
+
+	nodeSelector("null")
+	res, err := SwitchBack(ctx, env.Config, blue, green)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Webhooks != 1 || res.Scaled != 0 {
+		t.Fatalf("switch back after a failed one: %+v, want 1 webhook and blue already scaled", res)
+	}
+	d := operatorDeployment(t, kc, blue.Namespace, blue.Release)
+	if d.Status.AvailableReplicas != 1 {
+		t.Fatalf("blue after switching back: %d available", d.Status.AvailableReplicas)
+	}
+}
+
+// TestSwitchSpans switches and switches back with an in-memory span recorder and a transport that
+// sees every request: the calls run in operator.switch and operator.switch_back, every request
+// carries the trace of one of them, and the requests counted are the requests sent. It replaces
+// the global tracer provider, so it does not run in parallel.
+func TestSwitchSpans(t *testing.T) {
+	ctx := testContext(t)
+	blue := Side{Namespace: "op-traced-switch", Release: "traced-switch"}
+	green := Side{Namespace: "op-traced-switch-green", Release: "traced-switch-green"}
+	for _, sd := range []Side{blue, green} {
+		if _, err := Install(ctx, env.Config, Release{Name: sd.Release, Namespace: sd.Namespace, Timeout: 45 * time.Second,
+			Values: map[string]any{"caBundle": caBundle(t, sd.Release)}, Chart: loadChart(t, "1.1.0", charttest.Compatible, switchable(false), charttest.WithWebhook())}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := tracetest.NewSpanRecorder()
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	var mu sync.Mutex
+	var sent []trace.TraceID
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
+			mu.Lock()
+			sent = append(sent, sc.TraceID())
+			mu.Unlock()
+			return rt.RoundTrip(r)
+		})
+	}
+	var counted int64
+	for _, call := range []func(context.Context, *rest.Config, Side, Side) (*SwitchResult, error){Switch, SwitchBack} {
+		res, err := call(ctx, cfg, blue, green)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counted += res.APIRequests
+	}
+	var traces []trace.TraceID
+	for _, s := range rec.Ended() {
+		if s.Name() == spanOperatorSwitch || s.Name() == spanOperatorSwitchBack {
+			traces = append(traces, s.SpanContext().TraceID())
+		}
+	}
+	if len(traces) != 2 {
+		t.Fatalf("%d switch spans, want operator.switch and operator.switch_back", len(traces))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if int64(len(sent)) != counted || counted == 0 {
+		t.Fatalf("%d requests sent, %d counted", len(sent), counted)
+	}
+	for i, id := range sent {
+		if !slices.Contains(traces, id) {
+			t.Fatalf("request %d carried trace %v, not a switch's", i, id)
+		}
+	}
+}
+
+// TestRetryConflicts checks a step that meets a 409 Conflict runs again, and gives up after
+// maxSwitchAttempts saying why.
+func TestRetryConflicts(t *testing.T) {
+	t.Parallel()
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "deployments"}, "x", errors.New("changed"))
+	calls := 0
+	if err := retryConflicts(func() error {
+		if calls++; calls < 3 {
+			return conflict
+		}
+		return nil
+	}); err != nil || calls != 3 {
+		t.Fatalf("%d calls, %v; want 3 and success", calls, err)
+	}
+	calls = 0
+	err := retryConflicts(func() error { calls++; return conflict })
+	if !apierrors.IsConflict(err) || calls != maxSwitchAttempts || !strings.Contains(err.Error(), "kept changing") {
+		t.Fatalf("%d calls, %v", calls, err)
 	}
 }
