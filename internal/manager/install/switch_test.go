@@ -460,8 +460,9 @@ func TestSwitchBackWaitsForBlue(t *testing.T) {
 
 // TestSwitchSpans switches and switches back with an in-memory span recorder and a transport that
 // sees every request: the calls run in operator.switch and operator.switch_back, every request
-// carries the trace of one of them, and the requests counted are the requests sent. It replaces
-// the global tracer provider, so it does not run in parallel.
+// carries the trace of one of them, and the requests counted are the requests sent. CRDs are
+// read one a page, so the conversion webhook is found across pages. It replaces the global
+// tracer provider and crdPage, so it does not run in parallel.
 func TestSwitchSpans(t *testing.T) {
 	ctx := testContext(t)
 	blue := Side{Namespace: "op-traced-switch", Release: "traced-switch"}
@@ -472,6 +473,25 @@ func TestSwitchSpans(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// One CRD a page: the conversion webhook's CRD is found on one of several pages.
+	s, err := newSession(ctx, env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := caBundle(t, "tracers")
+	if _, err := applyCRDs(ctx, s, []*unstructured.Unstructured{
+		conversionCRD(t, "tracers", "Tracer", blue.Namespace, blue.Release+"-"+chartName+"-webhook", ca),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	crds, err := countCRDs(ctx, s)
+	if err != nil || crds < 3 {
+		t.Fatalf("%d CRDs, %v: want several to read one a page", crds, err)
+	}
+	page := crdPage
+	crdPage = 1
+	t.Cleanup(func() { crdPage = page })
+
 	rec := tracetest.NewSpanRecorder()
 	prev := otel.GetTracerProvider()
 	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
@@ -493,6 +513,9 @@ func TestSwitchSpans(t *testing.T) {
 		res, err := call(ctx, cfg, blue, green)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if res.Webhooks != 1 || res.CRDs != 1 || res.Scaled != 1 {
+			t.Fatalf("result %+v, want 1 webhook, 1 CRD, 1 scaled", res)
 		}
 		counted += res.APIRequests
 	}
@@ -536,4 +559,13 @@ func TestRetryConflicts(t *testing.T) {
 	if !apierrors.IsConflict(err) || calls != maxSwitchAttempts || !strings.Contains(err.Error(), "kept changing") {
 		t.Fatalf("%d calls, %v", calls, err)
 	}
+}
+
+// countCRDs counts the cluster's CRDs.
+func countCRDs(ctx context.Context, s *session) (int, error) {
+	list, err := s.dynamic.Resource(crdResource).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	return len(list.Items), nil
 }

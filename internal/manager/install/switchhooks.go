@@ -276,80 +276,6 @@ func (g *greenTargets) switchWebhooks(ctx context.Context, s *session, kind stri
 		patch: map[string]any{"metadata": metaPatch(u, SwitchedFromAnnotation, string(after)), "webhooks": hooks}}, nil
 }
 
-// switchConversions are the patches re-pointing the conversion webhooks that call a blue Service
-// in blue's namespace (or that an earlier switch from blue re-pointed) to green.
-func (g *greenTargets) switchConversions(ctx context.Context, s *session) ([]change, error) {
-	list, err := s.dynamic.Resource(crdResource).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing CustomResourceDefinitions: %w", err)
-	}
-	blueServices := map[string]bool{}
-	var out []change
-	for _, u := range list.Items {
-		rec, err := readRecord(&u)
-		if err != nil {
-			return nil, err
-		}
-		cc, _, _ := unstructured.NestedMap(u.Object, "spec", "conversion", "webhook", "clientConfig")
-		from := cc
-		if rec != nil {
-			if rec.Blue != g.blue || rec.Conversion == nil {
-				continue
-			}
-			from = rec.Conversion
-		} else {
-			strategy, _, _ := unstructured.NestedString(u.Object, "spec", "conversion", "strategy")
-			svc, _ := cc["service"].(map[string]any)
-			if strategy != "Webhook" || svc == nil || svc["namespace"] != g.blue.Namespace {
-				continue
-			}
-			name, _ := svc["name"].(string)
-			owned, known := blueServices[name]
-			if !known {
-				if owned, err = g.blueService(ctx, s, name); err != nil {
-					return nil, err
-				}
-				blueServices[name] = owned
-			}
-			if !owned {
-				continue
-			}
-			rec = &switchRecord{Conversion: runtime.DeepCopyJSON(cc)}
-		}
-		before, _ := json.Marshal(rec)
-		rec.Blue, rec.Green = g.blue, g.green
-		after, _ := json.Marshal(rec)
-		want, ok, err := g.retarget(ctx, s, "the conversion webhook of CustomResourceDefinition "+u.GetName(), from)
-		if err != nil {
-			return nil, err
-		}
-		if !ok || (jsonEqual(cc, want) && string(before) == string(after)) {
-			continue
-		}
-		c := change{gvr: crdResource, name: u.GetName(), patch: map[string]any{
-			"metadata": metaPatch(&u, SwitchedFromAnnotation, string(after)),
-			"spec":     map[string]any{"conversion": map[string]any{"webhook": map[string]any{"clientConfig": replacing(cc, want)}}},
-		}}
-		if !jsonEqual(cc, want) {
-			c.crds = 1
-		}
-		out = append(out, c)
-	}
-	return out, nil
-}
-
-// blueService tells whether blue's namespace has a Service name of blue's release.
-func (g *greenTargets) blueService(ctx context.Context, s *session, name string) (bool, error) {
-	svc, err := s.clientset.CoreV1().Services(g.blue.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("reading blue's Service %s/%s: %w", g.blue.Namespace, name, err)
-	}
-	return owns(g.blue, svc), nil
-}
-
 // planSwitchBack decides the patches giving blue's webhook configurations and the CRDs switched
 // from blue their original clientConfigs back.
 func planSwitchBack(ctx context.Context, s *session, blue Side) (*switchPlan, error) {
@@ -386,50 +312,12 @@ func planSwitchBack(ctx context.Context, s *session, blue Side) (*switchPlan, er
 				patch: map[string]any{"metadata": metaPatch(&u, SwitchedFromAnnotation, nil), "webhooks": hooks}})
 		}
 	}
-	list, err := s.dynamic.Resource(crdResource).List(ctx, metav1.ListOptions{})
+	crds, err := restoreConversions(ctx, s, blue)
 	if err != nil {
-		return nil, fmt.Errorf("listing CustomResourceDefinitions: %w", err)
+		return nil, err
 	}
-	for _, u := range list.Items {
-		rec, err := readRecord(&u)
-		if err != nil {
-			return nil, err
-		}
-		if rec == nil || rec.Blue != blue {
-			continue
-		}
-		c := change{gvr: crdResource, name: u.GetName(), patch: map[string]any{"metadata": metaPatch(&u, SwitchedFromAnnotation, nil)}}
-		if rec.Conversion != nil {
-			cc, _, _ := unstructured.NestedMap(u.Object, "spec", "conversion", "webhook", "clientConfig")
-			if !jsonEqual(cc, rec.Conversion) {
-				c.crds = 1
-			}
-			c.patch["spec"] = map[string]any{"conversion": map[string]any{"webhook": map[string]any{"clientConfig": replacing(cc, rec.Conversion)}}}
-		}
-		p.changes = append(p.changes, c)
-	}
+	p.changes = append(p.changes, crds...)
 	return p, nil
-}
-
-// replacing is the merge patch turning cur into want: want, with null for every key (at any
-// depth) cur has and want lacks.
-func replacing(cur, want map[string]any) map[string]any {
-	out := make(map[string]any, len(want))
-	for k, v := range want {
-		cm, cok := cur[k].(map[string]any)
-		wm, wok := v.(map[string]any)
-		if cok && wok {
-			out[k] = replacing(cm, wm)
-			continue
-		}
-		out[k] = v
-	}
-	for k := range cur {
-		if _, ok := want[k]; !ok {
-			out[k] = nil
-		}
-	}
-	return out
 }
 
 // jsonEqual compares two JSON values by their encoding (numbers of any Go type compare by value).
