@@ -100,9 +100,10 @@ func Switch(ctx context.Context, cfg *rest.Config, blue, green Side) (*SwitchRes
 // are scaled back to their replicas before the switch and waited for until ready (kstatus, at
 // most until ctx's deadline, DefaultTimeout without one); then the webhook configurations and
 // CRDs the switch re-pointed get their original clientConfigs back, exactly, and lose the
-// annotations. Blue's workloads not ready in time give a *NotReadyError, and the webhooks are left
-// on green (pointing them at a blue that does not answer would refuse every call they guard):
-// call SwitchBack again. It is idempotent, and green may already be uninstalled.
+// annotations. Blue's workloads not ready in time give an error wrapping a *NotReadyError, and the
+// webhooks are left on green (pointing them at a blue that does not answer would refuse every
+// call they guard): call SwitchBack again. It is idempotent; green is only named for the logs and
+// the span, and may already be uninstalled.
 func SwitchBack(ctx context.Context, cfg *rest.Config, blue, green Side) (*SwitchResult, error) {
 	return runSwitch(ctx, cfg, spanOperatorSwitchBack, blue, green, func(ctx context.Context, s *session, res *SwitchResult) error {
 		if err := requireRelease(s, blue, "blue", false); err != nil {
