@@ -132,7 +132,7 @@ func (s *sseStream) expectEnd(status store.DeploymentStatus) {
 	if b.event != "end" || json.Unmarshal([]byte(b.data), &end) != nil || end.Status != string(status) {
 		s.t.Fatalf("want the end event with %s, got %+v", status, b)
 	}
-	if _, err := s.block(); err != io.EOF {
+	if _, err := s.block(); !errors.Is(err, io.EOF) {
 		s.t.Fatalf("after end: %v", err)
 	}
 }
@@ -328,7 +328,7 @@ func TestEventStreamOutlivesTimeouts(t *testing.T) {
 			t.Fatalf("event after the timeouts: %+v", ev)
 		}
 		stop()
-		if _, err := s.block(); err != io.EOF && !errors.Is(err, io.ErrUnexpectedEOF) {
+		if _, err := s.block(); !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Fatalf("after shutdown: %v", err)
 		}
 		if err := <-served; err != nil {

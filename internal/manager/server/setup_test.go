@@ -245,7 +245,7 @@ func (b *bundle) do(method, path, token string, body any, hdr ...string) respons
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	b.bodies.Write(data)
+	_, _ = b.bodies.Write(data)
 	return response{status: resp.StatusCode, header: resp.Header, body: data}
 }
 
