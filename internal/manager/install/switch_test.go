@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -37,7 +38,8 @@ import (
 )
 
 // TestSwitchAndSwitchBack installs the operator with its webhook as blue (1.1.0) and green
-// (1.2.0), adds a CRD whose conversion webhook calls blue's Service, and checks that Switch
+// (1.2.0), blue with a StatefulSet of 2 besides its Deployment, adds a CRD whose conversion
+// webhook calls blue's Service, and checks that Switch
 // points blue's webhooks (one green has, one it lacks) and the conversion webhook at green and
 // scales blue to 0, leaving green and the custom resources untouched; that a second Switch
 // changes nothing; that SwitchBack restores every clientConfig exactly, blue's replicas, and
@@ -120,6 +122,10 @@ func TestSwitchAndSwitchBack(t *testing.T) {
 	}
 
 	adm := kc.AdmissionregistrationV1()
+	store := func() *appsv1.StatefulSet {
+		t.Helper()
+		return must[*appsv1.StatefulSet](t)(kc.AppsV1().StatefulSets(blue.Namespace).Get(ctx, blue.Release+"-"+chartName+"-store", metav1.GetOptions{}))
+	}
 	crdOf := func(name string) *apiextensionsv1.CustomResourceDefinition {
 		t.Helper()
 		return must[*apiextensionsv1.CustomResourceDefinition](t)(ac.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name+"."+charttest.Group, metav1.GetOptions{}))
@@ -157,8 +163,8 @@ func TestSwitchAndSwitchBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Webhooks != 2 || res.CRDs != 1 || res.Scaled != 1 || res.APIRequests == 0 {
-		t.Fatalf("switch result %+v, want 2 webhooks, 1 CRD, 1 scaled", res)
+	if res.Webhooks != 2 || res.CRDs != 1 || res.Scaled != 2 || res.APIRequests == 0 {
+		t.Fatalf("switch result %+v, want 2 webhooks, 1 CRD, 2 scaled", res)
 	}
 	vwc1, mwc1 := blueVWC(), blueMWC()
 	if got, want := vwc1.Webhooks[0].ClientConfig, greenVWC().Webhooks[0].ClientConfig; !reflect.DeepEqual(got, want) {
@@ -184,6 +190,9 @@ func TestSwitchAndSwitchBack(t *testing.T) {
 	if *d.Spec.Replicas != 0 || d.Annotations[ReplicasBeforeSwitchAnnotation] != "1" {
 		t.Fatalf("blue's Deployment: %d replicas, annotation %q", *d.Spec.Replicas, d.Annotations[ReplicasBeforeSwitchAnnotation])
 	}
+	if st := store(); *st.Spec.Replicas != 0 || st.Annotations[ReplicasBeforeSwitchAnnotation] != "2" {
+		t.Fatalf("blue's StatefulSet: %d replicas, annotation %q", *st.Spec.Replicas, st.Annotations[ReplicasBeforeSwitchAnnotation])
+	}
 	untouched := func(when string) {
 		t.Helper()
 		if g := greenVWC(); g.ResourceVersion != green0.ResourceVersion {
@@ -205,7 +214,7 @@ func TestSwitchAndSwitchBack(t *testing.T) {
 	versions := func() string {
 		t.Helper()
 		return strings.Join([]string{blueVWC().ResourceVersion, blueMWC().ResourceVersion, crdOf("switchers").ResourceVersion,
-			operatorDeployment(t, kc, blue.Namespace, blue.Release).ResourceVersion}, " ")
+			operatorDeployment(t, kc, blue.Namespace, blue.Release).ResourceVersion, store().ResourceVersion}, " ")
 	}
 	before := versions()
 	if res, err := Switch(ctx, env.Config, blue, green); err != nil || res.Webhooks+res.CRDs+res.Scaled != 0 {
@@ -219,8 +228,8 @@ func TestSwitchAndSwitchBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Webhooks != 2 || res.CRDs != 1 || res.Scaled != 1 {
-		t.Fatalf("switch back result %+v, want 2 webhooks, 1 CRD, 1 scaled", res)
+	if res.Webhooks != 2 || res.CRDs != 1 || res.Scaled != 2 {
+		t.Fatalf("switch back result %+v, want 2 webhooks, 1 CRD, 2 scaled", res)
 	}
 	restored := func(when string) {
 		t.Helper()
@@ -240,6 +249,10 @@ func TestSwitchAndSwitchBack(t *testing.T) {
 		if *d.Spec.Replicas != 1 || d.Status.AvailableReplicas != 1 || d.Annotations[ReplicasBeforeSwitchAnnotation] != "" {
 			t.Fatalf("%s: blue's Deployment: %d replicas, %d available, annotation %q", when, *d.Spec.Replicas,
 				d.Status.AvailableReplicas, d.Annotations[ReplicasBeforeSwitchAnnotation])
+		}
+		if st := store(); *st.Spec.Replicas != 2 || st.Status.ReadyReplicas != 2 || st.Annotations[ReplicasBeforeSwitchAnnotation] != "" {
+			t.Fatalf("%s: blue's StatefulSet: %d replicas, %d ready, annotation %q", when, *st.Spec.Replicas,
+				st.Status.ReadyReplicas, st.Annotations[ReplicasBeforeSwitchAnnotation])
 		}
 	}
 	restored("after switching back")
@@ -291,14 +304,34 @@ func TestSwitchInvalidSides(t *testing.T) {
 
 // switchable keeps the chart's webhooks from ever being called (no namespace has the label they
 // select: other tests create widgets at the same time), gives them .Values.caBundle, and with
-// defaulter adds a MutatingWebhookConfiguration calling the same Service.
-func switchable(defaulter bool) func(charttest.ChartFiles) {
+// extras adds a MutatingWebhookConfiguration calling the same Service and a StatefulSet of 2.
+func switchable(extras bool) func(charttest.ChartFiles) {
 	const never = "  namespaceSelector:\n    matchLabels:\n      slipway.dev/switch-test: never\n"
 	return func(files charttest.ChartFiles) {
 		w := files["templates/webhook.yaml"]
 		w = strings.Replace(w, "  failurePolicy: Fail\n", "  failurePolicy: Fail\n"+never, 1)
 		w = strings.Replace(w, "      path: /validate\n", "      path: /validate\n    caBundle: {{ .Values.caBundle | b64enc }}\n", 1)
-		if defaulter {
+		if extras {
+			files["templates/statefulset.yaml"] = `apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: {{ include "op.name" . }}-store
+  namespace: {{ .Release.Namespace }}
+spec:
+  replicas: 2
+  serviceName: {{ include "op.name" . }}-store
+  selector:
+    matchLabels:
+      app.kubernetes.io/instance: {{ .Release.Name }}-store
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/instance: {{ .Release.Name }}-store
+    spec:
+      containers:
+      - name: store
+        image: registry.example/widget-store:v1
+`
 			w += `---
 apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingWebhookConfiguration
