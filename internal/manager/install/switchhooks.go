@@ -60,7 +60,7 @@ func readRecord(u *unstructured.Unstructured) (*switchRecord, error) {
 	}
 	var r switchRecord
 	if err := json.Unmarshal([]byte(v), &r); err != nil {
-		return nil, fmt.Errorf("%s %s: annotation %s is not a switch record (%v): restore the object from its chart and remove the annotation",
+		return nil, fmt.Errorf("%s %s: annotation %s is not a switch record: restore the object from its chart and remove the annotation: %w",
 			u.GetKind(), u.GetName(), SwitchedFromAnnotation, err)
 	}
 	return &r, nil
