@@ -222,39 +222,7 @@ func (cp *ControlPlane) startFull(ctx context.Context, nodes int) error {
 	if err := os.WriteFile(stages, kwokStages, 0o644); err != nil {
 		return err
 	}
-	kcm := &process{name: "kube-controller-manager", path: filepath.Join(cp.assets, "kube-controller-manager"), args: []string{
-		"--kubeconfig=" + cp.Kubeconfig,
-		"--leader-elect=false",
-		"--controllers=*,-serviceaccount-token",
-		"--use-service-account-credentials=false",
-		"--secure-port=0",
-		// Faster feedback than the production defaults: Deployments, Jobs, GC and namespaces settle in seconds.
-		"--concurrent-deployment-syncs=10",
-		"--concurrent-replicaset-syncs=10",
-		"--concurrent-job-syncs=10",
-		"--concurrent-gc-syncs=20",
-		"--concurrent-namespace-syncs=10",
-		"--kube-api-qps=200",
-		"--kube-api-burst=400",
-	}}
-	sched := &process{name: "kube-scheduler", path: filepath.Join(cp.assets, "kube-scheduler"), args: []string{
-		"--kubeconfig=" + cp.Kubeconfig,
-		"--authentication-kubeconfig=" + cp.Kubeconfig,
-		"--authorization-kubeconfig=" + cp.Kubeconfig,
-		"--leader-elect=false",
-		"--bind-address=127.0.0.1",
-		"--secure-port=0",
-		"--kube-api-qps=200",
-		"--kube-api-burst=400",
-	}}
-	kwok := &process{name: "kwok", path: filepath.Join(cp.assets, "kwok"), args: []string{
-		"--kubeconfig=" + cp.Kubeconfig,
-		"--config=" + stages,
-		"--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector=" + FakeNodeAnnotation + "=fake",
-		"--server-address=127.0.0.1:0",
-	}, restarts: 3}
-	for _, p := range []*process{kcm, sched, kwok} {
+	for _, p := range workloadProcesses(cp.assets, cp.Kubeconfig, stages, fullTuning) {
 		if err := p.start(cp.logFile(p.name + ".log")); err != nil {
 			return err
 		}

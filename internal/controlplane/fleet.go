@@ -24,13 +24,20 @@ type FleetOptions struct {
 	// AssetsDir holds the binaries; defaults to $KUBEBUILDER_ASSETS.
 	AssetsDir string
 	// LogDir receives etcd.log and one kube-apiserver-<i>.log per server; created when missing.
+	// With Workloads, also kube-controller-manager-<i>.log, kube-scheduler-<i>.log, kwok-<i>.log,
+	// each server's admin kubeconfig-<i> and kwok-stages.yaml.
 	LogDir string
+	// Workloads runs kube-controller-manager (the few controllers of fleetControllers),
+	// kube-scheduler and kwok against every server, with one fake node each: a Deployment becomes
+	// Available and its pods Ready, as in a real cluster. About 150 MiB more per server.
+	Workloads bool
 }
 
 // Fleet is one etcd with several kube-apiservers over it, each under its own --etcd-prefix: as
 // many independent "clusters" as servers, for the memory of one etcd. Each server has its own
 // serving certificate, client CA and service-account signing key, so a credential of one is
-// refused by the others, as between real clusters. No CRDs are installed and no controllers run.
+// refused by the others, as between real clusters. No CRDs are installed; controllers run only
+// with FleetOptions.Workloads.
 type Fleet struct {
 	Etcd    *envtest.Etcd
 	Servers []*FleetServer
@@ -49,16 +56,21 @@ type FleetServer struct {
 	Config *rest.Config
 	// Kubeconfig is an admin (system:masters) kubeconfig with inline credentials.
 	Kubeconfig []byte
+	// NodeName is the name of the server's kwok node ("cluster-<i>-node"), with Workloads.
+	NodeName string
 
 	fleet   *Fleet
 	plane   *envtest.ControlPlane // AddUser only; never started or stopped as a whole
 	certDir string
 	pids    []int
 	stopped bool
+	// workloads are kube-controller-manager, kube-scheduler and kwok, with Workloads.
+	workloads []*process
 }
 
 // StartFleet starts etcd and opts.Servers kube-apiservers over it, and returns once every server
-// answers /readyz. On error, whatever was started is stopped.
+// answers /readyz and, with opts.Workloads, has a Ready node. On error, whatever was started is
+// stopped.
 func StartFleet(ctx context.Context, opts FleetOptions) (f *Fleet, err error) {
 	assets := opts.AssetsDir
 	if assets == "" {
@@ -97,6 +109,9 @@ func StartFleet(ctx context.Context, opts FleetOptions) (f *Fleet, err error) {
 
 	for i := range opts.Servers {
 		s := &FleetServer{Name: fmt.Sprintf("cluster-%d", i), Prefix: fmt.Sprintf("/fleet/cluster-%d", i), fleet: f}
+		if opts.Workloads {
+			s.NodeName = s.Name + "-node"
+		}
 		if s.certDir, err = os.MkdirTemp("", "slipway-fleet-apiserver-"); err != nil {
 			return f, err
 		}
@@ -129,6 +144,11 @@ func StartFleet(ctx context.Context, opts FleetOptions) (f *Fleet, err error) {
 			return f, fmt.Errorf("%s: %w (logs in %s)", s.Name, err, opts.LogDir)
 		}
 	}
+	if opts.Workloads {
+		if err := f.startWorkloads(ctx, assets, opts.LogDir); err != nil {
+			return f, err
+		}
+	}
 	return f, nil
 }
 
@@ -142,7 +162,8 @@ func (s *FleetServer) UserKubeconfig(user string, groups ...string) ([]byte, err
 	return u.KubeConfig()
 }
 
-// Stop stops this server only (SIGTERM, then kill); the others and etcd go on. Safe to call twice.
+// Stop stops this server only (SIGTERM, then kill), its workload processes first; the others and
+// etcd go on. Safe to call twice.
 func (s *FleetServer) Stop() error {
 	s.fleet.mu.Lock()
 	defer s.fleet.mu.Unlock()
@@ -154,9 +175,10 @@ func (s *FleetServer) stopLocked() error {
 		return nil
 	}
 	s.stopped = true
+	werr := s.stopWorkloads()
 	err := s.plane.APIServer.Stop()
 	s.fleet.guardLocked()
-	return errors.Join(err, os.RemoveAll(s.certDir))
+	return errors.Join(werr, err, os.RemoveAll(s.certDir))
 }
 
 // Stop stops every server, then etcd. Safe to call twice and on a partly started fleet.
@@ -231,8 +253,11 @@ func waitReadyz(ctx context.Context, cfg *rest.Config) error {
 	}
 }
 
-// RSS is the resident memory of this server's kube-apiserver process, in bytes (Linux /proc).
-func (s *FleetServer) RSS() (int64, error) { return rssOf(s.pids) }
+// RSS is the resident memory of this server's kube-apiserver and workload processes
+// (WorkloadRSS), in bytes (Linux /proc).
+func (s *FleetServer) RSS() (int64, error) {
+	return rssOf(append(slices.Clone(s.pids), s.workloadPIDs()...))
+}
 
 // EtcdRSS is the resident memory of the fleet's etcd, in bytes (Linux /proc).
 func (f *Fleet) EtcdRSS() (int64, error) {
