@@ -12,21 +12,42 @@ import (
 )
 
 // The test binary's shared fleet: kube-apiservers over one etcd (controlplane.StartFleet), started
-// by the first test that asks and stopped by StopFleet in TestMain.
+// by the first test that asks and stopped by StopFleet in TestMain; fleetWorkloads tells whether it
+// runs workloads (WorkloadFleet).
 var (
-	fleetMu   sync.Mutex
-	fleetVal  *controlplane.Fleet
-	fleetLogs string
+	fleetMu        sync.Mutex
+	fleetVal       *controlplane.Fleet
+	fleetLogs      string
+	fleetWorkloads bool
 )
 
 // Fleet returns the test binary's fleet of n kube-apiservers, starting it on first use (3
 // minutes at most). A later call asking for more servers than the first started fails: size the
-// fleet for the largest user.
+// fleet for the largest user. A fleet WorkloadFleet started serves too.
 func Fleet(tb testing.TB, n int) *controlplane.Fleet {
+	tb.Helper()
+	return sharedFleet(tb, n, false)
+}
+
+// WorkloadFleet is Fleet with workloads (controlplane.FleetOptions.Workloads): every server also
+// runs kube-controller-manager, kube-scheduler and kwok with one Ready fake node
+// (FleetServer.NodeName), so Deployments become Available. It costs about 200 MiB and three
+// processes more per server than Fleet: a test binary uses one or the other, and a call after
+// Fleet started the shared fleet fails.
+func WorkloadFleet(tb testing.TB, n int) *controlplane.Fleet {
+	tb.Helper()
+	return sharedFleet(tb, n, true)
+}
+
+func sharedFleet(tb testing.TB, n int, workloads bool) *controlplane.Fleet {
 	tb.Helper()
 	fleetMu.Lock()
 	defer fleetMu.Unlock()
 	if fleetVal != nil {
+		if workloads && !fleetWorkloads {
+			tb.Fatalf("the fleet was started without workloads (testenv.Fleet), testenv.WorkloadFleet asked " +
+				"for them: call WorkloadFleet everywhere in this test binary")
+		}
 		if len(fleetVal.Servers) < n {
 			tb.Fatalf("the fleet has %d servers, %d asked for", len(fleetVal.Servers), n)
 		}
@@ -37,13 +58,22 @@ func Fleet(tb testing.TB, n int) *controlplane.Fleet {
 		tb.Fatal(err)
 	}
 	fleetLogs = dir
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	f, err := controlplane.StartFleet(ctx, controlplane.FleetOptions{Servers: n, LogDir: dir})
-	if err != nil {
-		tb.Fatalf("starting %d kube-apiservers: %v (logs in %s)", n, err, dir)
+	// Ten servers with workloads start in about 20 s on two idle cores; leave room for a busy machine.
+	timeout := 3 * time.Minute
+	if workloads {
+		timeout = 5 * time.Minute
 	}
-	fleetVal = f
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	f, err := controlplane.StartFleet(ctx, controlplane.FleetOptions{Servers: n, LogDir: dir, Workloads: workloads})
+	if err != nil {
+		what := "kube-apiservers"
+		if workloads {
+			what = "clusters with workloads"
+		}
+		tb.Fatalf("starting %d %s: %v (logs in %s)", n, what, err, dir)
+	}
+	fleetVal, fleetWorkloads = f, workloads
 	return f
 }
 
@@ -58,11 +88,11 @@ func StopFleet(code int) int {
 			fmt.Fprintf(os.Stderr, "stopping the fleet: %v\n", err)
 			code = 1
 		}
-		fleetVal = nil
+		fleetVal, fleetWorkloads = nil, false
 	}
 	if fleetLogs != "" {
 		if code != 0 {
-			fmt.Fprintf(os.Stderr, "kube-apiserver logs kept in %s\n", fleetLogs)
+			fmt.Fprintf(os.Stderr, "fleet logs kept in %s\n", fleetLogs)
 		} else {
 			_ = os.RemoveAll(fleetLogs)
 		}
