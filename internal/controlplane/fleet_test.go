@@ -3,6 +3,10 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -258,3 +262,43 @@ func logFleetMemory(t *testing.T, f *Fleet) {
 	}
 	t.Logf("etcd: %d MiB", etcd>>20)
 }
+
+// A process that starts a workload fleet and dies without stopping it (a panic, a test timeout)
+// leaves nothing behind: the guard ends etcd and kube-apiserver, the parent-death signal the
+// workload processes.
+func TestWorkloadFleet_CrashedParentLeavesNoProcess(t *testing.T) {
+	if os.Getenv("SLIPWAY_FLEET_CRASH_HELPER") == "1" {
+		if _, err := StartFleet(context.Background(), FleetOptions{Servers: 1, LogDir: os.Getenv("SLIPWAY_FLEET_CRASH_LOGS"), Workloads: true}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println("pids", strings.Trim(fmt.Sprint(children(fleetCommands...)), "[]"))
+		os.Exit(3)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWorkloadFleet_CrashedParentLeavesNoProcess$")
+	cmd.Env = append(os.Environ(), "SLIPWAY_FLEET_CRASH_HELPER=1", "SLIPWAY_FLEET_CRASH_LOGS="+t.TempDir())
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 3 {
+		t.Fatalf("the helper ended with %v, want exit status 3", err)
+	}
+	rest, _ := strings.CutPrefix(strings.TrimSpace(string(out)), "pids ")
+	pids := strings.Fields(rest)
+	if len(pids) != len(fleetCommands) {
+		t.Fatalf("the helper reported pids %v, want one each of %v", pids, fleetCommands)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, f := range pids {
+		pid, _ := strconv.Atoi(f)
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d is still running 30 s after its parent died", pid)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
+
+// fleetCommands are the command names of a one-server workload fleet's processes
+// (kube-controller-manager's is cut to 15 bytes).
+var fleetCommands = []string{"etcd", "kube-apiserver", "kube-controller", "kube-scheduler", "kwok"}
