@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/slipway-dev/slipway/internal/manager/operators"
+	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
+	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
+	"github.com/slipway-dev/slipway/internal/manager/store"
+)
+
+// fetched is a chart version and the names of its CRDs.
+type fetched struct {
+	chart *chart.Chart
+	crds  []string
+	defs  []*apiextensionsv1.CustomResourceDefinition
+}
+
+// chartCache keeps the charts fetched recently: a deployment's steps, on one replica, fetch its
+// chart once.
+type chartCache struct {
+	mu      sync.Mutex
+	entries map[string]*fetched
+	order   []string
+}
+
+const chartCacheSize = 32
+
+func (c *chartCache) get(key string) *fetched {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries[key]
+}
+
+func (c *chartCache) put(key string, f *fetched) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string]*fetched{}
+	}
+	if _, ok := c.entries[key]; !ok {
+		c.order = append(c.order, key)
+	}
+	c.entries[key] = f
+	for len(c.order) > chartCacheSize {
+		delete(c.entries, c.order[0])
+		c.order = c.order[1:]
+	}
+}
+
+// chartOf fetches the operator's chart at version (cached) with its CRDs.
+func (e *Engine) chartOf(ctx context.Context, op *store.Operator, version string) (*fetched, error) {
+	key := op.ChartRepository + "\x00" + op.ChartName + "\x00" + version
+	if f := e.charts.get(key); f != nil {
+		return f, nil
+	}
+	ch, err := e.cfg.Charts.Fetch(ctx, operators.ChartRef{Repository: op.ChartRepository, Name: op.ChartName}, version)
+	if err != nil {
+		return nil, fmt.Errorf("fetching %s %s: %w", op.Name, version, err)
+	}
+	defs, err := operators.ExtractCRDs(ch.Chart)
+	if err != nil {
+		return nil, fmt.Errorf("reading the CRDs of %s %s: %w", op.Name, version, err)
+	}
+	f := &fetched{chart: ch.Chart}
+	for _, d := range defs {
+		f.crds = append(f.crds, d.Name)
+		f.defs = append(f.defs, d)
+	}
+	e.charts.put(key, f)
+	return f, nil
+}
+
+// requestOf rebuilds the request a stored deployment came from (what planning and values need).
+func requestOf(d *store.Deployment) (*request.Request, error) {
+	req := &request.Request{Operator: d.OperatorName, Version: d.Version, Strategy: request.Strategy(d.Strategy), Values: d.Values}
+	if err := req.SetConfigJSON(d.Config); err != nil {
+		return nil, fmt.Errorf("deployment %s: stored config: %w", d.ID, err)
+	}
+	if len(d.ValuesByEnvironment) > 0 {
+		if err := json.Unmarshal(d.ValuesByEnvironment, &req.ValuesByEnvironment); err != nil {
+			return nil, fmt.Errorf("deployment %s: stored valuesByEnvironment: %w", d.ID, err)
+		}
+	}
+	return req, nil
+}
+
+// planOf re-plans a stored deployment (plans are deterministic, so every replica gets the same).
+func (e *Engine) planOf(d *store.Deployment, op *store.Operator) (*strategy.Plan, *request.Request, error) {
+	req, err := requestOf(d)
+	if err != nil {
+		return nil, nil, err
+	}
+	targets := make([]request.Target, 0, len(d.Clusters))
+	for _, c := range d.Clusters {
+		targets = append(targets, request.Target{Name: c.ClusterName, Environment: string(c.Environment)})
+	}
+	plan, err := strategy.NewPlan(req, targets, e.planOptions(op))
+	if err != nil {
+		return nil, nil, fmt.Errorf("deployment %s: planning: %w", d.ID, err)
+	}
+	return plan, req, nil
+}

@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/slipway-dev/slipway/internal/manager/health"
+	"github.com/slipway-dev/slipway/internal/manager/store"
+)
+
+// checkConcurrency bounds the health checks run at once by one step or one health round.
+const checkConcurrency = 10
+
+type checkResult struct {
+	cluster  string
+	health   health.ClusterHealth
+	failures int // consecutive Unhealthy checks, this one included
+}
+
+// checkStage checks the deployment's release on each of clusters and records the results.
+func (e *Engine) checkStage(ctx context.Context, d *store.Deployment, op *store.Operator, clusters []string) ([]checkResult, error) {
+	ch, err := e.chartOf(ctx, op, d.Version)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]checkResult, len(clusters))
+	errs := make([]error, len(clusters))
+	sem := make(chan struct{}, checkConcurrency)
+	var wg sync.WaitGroup
+	for i, name := range clusters {
+		c := clusterByName(d, name)
+		if c == nil {
+			return nil, fmt.Errorf("deployment %s has no cluster %s", d.ID, name)
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i], errs[i] = e.checkOne(ctx, d.ID, op.Name, name, health.Target{
+				OperatorName: op.Name, Namespace: c.Namespace, Release: c.Release, CRDs: ch.crds,
+			})
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// checkOne runs one health check and records it (the consecutive failures are counted in the
+// database, so they survive a change of replica).
+func (e *Engine) checkOne(ctx context.Context, deploymentID, operator, cluster string, t health.Target) (checkResult, error) {
+	var h health.ClusterHealth
+	cfg, err := e.cfg.Clusters.RESTConfig(ctx, cluster)
+	if err != nil {
+		msg := "not checked: no connection to the cluster: " + err.Error()
+		h = health.ClusterHealth{ClusterName: cluster, Health: health.Degraded, LastChecked: e.now(),
+			ControllerPods:    health.PodsStatus{Health: health.Degraded, Resources: health.NotChecked, Messages: []string{msg}},
+			WebhookStatus:     health.WebhookStatus{Health: health.Degraded, Messages: []string{msg}},
+			CRDReconciliation: health.CRDStatus{Health: health.Degraded, Messages: []string{msg}}}
+	} else if h, err = e.cfg.Checker.Check(ctx, cluster, cfg, t); err != nil {
+		return checkResult{}, err
+	}
+	raw, err := json.Marshal(h)
+	if err != nil {
+		return checkResult{}, err
+	}
+	rec, err := e.cfg.Store.OperatorHealthRecord(ctx, &store.OperatorHealthRecordParams{
+		OperatorName: operator, ClusterName: cluster, DeploymentID: deploymentID,
+		Health: string(h.Health), Result: raw, CheckedAt: h.LastChecked,
+	})
+	if err != nil {
+		return checkResult{}, err
+	}
+	return checkResult{cluster: cluster, health: h, failures: rec.ConsecutiveFailures}, nil
+}
+
+// summary is a check's problems in one line.
+func summary(h health.ClusterHealth) string {
+	var msgs []string
+	for _, part := range []struct {
+		name string
+		h    health.Health
+		msgs []string
+	}{
+		{"pods", h.ControllerPods.Health, h.ControllerPods.Messages},
+		{"webhooks", h.WebhookStatus.Health, h.WebhookStatus.Messages},
+		{"crds", h.CRDReconciliation.Health, h.CRDReconciliation.Messages},
+	} {
+		if part.h != health.Healthy {
+			m := part.name + " " + string(part.h)
+			if len(part.msgs) > 0 {
+				m += ": " + part.msgs[0]
+			}
+			msgs = append(msgs, m)
+		}
+	}
+	if len(msgs) == 0 {
+		return string(h.Health)
+	}
+	return strings.Join(msgs, "; ")
+}

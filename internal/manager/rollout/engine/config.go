@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+	"k8s.io/client-go/rest"
+
+	"github.com/slipway-dev/slipway/internal/manager/approvals"
+	"github.com/slipway-dev/slipway/internal/manager/health"
+	"github.com/slipway-dev/slipway/internal/manager/notify"
+	"github.com/slipway-dev/slipway/internal/manager/operators"
+	"github.com/slipway-dev/slipway/internal/manager/store"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxConcurrent    = 20
+	DefaultLease            = 15 * time.Second
+	DefaultPoll             = time.Second
+	DefaultHealthInterval   = 30 * time.Second
+	DefaultFailureThreshold = 3
+	DefaultBlueRetention    = 24 * time.Hour
+	DefaultInstallTimeout   = 5 * time.Minute
+	DefaultApprovalTTL      = 72 * time.Hour
+)
+
+// Clusters reaches registered clusters (clusters.Manager).
+type Clusters interface {
+	RESTConfig(ctx context.Context, name string) (*rest.Config, error)
+}
+
+// Charts fetches an operator's chart at a version (operators.Charts).
+type Charts interface {
+	Fetch(ctx context.Context, ref operators.ChartRef, version string) (*operators.Chart, error)
+}
+
+// Config is an engine's dependencies and settings; zero settings take the defaults.
+type Config struct {
+	Store    store.Store
+	Clusters Clusters
+	Charts   Charts
+	// Checker runs health checks (nil: a checker with the defaults).
+	Checker *health.Checker
+	// Notifier mails pending approvals (nil: no mail; approvals still work through the API).
+	Notifier *notify.Notifier
+	// Policy decides which approvals a deployment needs.
+	Policy approvals.Policy
+	Logger *slog.Logger
+	// Now is the clock (tests run the strategies with periods of seconds).
+	Now func() time.Time
+
+	// ReplicaID names this replica in claims and leases (default: host name and a random suffix).
+	ReplicaID string
+	// MaxConcurrent deployments running at once across replicas; more wait Queued.
+	MaxConcurrent int
+	// Lease is how long a claim holds without renewal: a dead replica's work resumes elsewhere
+	// within about this long.
+	Lease time.Duration
+	// Poll is how often the loop looks for due deployments (a local Wake looks at once).
+	Poll time.Duration
+	// HealthInterval is how often each live (operator, cluster) is checked; FailureThreshold
+	// consecutive Unhealthy checks roll its deployment back.
+	HealthInterval   time.Duration
+	FailureThreshold int
+	// BlueRetention is how long BlueGreen keeps blue after the switch; SwitchMonitor how long
+	// it watches green after the switch (0: the plan's default, 5 minutes).
+	BlueRetention time.Duration
+	SwitchMonitor time.Duration
+	// InstallTimeout bounds one cluster's install, upgrade or rollback, readiness included.
+	InstallTimeout time.Duration
+	// ApprovalTTL is how long an approval request stays open before it expires.
+	ApprovalTTL time.Duration
+	// HealthLoop turns the periodic health checks of live releases on (serve: on).
+	HealthLoop bool
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Store == nil {
+		return c, errors.New("engine: no store")
+	}
+	if c.Checker == nil {
+		c.Checker = health.NewChecker(health.Config{Now: c.Now, Logger: c.Logger})
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.ReplicaID == "" {
+		host, _ := os.Hostname()
+		c.ReplicaID = host + "-" + uuid.NewString()[:8]
+	}
+	if c.MaxConcurrent <= 0 {
+		c.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if c.Lease <= 0 {
+		c.Lease = DefaultLease
+	}
+	if c.Poll <= 0 {
+		c.Poll = DefaultPoll
+	}
+	if c.HealthInterval <= 0 {
+		c.HealthInterval = DefaultHealthInterval
+	}
+	if c.FailureThreshold <= 0 {
+		c.FailureThreshold = DefaultFailureThreshold
+	}
+	if c.BlueRetention <= 0 {
+		c.BlueRetention = DefaultBlueRetention
+	}
+	if c.InstallTimeout <= 0 {
+		c.InstallTimeout = DefaultInstallTimeout
+	}
+	if c.ApprovalTTL <= 0 {
+		c.ApprovalTTL = DefaultApprovalTTL
+	}
+	return c, c.Policy.Validate()
+}

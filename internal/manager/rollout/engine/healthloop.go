@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/slipway-dev/slipway/internal/manager/health"
+	"github.com/slipway-dev/slipway/internal/manager/store"
+)
+
+// healthLease names the lease of the replica that runs the health loop (one checker for the
+// whole fleet; another replica takes over within a lease when it dies).
+const healthLease = "health-loop"
+
+// healthLoop checks every live release every HealthInterval while this replica holds the lease,
+// and asks for the rollback of a deployment whose release failed FailureThreshold checks in a row.
+func (e *Engine) healthLoop(ctx context.Context) {
+	tick := min(e.cfg.HealthInterval, e.cfg.Lease/3)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	var next time.Time
+	for {
+		now := e.now()
+		held, err := e.cfg.Store.LeaseAcquire(ctx, &store.LeaseAcquireParams{Name: healthLease, Owner: e.cfg.ReplicaID, Now: now, Until: now.Add(e.cfg.Lease)})
+		if err != nil {
+			e.logErr(ctx, "taking the health loop's lease", err)
+		}
+		if held && !now.Before(next) {
+			e.HealthRound(ctx)
+			next = now.Add(e.cfg.HealthInterval)
+		}
+		if !held {
+			next = time.Time{}
+		}
+		select {
+		case <-ctx.Done():
+			_ = e.cfg.Store.LeaseRelease(context.WithoutCancel(ctx), healthLease, e.cfg.ReplicaID)
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// HealthRound checks every live release once (the health loop's round) and returns how many.
+func (e *Engine) HealthRound(ctx context.Context) int {
+	live, err := e.cfg.Store.LiveReleaseList(ctx, &store.LiveReleaseListParams{})
+	if err != nil {
+		e.logErr(ctx, "listing live releases", err)
+		return 0
+	}
+	ops := map[string]*store.Operator{}
+	sem := make(chan struct{}, checkConcurrency)
+	var wg sync.WaitGroup
+	for _, r := range live {
+		op := ops[r.OperatorID]
+		if op == nil {
+			if op, err = e.cfg.Store.OperatorGetByID(ctx, r.OperatorID); err != nil {
+				continue
+			}
+			ops[r.OperatorID] = op
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			e.checkLive(ctx, op, r)
+		})
+	}
+	wg.Wait()
+	return len(live)
+}
+
+func (e *Engine) checkLive(ctx context.Context, op *store.Operator, r *store.LiveRelease) {
+	ch, err := e.chartOf(ctx, op, r.Version)
+	if err != nil {
+		e.logErr(ctx, "health: fetching the chart of "+op.Name+" "+r.Version, err)
+		return
+	}
+	res, err := e.checkOne(ctx, r.DeploymentID, op.Name, r.ClusterName, health.Target{
+		OperatorName: op.Name, Namespace: r.Namespace, Release: r.Release, CRDs: ch.crds,
+	})
+	if err != nil {
+		e.logErr(ctx, "health: checking "+op.Name+" on "+r.ClusterName, err)
+		return
+	}
+	if res.health.Health == health.Unhealthy {
+		e.event(ctx, r.DeploymentID, "healthcheck.failed", r.ClusterName,
+			fmt.Sprintf("%d consecutive failed check(s): %s", res.failures, summary(res.health)), nil)
+	}
+	if res.failures < e.cfg.FailureThreshold {
+		return
+	}
+	reason := fmt.Sprintf("health check: %s failed %d checks in a row: %s", r.ClusterName, res.failures, summary(res.health))
+	_, err = e.cfg.Store.DeploymentUpdate(ctx, r.DeploymentID, func(d *store.Deployment) error {
+		if d.RollbackRequested || d.Status == store.DeploymentRollingBack || (d.Status.Terminal() && d.Status != store.DeploymentCompleted) {
+			return errNothingToDo
+		}
+		now := e.now()
+		d.RollbackRequested, d.RollbackReason, d.NextRunAt = true, reason, &now
+		return nil
+	})
+	if err == nil {
+		e.log.WarnContext(ctx, "engine: Automatic rollback", "deployment", r.DeploymentID, "operator", op.Name, "cluster", r.ClusterName, "reason", reason)
+		e.event(ctx, r.DeploymentID, "rollback.requested", r.ClusterName, "automatic rollback: "+reason, nil)
+		e.Wake()
+	}
+}
+
+// errNothingToDo leaves a deployment as it is from inside an update.
+var errNothingToDo = fmt.Errorf("nothing to do")

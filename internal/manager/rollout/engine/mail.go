@@ -1,0 +1,62 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/slipway-dev/slipway/internal/manager/notify"
+	"github.com/slipway-dev/slipway/internal/manager/store"
+)
+
+// mailLease names the lease of the replica that mails pending approvals: one sender at a time,
+// so an approval is not mailed by two replicas.
+const mailLease = "approval-mail"
+
+// mailPending queues the mail of every pending approval not mailed yet (the notifier ignores
+// one already queued). An approval is marked once its mail is delivered or given up (MailResult);
+// mail dropped by a stopping replica stays unmarked and the next lease holder sends it.
+func (e *Engine) mailPending(ctx context.Context) {
+	if e.cfg.Notifier == nil {
+		return
+	}
+	now := e.now()
+	held, err := e.cfg.Store.LeaseAcquire(ctx, &store.LeaseAcquireParams{Name: mailLease, Owner: e.cfg.ReplicaID, Now: now, Until: now.Add(e.cfg.Lease)})
+	if err != nil || !held {
+		return
+	}
+	list, err := e.cfg.Store.ApprovalList(ctx, &store.ApprovalListParams{Status: store.ApprovalPending, Unnotified: true, Limit: 100})
+	if err != nil {
+		e.logErr(ctx, "listing approvals to mail", err)
+		return
+	}
+	for _, a := range list {
+		d, err := e.cfg.Store.DeploymentGetByID(ctx, a.DeploymentID)
+		if err != nil {
+			continue
+		}
+		if err := e.cfg.Notifier.Enqueue(notify.PendingOf(a, d)); err != nil {
+			e.logErr(ctx, "queueing the mail of approval "+a.ID, err)
+		}
+	}
+}
+
+// MailResult records what became of an approval's mail (the notifier's OnResult): delivered or
+// given up marks the approval mailed, with an event on its deployment; dropped at stop leaves
+// it for the next replica.
+func (e *Engine) MailResult(r notify.Result) {
+	if errors.Is(r.Err, notify.ErrStopped) {
+		return
+	}
+	ctx := context.Background()
+	msg := fmt.Sprintf("approval %s mailed to %s", r.Pending.ApprovalID, strings.Join(r.To, ", "))
+	typ := "approval.mailed"
+	if r.Err != nil {
+		typ, msg = "approval.mailFailed", fmt.Sprintf("approval %s: mail failed after %d attempt(s): %v", r.Pending.ApprovalID, r.Attempts, r.Err)
+	}
+	if err := e.cfg.Store.ApprovalMarkNotified(ctx, r.Pending.ApprovalID, e.now()); err != nil {
+		e.logErr(ctx, "marking approval "+r.Pending.ApprovalID+" mailed", err)
+	}
+	e.event(ctx, r.Pending.DeploymentID, typ, "", msg, nil)
+}

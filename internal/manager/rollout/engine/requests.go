@@ -1,0 +1,237 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/slipway-dev/slipway/internal/manager/invalid"
+	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
+	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
+	"github.com/slipway-dev/slipway/internal/manager/store"
+)
+
+// ConflictError is a request the deployment's state refuses (cancel a finished deployment,
+// switch one that is not waiting for it) or a rule of the rollout (one active deployment per
+// operator and cluster): a 409 at the API, with Message for people.
+type ConflictError struct{ Message string }
+
+func (e *ConflictError) Error() string { return e.Message }
+
+// Is makes a ConflictError match store.ErrConflict.
+func (e *ConflictError) Is(target error) bool { return target == store.ErrConflict }
+
+func conflict(format string, args ...any) error {
+	return &ConflictError{Message: fmt.Sprintf(format, args...)}
+}
+
+// Submit validates req against the registered clusters and the operator's known versions, plans
+// it (a plan that does not resolve is the request's error), and stores it Queued: the engine
+// admits it within the concurrency limit, plans it against the clusters and deploys it. Bad
+// input is *invalid.Error naming the field; an operator already being deployed to one of the
+// clusters is a *ConflictError.
+func (e *Engine) Submit(ctx context.Context, req *request.Request, requestedBy, requestID string) (*store.Deployment, error) {
+	known, err := e.knownTargets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := request.Validate(req, known); err != nil {
+		return nil, err
+	}
+	op, err := e.cfg.Store.OperatorGetByName(ctx, req.Operator)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, invalid.Reasoned("operator", "notFound", nil, "no registered operator %q", req.Operator)
+	}
+	if err != nil {
+		return nil, err
+	}
+	versions, err := e.cfg.Store.OperatorVersionList(ctx, op.ID)
+	if err != nil {
+		return nil, err
+	}
+	if !hasVersion(versions, req.Version) {
+		return nil, invalid.Reasoned("version", "notFound", nil, "operator %q has no version %q (%s)", op.Name, req.Version, versionList(versions))
+	}
+	targets, err := req.Targets(known)
+	if err != nil {
+		return nil, err
+	}
+	live, err := e.liveReleases(ctx, op)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := strategy.NewPlan(req, targets, e.planOptions(op))
+	if err != nil {
+		return nil, err
+	}
+	cfgJSON, err := req.ConfigJSON()
+	if err != nil {
+		return nil, err
+	}
+	var byEnv json.RawMessage
+	if len(req.ValuesByEnvironment) > 0 {
+		if byEnv, err = json.Marshal(req.ValuesByEnvironment); err != nil {
+			return nil, err
+		}
+	}
+	now := e.now()
+	d := &store.Deployment{
+		OperatorID: op.ID, OperatorName: op.Name, Version: req.Version, Strategy: string(req.Strategy),
+		Config: cfgJSON, Values: req.Values, ValuesByEnvironment: byEnv, Status: store.DeploymentQueued,
+		Reason: "waiting to be admitted", RequestedBy: requestedBy, RequestID: requestID,
+		CreatedAt: now, NextRunAt: &now,
+	}
+	for _, t := range plan.Targets {
+		loc := live.at(t.Name, op)
+		c := &store.DeploymentCluster{
+			ClusterName: t.Name, Environment: store.Environment(t.Environment), Stage: plan.StageOf(t.Name),
+			Status: store.ClusterPending, Namespace: loc.Namespace, Release: loc.Release,
+		}
+		if plan.Strategy == request.StrategyBlueGreen {
+			green := greenOf(loc, op, plan)
+			c.BlueNamespace, c.BlueRelease = loc.Namespace, loc.Release
+			c.Namespace, c.Release = green.Namespace, green.Release
+		}
+		d.Clusters = append(d.Clusters, c)
+	}
+	created, err := e.cfg.Store.DeploymentCreate(ctx, d)
+	if errors.Is(err, store.ErrConflict) {
+		return nil, e.activeConflict(ctx, op, targets)
+	}
+	if err != nil {
+		return nil, err
+	}
+	e.event(ctx, created.ID, "created", "", fmt.Sprintf("%s %s to %d cluster(s) by %s, requested by %s",
+		op.Name, req.Version, len(targets), req.Strategy, requestedBy), map[string]any{"plan": plan.String()})
+	e.Wake()
+	return created, nil
+}
+
+// activeConflict names the cluster and deployment that refused a new one.
+func (e *Engine) activeConflict(ctx context.Context, op *store.Operator, targets []request.Target) error {
+	active, err := e.cfg.Store.DeploymentList(ctx, &store.DeploymentListParams{OperatorID: op.ID, Active: true, Limit: 100})
+	if err == nil {
+		want := map[string]bool{}
+		for _, t := range targets {
+			want[t.Name] = true
+		}
+		for _, d := range active {
+			for _, c := range d.Clusters {
+				if c.Active && want[c.ClusterName] {
+					return conflict("operator %q already has an active deployment on cluster %q: %s (%s); wait for it or cancel it", op.Name, c.ClusterName, d.ID, d.Status)
+				}
+			}
+		}
+	}
+	return conflict("operator %q already has an active deployment on one of the clusters", op.Name)
+}
+
+// Cancel asks a deployment to stop: one that has not started installing stops at once; one that
+// is installing finishes the cluster installs in flight, starts no more, and ends Cancelled (the
+// clusters keep what they run; roll back to undo it). History is kept.
+func (e *Engine) Cancel(ctx context.Context, id, by string) (*store.Deployment, error) {
+	d, err := e.request(ctx, id, func(d *store.Deployment) error {
+		switch {
+		case d.Status.Terminal():
+			return conflict("deployment %s is %s: nothing to cancel", d.ID, d.Status)
+		case d.Status == store.DeploymentRollingBack:
+			return conflict("deployment %s is rolling back: a rollback is not cancelled (it restores the previous version)", d.ID)
+		}
+		d.CancelRequested = true
+		return nil
+	})
+	if err == nil {
+		e.event(ctx, id, "cancel.requested", "", "cancel requested by "+by, nil)
+	}
+	return d, err
+}
+
+// Rollback asks for a deployment to be rolled back to what each cluster ran before it (manual
+// rollback, Admin): a running one stops and rolls back; a Completed one is rolled back when it
+// is still what its clusters run (a newer deployment of the operator there refuses it).
+func (e *Engine) Rollback(ctx context.Context, id, by, reason string) (*store.Deployment, error) {
+	why := "manual rollback by " + by
+	if reason = strings.TrimSpace(reason); reason != "" {
+		why += ": " + reason
+	}
+	d, err := e.request(ctx, id, func(d *store.Deployment) error {
+		switch {
+		case d.RollbackRequested || d.Status == store.DeploymentRollingBack:
+			return conflict("deployment %s is already rolling back", d.ID)
+		case d.Status == store.DeploymentCompleted:
+		case d.Status.Terminal():
+			return conflict("deployment %s is %s: there is nothing of it to roll back", d.ID, d.Status)
+		}
+		d.RollbackRequested = true
+		d.RollbackReason = why
+		return nil
+	})
+	if err == nil {
+		e.event(ctx, id, "rollback.requested", "", why, nil)
+	}
+	return d, err
+}
+
+// Switch lets a BlueGreen deployment with autoSwitch false switch to green once green is
+// validated (before that, the request is remembered and the switch follows validation).
+func (e *Engine) Switch(ctx context.Context, id, by string) (*store.Deployment, error) {
+	d, err := e.request(ctx, id, func(d *store.Deployment) error {
+		switch {
+		case d.Strategy != string(request.StrategyBlueGreen):
+			return conflict("deployment %s is %s: only BlueGreen deployments switch", d.ID, d.Strategy)
+		case d.Status.Terminal() || d.Status == store.DeploymentRollingBack:
+			return conflict("deployment %s is %s: nothing to switch", d.ID, d.Status)
+		case d.SwitchedAt != nil || d.SwitchRequested:
+			return conflict("deployment %s already switched (or was asked to)", d.ID)
+		}
+		d.SwitchRequested = true
+		return nil
+	})
+	if err == nil {
+		e.event(ctx, id, "switch.requested", "", "switch to green requested by "+by, nil)
+	}
+	return d, err
+}
+
+// request applies an API request to the deployment and makes it due now.
+func (e *Engine) request(ctx context.Context, id string, fn func(d *store.Deployment) error) (*store.Deployment, error) {
+	d, err := e.cfg.Store.DeploymentUpdate(ctx, id, func(d *store.Deployment) error {
+		if err := fn(d); err != nil {
+			return err
+		}
+		now := e.now()
+		d.NextRunAt = &now
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.Wake()
+	return d, nil
+}
+
+func hasVersion(vs []*store.OperatorVersion, v string) bool {
+	for _, x := range vs {
+		if x.Version == v {
+			return true
+		}
+	}
+	return false
+}
+
+func versionList(vs []*store.OperatorVersion) string {
+	if len(vs) == 0 {
+		return "none discovered"
+	}
+	out := make([]string, 0, 10)
+	for i, v := range vs {
+		if i == 10 {
+			out = append(out, "…")
+			break
+		}
+		out = append(out, v.Version)
+	}
+	return "known: " + strings.Join(out, ", ")
+}
