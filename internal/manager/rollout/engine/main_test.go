@@ -1,18 +1,29 @@
 package engine
 
 import (
+	"os"
 	"testing"
 
 	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
-// env is a full control plane (controller-manager, scheduler, kwok): one cluster whose operator
-// Deployments become Available.
-var env *testenv.Env
+// fleetSize is the package's clusters: kube-apiservers over one etcd, each with its own
+// controller-manager, scheduler and kwok (testenv.WorkloadFleet), so operator Deployments
+// become Available and their pods Ready, restart or crash-loop as the kwok stages say.
+const fleetSize = 4
 
-func TestMain(m *testing.M) { testenv.Main(m, testenv.Full, func(e *testenv.Env) { env = e }) }
+func TestMain(m *testing.M) { os.Exit(testenv.StopFleet(m.Run())) }
 
-// single is the full control plane as a deployment target.
-func single(t *testing.T) server {
-	return server{Kubeconfig: kubeconfigOf(t, env), Config: env.Config}
+// servers returns the first n fleet servers as deployment targets.
+func servers(t *testing.T, n int) []server {
+	t.Helper()
+	f := testenv.WorkloadFleet(t, fleetSize)
+	out := make([]server, n)
+	for i := range n {
+		out[i] = server{Kubeconfig: f.Servers[i].Kubeconfig, Config: f.Servers[i].Config}
+	}
+	return out
 }
+
+// single is the fleet's first server as a deployment target.
+func single(t *testing.T) server { return servers(t, 1)[0] }

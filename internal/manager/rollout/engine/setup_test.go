@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/google/uuid"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
 	"github.com/slipway-dev/slipway/internal/manager/health"
@@ -229,23 +227,4 @@ func tail(s string, lines int) string {
 		parts = parts[len(parts)-lines:]
 	}
 	return strings.Join(parts, "\n")
-}
-
-// kubeconfigOf writes cfg's credentials as a kubeconfig.
-func kubeconfigOf(t testing.TB, cp interface {
-	WriteKubeconfig(path, user string) (string, error)
-}) []byte {
-	t.Helper()
-	path, err := cp.WriteKubeconfig(filepath.Join(t.TempDir(), "admin.kubeconfig"), "engine-admin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := clientcmd.Load(data); err != nil {
-		t.Fatal(err)
-	}
-	return data
 }
