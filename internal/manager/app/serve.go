@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
+	"github.com/slipway-dev/slipway/internal/manager/notify"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
 	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
+	"github.com/slipway-dev/slipway/internal/manager/rollout/engine"
 	"github.com/slipway-dev/slipway/internal/manager/server"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 )
@@ -40,6 +42,8 @@ type serveOptions struct {
 	shutdownGrace     time.Duration
 
 	plainHTTPRegistries string
+
+	rollout rolloutOptions
 
 	otlpEndpoint string
 	logLevel     string
@@ -73,6 +77,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	o.keys.bind(fs)
 	o.auth.bind(fs)
 	o.bind(fs)
+	o.rollout.bind(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -154,8 +159,28 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	policy, err := o.rollout.policy()
+	if err != nil {
+		return err
+	}
+	var eng *engine.Engine
+	notifier, err := o.rollout.notifier(log, func(r notify.Result) { eng.MailResult(r) })
+	if err != nil {
+		return err
+	}
+	eng, err = engine.New(engine.Config{
+		Store: st, Clusters: cm, Charts: charts, Notifier: notifier, Policy: policy, Logger: log,
+		ReplicaID: o.rollout.replicaID, MaxConcurrent: o.rollout.maxConcurrent, Lease: o.rollout.lease,
+		HealthInterval: o.rollout.healthInterval, FailureThreshold: o.rollout.failureThreshold,
+		BlueRetention: o.rollout.blueRetention, SwitchMonitor: o.rollout.switchMonitor,
+		InstallTimeout: o.rollout.installTimeout, ApprovalTTL: o.rollout.approvalTTL, HealthLoop: true,
+	})
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Config{MaxBodyBytes: o.maxBodyBytes, RequestTimeout: o.requestTimeout}, server.Deps{
 		Store: st, Clusters: cm, Charts: charts, Verifier: verifier, Limiter: ratelimit.New(rules, time.Now), Logger: log,
+		Rollouts: eng,
 	})
 	if err != nil {
 		return err
@@ -179,12 +204,24 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer cm.Stop()
+	if notifier != nil {
+		if err := notifier.Start(ctx); err != nil {
+			l.Close()
+			return err
+		}
+		defer notifier.Stop()
+	}
+	if err := eng.Start(ctx); err != nil {
+		l.Close()
+		return err
+	}
+	defer eng.Stop()
 	scheme := "https"
 	if tlsConfig == nil {
 		scheme = "http"
 	}
 	log.InfoContext(ctx, "manager: Serving", "url", fmt.Sprintf("%s://%s", scheme, l.Addr()), "engine", st.Engine(),
-		"metrics", o.metricsAddress)
+		"metrics", o.metricsAddress, "replica", eng.ReplicaID(), "approvalMail", notifier != nil)
 	fmt.Fprintf(stdout, "serving %s://%s\n", scheme, l.Addr())
 	if err := srv.Serve(ctx, l, tlsConfig, o.shutdownGrace); err != nil {
 		return err
