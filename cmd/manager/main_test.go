@@ -24,11 +24,18 @@ func managerBinary(tb testing.TB) string {
 	return operatorproc.BinaryOf(tb, "./cmd/manager", binaryEnv)
 }
 
-// fleet returns the test binary's kube-apiservers over one etcd (testenv.Fleet): the first call
-// decides the size.
+// fleetSize is the number of servers of the test binary's fleet: enough for the rollout tests.
+const fleetSize = 2
+
+// fleet returns the test binary's kube-apiservers over one etcd, with workloads
+// (testenv.WorkloadFleet: Deployments become Available, so rollouts complete), always fleetSize
+// of them whatever the first caller asks; n is how many the caller needs.
 func fleet(tb testing.TB, n int) *controlplane.Fleet {
 	tb.Helper()
-	return testenv.Fleet(tb, n)
+	if n > fleetSize {
+		tb.Fatalf("the fleet has %d servers, %d asked for: raise fleetSize", fleetSize, n)
+	}
+	return testenv.WorkloadFleet(tb, fleetSize)
 }
 
 func TestMain(m *testing.M) {
