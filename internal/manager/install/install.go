@@ -103,6 +103,7 @@ func Install(ctx context.Context, cfg *rest.Config, rel Release) (res *Result, e
 	defer func() {
 		res.Duration = time.Since(start)
 		res.APIRequests = s.requests.Load()
+		telemetry.ObserveKubeAPIRequests("install", res.APIRequests)
 		telemetry.ObserveHelmInstall(err, res.Duration)
 		span.SetAttributes(attribute.Int("release.revision", res.Revision), attribute.Int64("k8s.requests", res.APIRequests))
 		endSpan(span, err)

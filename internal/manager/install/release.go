@@ -56,6 +56,7 @@ func Rollback(ctx context.Context, cfg *rest.Config, name, namespace string, toR
 	defer func() {
 		res.Duration = time.Since(start)
 		res.APIRequests = s.requests.Load()
+		telemetry.ObserveKubeAPIRequests("rollback", res.APIRequests)
 		span.SetAttributes(attribute.Int("release.revision", res.Revision), attribute.Int64("k8s.requests", res.APIRequests))
 		endSpan(span, err)
 		level, msg := s.log.InfoContext, "install: Release rolled back"
@@ -116,6 +117,7 @@ func Uninstall(ctx context.Context, cfg *rest.Config, name, namespace string) (e
 	if err != nil {
 		return err
 	}
+	defer func() { telemetry.ObserveKubeAPIRequests("uninstall", s.requests.Load()) }()
 	ac := s.actionConfig(namespace)
 	if last, err := lastRelease(ac, name); err != nil || last == nil {
 		return err

@@ -3,6 +3,7 @@ package install
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -153,6 +154,7 @@ func runSwitch(ctx context.Context, cfg *rest.Config, spanName string, blue, gre
 	defer func() {
 		res.Duration = time.Since(start)
 		res.APIRequests = s.requests.Load()
+		telemetry.ObserveKubeAPIRequests(strings.TrimPrefix(spanName, "operator."), res.APIRequests)
 		span.SetAttributes(attribute.Int("switch.webhooks", res.Webhooks), attribute.Int("switch.crds", res.CRDs),
 			attribute.Int("switch.scaled", res.Scaled), attribute.Int64("k8s.requests", res.APIRequests))
 		endSpan(span, err)
