@@ -129,7 +129,7 @@ func (e *Engine) askApprovals(ctx context.Context, d *store.Deployment, reqs []a
 		e.event(ctx, d.ID, "approval.requested", "", fmt.Sprintf("approval %s (%s, %d × %s): %s", a.ID, a.Kind, a.Required, a.RequiredRole, a.Reason), nil)
 	}
 	e.Wake() // mail them now
-	return -1, nil
+	return approvalPoll, nil
 }
 
 // waitApproval moves on once every approval is approved, and fails on a rejection or expiry:
