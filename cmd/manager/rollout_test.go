@@ -263,7 +263,7 @@ type haSetup struct {
 func newHASetup(t *testing.T, operator string) *haSetup {
 	t.Helper()
 	f := fleet(t, 2)
-	h := &haSetup{d: newDeployment(t, "postgres"), replicas: map[string]*proc{}, operator: operator, ns: "ha-" + operator}
+	h := &haSetup{d: newDeployment(t, "postgres"), replicas: map[string]*proc{}, operator: operator, ns: operator}
 	for _, id := range []string{"r1", "r2", "r3"} {
 		h.replicas[id] = h.d.serve("--insecure-http", "--replica-id="+id, "--deployment-lease=3s",
 			"--operator-health-interval=2s", "--install-timeout=2m")
@@ -288,6 +288,34 @@ func (h *haSetup) other(victim string) *proc {
 	return nil
 }
 
+// awaitPendingRelease waits (30 s at most) until the first cluster's Helm release exists but is
+// not deployed yet, and returns the replica then holding the deployment's claim.
+func (h *haSetup) awaitPendingRelease(t *testing.T, id string) string {
+	t.Helper()
+	cfg := fleet(t, 2).Servers[0].Config
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		rel, err := install.Status(context.Background(), cfg, h.operator, h.ns)
+		if err == nil && strings.HasPrefix(rel.Status, "pending") {
+			row, err := h.d.openStore().DeploymentGetByID(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("release %s/%s revision %d is %s, claimed by %q", h.ns, h.operator, rel.Revision, rel.Status, row.ClaimedBy)
+			if row.ClaimedBy == "" {
+				t.Fatal("an install is in flight on a deployment nobody claims")
+			}
+			return row.ClaimedBy
+		}
+		if err == nil {
+			t.Fatalf("the release reached %s (revision %d) before it was seen pending", rel.Status, rel.Revision)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("the first cluster's release was not written within 30s")
+	return ""
+}
+
 // rollingBody is the Rolling deployment of version to the setup's clusters, in their order.
 func (h *haSetup) rollingBody(version string) string {
 	order, _ := json.Marshal(h.clusters)
@@ -306,11 +334,15 @@ func TestHA_ReplicaKilledMidRollout(t *testing.T) {
 	cases := []struct {
 		name     string
 		operator string
-		// killWhen is the first cluster's status at which its claimant is killed.
-		killWhen store.ClusterStatus
+		// killWhen is the first cluster's status at which its claimant is killed; with
+		// releaseWritten, once the install in flight has also written its Helm release (pending
+		// until the operator's Deployment is Available).
+		killWhen       store.ClusterStatus
+		releaseWritten bool
 	}{
-		{"validating", "ha-val", store.ClusterValidating},
-		{"installing", "ha-inst", store.ClusterInstalling},
+		{"validating", "ha-val", store.ClusterValidating, false},
+		{"installing", "ha-inst", store.ClusterInstalling, false},
+		{"helm-pending", "ha-pend", store.ClusterInstalling, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -327,6 +359,9 @@ func TestHA_ReplicaKilledMidRollout(t *testing.T) {
 				return o.claimant != "" && o.clusters[first] == tc.killWhen
 			})
 			victim := held.claimant
+			if tc.releaseWritten {
+				victim = h.awaitPendingRelease(t, dep.ID)
+			}
 			h.replicas[victim].Kill()
 			killedAt := time.Now()
 			survivor := h.other(victim)
