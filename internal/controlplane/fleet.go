@@ -29,7 +29,7 @@ type FleetOptions struct {
 	LogDir string
 	// Workloads runs kube-controller-manager (the few controllers of fleetControllers),
 	// kube-scheduler and kwok against every server, with one fake node each: a Deployment becomes
-	// Available and its pods Ready, as in a real cluster. About 150 MiB more per server.
+	// Available and its pods Ready, as in a real cluster. About 200 MiB more per server.
 	Workloads bool
 }
 
