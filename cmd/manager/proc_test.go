@@ -39,6 +39,8 @@ type deployment struct {
 	secret        []byte
 	// keys is the keyring text ("id:base64" lines, the first the primary).
 	keys string
+	// extraEnv are more NAME=value variables of every process (e.g. the SMTP password).
+	extraEnv []string
 }
 
 func newDeployment(t testing.TB, engine string) *deployment {
@@ -80,7 +82,7 @@ func (d *deployment) env() []string {
 	if d.dbURL != "" {
 		env = append(env, "SLIPWAY_MANAGER_DATABASE_URL="+d.dbURL)
 	}
-	return env
+	return append(env, d.extraEnv...)
 }
 
 // dbArgs are the database flags of every command.

@@ -348,7 +348,7 @@ func TestHA_ReplicaKilledMidRollout(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHASetup(t, tc.operator)
 			admin := h.d.admin()
-			approvalsBefore := h.replicas["r1"].must("GET", "/api/v1/approvals", admin, nil, http.StatusOK).body
+			approvalsBefore := h.replicas["r1"].must("GET", "/api/v1/approvals?status=all", admin, nil, http.StatusOK).body
 
 			dep := postDeployment(t, h.replicas["r2"], admin, h.rollingBody("1.0.0"))
 			w := watchClaims(t, h.d.openStore(), dep.ID)
@@ -436,7 +436,7 @@ func TestHA_ReplicaKilledMidRollout(t *testing.T) {
 			if len(after.Items) != 1 || after.Items[0].ID != dep.ID || after.Items[0].Status != "Completed" {
 				t.Fatalf("deployments after the takeover: %+v", after.Items)
 			}
-			approvalsAfter := survivor.must("GET", "/api/v1/approvals", admin, nil, http.StatusOK).body
+			approvalsAfter := survivor.must("GET", "/api/v1/approvals?status=all", admin, nil, http.StatusOK).body
 			if !bytes.Equal(approvalsBefore, approvalsAfter) {
 				t.Fatalf("approvals changed: %s before, %s after", approvalsBefore, approvalsAfter)
 			}
