@@ -40,6 +40,8 @@ type manager struct {
 	// subject for the status view, so its polling does not use the user's rate limit.
 	token, statusToken string
 	log                string
+	// deploymentID is the sample deployment make dev submitted.
+	deploymentID string
 }
 
 // startManager writes fresh secrets, starts `manager serve` on embedded SQLite and waits for its
@@ -111,6 +113,8 @@ func (e *Env) managerArgs(f managerFiles) []string {
 		"--plain-http-registries=" + e.opts.RegistryAddr,
 		// A dev session shows a cluster that stops answering within seconds, not a minute.
 		"--cluster-health-interval=10s",
+		// The status view follows the sample deployment's health every 10 s, not 30.
+		"--operator-health-interval=10s",
 		"--shutdown-grace=5s",
 	}
 }
@@ -227,7 +231,38 @@ func (e *Env) runManager(ctx context.Context, step func(string, ...any)) error {
 	}
 	step("Registered the operator %s with the manager (namespace %s, chart %s, versions %s)", op.Name, op.Namespace,
 		op.Chart.Repository, strings.Join(op.Versions, ", "))
+	if err := e.deploySample(ctx, chartDir, step); err != nil {
+		return fmt.Errorf("%w\nthe end of %s:\n%s", err, m.log, tail(m.log, 15))
+	}
 	return writeManagerAccess(e.opts.Dir, m.api.base, m.token)
+}
+
+// deploySample installs the sample operator's release at SampleInstalledVersion as make dev's
+// record of the operator it runs (adopting the RBAC make dev installed for it), waits until the
+// samples' custom resources are Ready, then submits a Direct deployment, health checks on, of
+// SampleDeploymentVersion to the dev cluster: an upgrade, whose rollback goes back to the
+// installed revision instead of uninstalling the operator's RBAC. The manager's database is new
+// on every start, so the deployment is submitted afresh each time; the status view follows it.
+func (e *Env) deploySample(ctx context.Context, chartDir string, step func(string, ...any)) error {
+	values := sampleDeploymentValues()
+	rev, adopted, err := installSampleRelease(ctx, e.cp.Config, e.cp.Client, chartDir, values)
+	if err != nil {
+		return err
+	}
+	step("Installed release %s/%s %s (revision %d; %d RBAC objects of the operator adopted into it)", SampleOperatorNamespace,
+		SampleOperator, SampleInstalledVersion, rev, adopted)
+	if notReady := e.waitSamplesReady(ctx, 3*time.Minute); notReady != "" {
+		step("Sample not Ready yet (%s): the deployment's health check will see it", notReady)
+	}
+	m := e.manager
+	d, err := m.api.createDeployment(ctx, m.token, DevCluster, SampleDeploymentVersion, values)
+	if err != nil {
+		return err
+	}
+	m.deploymentID = d.ID
+	step("Submitted a Direct deployment of %s %s to cluster %s, health checks on: %s (%s)", SampleOperator,
+		SampleDeploymentVersion, DevCluster, d.ID, d.Status)
+	return nil
 }
 
 // printManager prints the manager's URL, its token and a command that calls it.
@@ -241,4 +276,10 @@ func (e *Env) printManager(out io.Writer) {
 	fmt.Fprintf(out, "  token:      %s\n              (Admin, valid %d h; in %s)\n", e.manager.token, int(ManagerTokenTTL.Hours()), filepath.Join(dir, ManagerTokenFile))
 	fmt.Fprintf(out, "  curl:       curl -k -H \"Authorization: Bearer $(cat %s)\" \"$(cat %s)/api/v1/clusters\"\n",
 		filepath.Join(dir, ManagerTokenFile), filepath.Join(dir, ManagerURLFile))
+	if id := e.manager.deploymentID; id != "" {
+		fmt.Fprintf(out, "  deployment: %s  (Direct, %s %s to cluster %s, health checks on; the status below follows it)\n",
+			id, SampleOperator, SampleDeploymentVersion, DevCluster)
+		fmt.Fprintf(out, "  events:     curl -k -N -H \"Accept: text/event-stream\" -H \"Authorization: Bearer $(cat %s)\" \"$(cat %s)/api/v1/deployments/%s/events\"\n",
+			filepath.Join(dir, ManagerTokenFile), filepath.Join(dir, ManagerURLFile), id)
+	}
 }

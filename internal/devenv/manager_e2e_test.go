@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -163,4 +164,149 @@ func freeAddrs(t *testing.T, n int) []string {
 		addrs = append(addrs, l.Addr().String())
 	}
 	return addrs
+}
+
+// deploymentView is what the test reads of a deployment.
+type deploymentView struct {
+	ID, Operator, Version, Strategy, Status, Reason string
+	Clusters                                        []struct {
+		Name, Status, Namespace, Release, Message, PreviousVersion string
+		HelmRevision, PreviousRevision                             int
+	}
+}
+
+// healthView is what the test reads of GET /api/v1/operators/{name}/health.
+type healthView struct {
+	OperatorName, OverallHealth string
+	Clusters                    []struct {
+		ClusterName, Health string
+		ControllerPods      struct {
+			Health                  string
+			Total, Ready, OverLimit int
+			CrashLooping            int
+			Resources               string
+			Messages                []string
+		}
+		WebhookStatus struct {
+			Health         string
+			Total, Healthy int
+			Messages       []string
+		}
+		CRDReconciliation struct {
+			Health                                 string
+			CRDs, Resources, Ready, Failing, Stale int
+			Messages                               []string
+		}
+	}
+}
+
+// checkSampleDeployment is the issue's promise for make dev's sample deployment: the one
+// deployment make dev submitted (Direct, health checks on, the sample version, to cluster dev) is
+// Completed, its cluster healthy at revision 2 (make dev installed revision 1), and the operator's health Healthy with each part
+// checked: the release's pods (as kwok runs them) listed and all Running and Ready, the release's
+// webhooks looked for (it has none: the values switch them off) and the samples' custom
+// resources reconciled by the host-run operator. Resource usage is the one aspect not checked
+// (no metrics.k8s.io in the dev cluster), and says so. The output printed the deployment's id and
+// a curl line for its events, and the status view (the log of devenv serve) shows it Completed
+// and the health Healthy. It returns the deployment's id.
+func checkSampleDeployment(t *testing.T, m managerAccess, out, state string) string {
+	t.Helper()
+	code, body := m.get(t, "/api/v1/deployments", m.token)
+	if code != http.StatusOK {
+		t.Fatalf("GET /api/v1/deployments = %d: %s", code, body)
+	}
+	var list struct{ Items []deploymentView }
+	if err := json.Unmarshal(body, &list); err != nil {
+		t.Fatalf("GET /api/v1/deployments: %v: %s", err, body)
+	}
+	if len(list.Items) != 1 {
+		t.Fatalf("GET /api/v1/deployments lists %d deployments, want the sample: %s", len(list.Items), body)
+	}
+	id := list.Items[0].ID
+	if !strings.Contains(out, "deployment: "+id) {
+		t.Errorf("the output does not print the deployment's id %s:\n%s", id, out)
+	}
+	events := `"$(cat ` + filepath.Join(state, devenv.ManagerURLFile) + `)/api/v1/deployments/` + id + `/events"`
+	if !strings.Contains(out, events) {
+		t.Errorf("the output does not print a curl line for %s:\n%s", events, out)
+	}
+
+	var d deploymentView
+	deadline := time.Now().Add(4 * time.Minute)
+	for {
+		code, body := m.get(t, "/api/v1/deployments/"+id, m.token)
+		if code != http.StatusOK {
+			t.Fatalf("GET /api/v1/deployments/%s = %d: %s", id, code, body)
+		}
+		if err := json.Unmarshal(body, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Status == "Completed" {
+			break
+		}
+		if d.Status == "Failed" || d.Status == "RolledBack" || d.Status == "Cancelled" || time.Now().After(deadline) {
+			_, ev := m.get(t, "/api/v1/deployments/"+id+"/events", m.token)
+			t.Fatalf("the sample deployment is %s (%s), want Completed: %s\nevents: %s\n--- end of manager.log:\n%s", d.Status, d.Reason, body, ev,
+				lastLines(filepath.Join(state, "logs", "manager.log"), 30))
+		}
+		time.Sleep(time.Second)
+	}
+	if d.Operator != devenv.SampleOperator || d.Version != devenv.SampleDeploymentVersion || d.Strategy != "Direct" || len(d.Clusters) != 1 {
+		t.Fatalf("deployment %+v, want Direct of %s %s to one cluster", d, devenv.SampleOperator, devenv.SampleDeploymentVersion)
+	}
+	// make dev installed revision 1 at the older version; the deployment upgraded it.
+	if c := d.Clusters[0]; c.Name != devenv.DevCluster || c.Status != "healthy" || c.HelmRevision != 2 || c.PreviousRevision != 1 ||
+		c.PreviousVersion != devenv.SampleInstalledVersion || c.Namespace != devenv.SampleOperatorNamespace ||
+		c.Release != devenv.SampleOperator || strings.Contains(c.Message, "skipped") {
+		t.Errorf("cluster %+v, want %s healthy at revision 2 of %s/%s (from revision 1, %s), health checked", c, devenv.DevCluster,
+			devenv.SampleOperatorNamespace, devenv.SampleOperator, devenv.SampleInstalledVersion)
+	}
+	code, body = m.get(t, "/api/v1/deployments/"+id+"/events", m.token)
+	if code != http.StatusOK || !strings.Contains(string(body), "cluster.installed") || !strings.Contains(string(body), "stage.passed") {
+		t.Errorf("GET /api/v1/deployments/%s/events = %d, want the install and the passed stage: %s", id, code, body)
+	}
+
+	code, body = m.get(t, "/api/v1/operators/"+devenv.SampleOperator+"/health", m.token)
+	if code != http.StatusOK {
+		t.Fatalf("GET /api/v1/operators/%s/health = %d: %s", devenv.SampleOperator, code, body)
+	}
+	var h healthView
+	if err := json.Unmarshal(body, &h); err != nil {
+		t.Fatal(err)
+	}
+	if h.OverallHealth != "Healthy" || len(h.Clusters) != 1 || h.Clusters[0].ClusterName != devenv.DevCluster {
+		t.Fatalf("operator health %s, want Healthy on cluster %s", body, devenv.DevCluster)
+	}
+	c := h.Clusters[0]
+	pods, hooks, crds := c.ControllerPods, c.WebhookStatus, c.CRDReconciliation
+	// The pods are listed and judged; only their resource usage is not (no metrics API).
+	if pods.Health != "Healthy" || pods.Total != 1 || pods.Ready != 1 || pods.CrashLooping != 0 || pods.Resources != "NotChecked" ||
+		len(pods.Messages) != 1 || !strings.HasPrefix(pods.Messages[0], "not checked: resource usage: metrics unavailable") {
+		t.Errorf("controller pods %+v, want the one pod Running and Ready, only resource usage not checked", pods)
+	}
+	// The webhook configurations and conversion webhooks were looked for: the release has none.
+	if hooks.Health != "Healthy" || hooks.Total != 0 || len(hooks.Messages) != 0 {
+		t.Errorf("webhooks %+v, want Healthy: looked for, none in the release", hooks)
+	}
+	// The samples' custom resources (WebApp, WerfBundle, Project, Environment) are reconciled.
+	if crds.Health != "Healthy" || crds.CRDs != 4 || crds.Resources < 4 || crds.Ready != crds.Resources || crds.Failing != 0 ||
+		crds.Stale != 0 || slices.ContainsFunc(crds.Messages, func(s string) bool { return strings.HasPrefix(s, "not checked") }) {
+		t.Errorf("CRD reconciliation %+v, want the 4 CRDs' resources all Ready", crds)
+	}
+
+	// The status view (devenv serve's output) followed it to Completed and Healthy.
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		log := readStateFile(t, state, "devenv.log")
+		completed := regexp.MustCompile(`manager/Deployment +` + id + ` +Completed`).MatchString(log)
+		healthy := regexp.MustCompile(`manager/OperatorHealth +` + devenv.DevCluster + ` +` + devenv.SampleOperator + ` +Healthy +pods Healthy 1/1`).MatchString(log)
+		if completed && healthy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the status view does not show the deployment Completed (%v) and the health Healthy (%v):\n%s", completed, healthy, lastLines(filepath.Join(state, "devenv.log"), 40))
+		}
+		time.Sleep(time.Second)
+	}
+	return id
 }

@@ -110,6 +110,47 @@ type (
 		Chart     apiChart `json:"chart"`
 		Versions  []string `json:"versions,omitempty"`
 	}
+	apiDeploymentCluster struct {
+		Name         string `json:"name"`
+		Status       string `json:"status"`
+		HelmRevision int    `json:"helmRevision"`
+		Message      string `json:"message,omitempty"`
+		Namespace    string `json:"namespace"`
+		Release      string `json:"release"`
+	}
+	apiDeployment struct {
+		ID       string                 `json:"id"`
+		Operator string                 `json:"operator"`
+		Version  string                 `json:"version"`
+		Strategy string                 `json:"strategy"`
+		Status   string                 `json:"status"`
+		Reason   string                 `json:"reason,omitempty"`
+		Clusters []apiDeploymentCluster `json:"clusters"`
+	}
+	// apiPart is one part of an operator's health on a cluster, as far as the status view reads it.
+	apiPart struct {
+		Health   string   `json:"health"`
+		Total    int      `json:"total"`
+		Ready    int      `json:"ready"`
+		Healthy  int      `json:"healthy"`
+		CRDs     int      `json:"crds"`
+		Messages []string `json:"messages"`
+	}
+	apiClusterHealth struct {
+		ClusterName       string  `json:"clusterName"`
+		Health            string  `json:"health"`
+		ControllerPods    apiPart `json:"controllerPods"`
+		WebhookStatus     apiPart `json:"webhookStatus"`
+		CRDReconciliation struct {
+			apiPart
+			Resources int `json:"resources"`
+		} `json:"crdReconciliation"`
+	}
+	apiOperatorHealth struct {
+		OperatorName  string             `json:"operatorName"`
+		OverallHealth string             `json:"overallHealth"`
+		Clusters      []apiClusterHealth `json:"clusters"`
+	}
 )
 
 // registerCluster registers the cluster of the kubeconfig file as name in environment Dev, then
@@ -151,6 +192,20 @@ func (a *managerAPI) registerOperator(ctx context.Context, token, repository str
 	return op, nil
 }
 
+// createDeployment submits a Direct deployment, health checks on, of the sample operator at
+// version with values to cluster.
+func (a *managerAPI) createDeployment(ctx context.Context, token, cluster, version string, values map[string]any) (apiDeployment, error) {
+	req := map[string]any{
+		"operator": SampleOperator, "version": version, "clusters": []string{cluster}, "values": values,
+		"strategy": "Direct", "directConfig": map[string]any{"skipHealthChecks": false},
+	}
+	var d apiDeployment
+	if err := a.call(ctx, http.MethodPost, "/api/v1/deployments", token, req, &d); err != nil {
+		return d, fmt.Errorf("submitting the sample deployment of %s %s: %w", SampleOperator, version, err)
+	}
+	return d, nil
+}
+
 // statusRows lists the manager's clusters and operators as rows of the status table
 // (KIND, NAMESPACE, NAME, STATUS, MESSAGE).
 func (a *managerAPI) statusRows(ctx context.Context, token string) []string {
@@ -177,6 +232,57 @@ func (a *managerAPI) statusRows(ctx context.Context, token string) []string {
 			shorten(strings.Join(o.Versions, ", "))))
 	}
 	return rows
+}
+
+// deploymentRows are the status table's rows of the deployment id (one, then one per cluster)
+// and of the operator's health (one per cluster it was checked on).
+func (a *managerAPI) deploymentRows(ctx context.Context, token, id string) []string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var rows []string
+	var d apiDeployment
+	if err := a.call(ctx, http.MethodGet, "/api/v1/deployments/"+url.PathEscape(id), token, nil, &d); err != nil {
+		rows = append(rows, fmt.Sprintf("manager/Deployment\t\t%s\t<error>\t%s", id, shorten(err.Error())))
+	} else {
+		msg := fmt.Sprintf("%s %s %s", d.Strategy, d.Operator, d.Version)
+		if d.Reason != "" {
+			msg += ": " + d.Reason
+		}
+		rows = append(rows, fmt.Sprintf("manager/Deployment\t\t%s\t%s\t%s", d.ID, d.Status, shorten(msg)))
+		for _, c := range d.Clusters {
+			msg := fmt.Sprintf("%s/%s revision %d", c.Namespace, c.Release, c.HelmRevision)
+			if c.Message != "" {
+				msg += ": " + c.Message
+			}
+			rows = append(rows, fmt.Sprintf("manager/DeploymentCluster\t%s\t%s\t%s\t%s", c.Namespace, c.Name, c.Status, shorten(msg)))
+		}
+	}
+	var h apiOperatorHealth
+	if err := a.call(ctx, http.MethodGet, "/api/v1/operators/"+url.PathEscape(SampleOperator)+"/health", token, nil, &h); err != nil {
+		return append(rows, fmt.Sprintf("manager/OperatorHealth\t\t%s\t<error>\t%s", SampleOperator, shorten(err.Error())))
+	}
+	if len(h.Clusters) == 0 {
+		return append(rows, fmt.Sprintf("manager/OperatorHealth\t\t%s\t%s\tnot checked yet", SampleOperator, h.OverallHealth))
+	}
+	for _, c := range h.Clusters {
+		rows = append(rows, fmt.Sprintf("manager/OperatorHealth\t%s\t%s\t%s\t%s", c.ClusterName, h.OperatorName, c.Health, shorten(healthSummary(c))))
+	}
+	return rows
+}
+
+// healthSummary is one cluster's health in a line: each part's health and what it looked at,
+// then the first message of a part that is not Healthy.
+func healthSummary(c apiClusterHealth) string {
+	crd := c.CRDReconciliation
+	s := fmt.Sprintf("pods %s %d/%d Ready; webhooks %s %d/%d; CRs %s %d/%d Ready", c.ControllerPods.Health,
+		c.ControllerPods.Ready, c.ControllerPods.Total, c.WebhookStatus.Health, c.WebhookStatus.Healthy,
+		c.WebhookStatus.Total, crd.Health, crd.Ready, crd.Resources)
+	for _, p := range []apiPart{c.ControllerPods, c.WebhookStatus, crd.apiPart} {
+		if p.Health != "Healthy" && len(p.Messages) > 0 {
+			return s + " (" + p.Messages[0] + ")"
+		}
+	}
+	return s
 }
 
 // shorten cuts a status message to 80 characters.

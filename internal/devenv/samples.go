@@ -95,7 +95,11 @@ func (e *Env) statusTable(ctx context.Context) string {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.gvk.Kind, s.namespace, s.name, status, message)
 	}
 	if e.manager != nil {
-		for _, row := range e.manager.api.statusRows(ctx, e.manager.statusToken) {
+		rows := e.manager.api.statusRows(ctx, e.manager.statusToken)
+		if id := e.manager.deploymentID; id != "" {
+			rows = append(rows, e.manager.api.deploymentRows(ctx, e.manager.statusToken, id)...)
+		}
+		for _, row := range rows {
 			fmt.Fprintln(w, row)
 		}
 	}

@@ -40,6 +40,8 @@ import (
 // and each down must leave no process behind. The operator manager runs in both: with the written
 // URL and token it lists the control plane as cluster dev and the operator slipway; the second
 // run's manager has a new database and secret, so the first run's token no longer opens it.
+// Each run's sample deployment (Direct, health checks on) completes with the operator Healthy,
+// every part checked, and the status view follows it: the second run submits it afresh.
 func TestDevEnv_UpDownUpDownInOneDirectory(t *testing.T) {
 	dir := t.TempDir()
 	devenvBin, operatorBin, managerBin := buildBinary(t, dir, "devenv"), buildBinary(t, dir, "operator"), buildBinary(t, dir, "manager")
@@ -68,6 +70,7 @@ func TestDevEnv_UpDownUpDownInOneDirectory(t *testing.T) {
 		}
 		m := checkManager(t, state)
 		printsCurl(t, out, state)
+		checkSampleDeployment(t, m, out, state)
 		for _, prev := range tokens {
 			if code, body := m.get(t, "/api/v1/clusters", prev); code != http.StatusUnauthorized {
 				t.Errorf("up #%d: the previous run's token = %d, want 401 (a fresh secret): %s", run, code, body)
