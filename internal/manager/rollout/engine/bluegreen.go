@@ -22,9 +22,9 @@ func (e *Engine) switchStage(ctx context.Context, d *store.Deployment, op *store
 			if d.Reason != waitingSwitch {
 				_, err := e.update(ctx, d.ID, func(d *store.Deployment) error { d.Reason = waitingSwitch; return nil })
 				e.event(ctx, d.ID, "switch.waiting", "", waitingSwitch, nil)
-				return -1, err
+				return approvalPoll, err
 			}
-			return -1, nil
+			return approvalPoll, nil // a switch asked on any replica is seen within approvalPoll
 		}
 		if failed := e.switchAll(ctx, d); len(failed) > 0 {
 			if ctx.Err() != nil {

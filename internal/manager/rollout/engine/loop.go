@@ -172,10 +172,12 @@ func (e *Engine) release(ctx context.Context, id string, wait time.Duration) {
 		}
 		d.ClaimedBy, d.LeaseUntil = "", nil
 		switch {
+		case pendingRequest(d):
+			// Asked to cancel or roll back while this step ran: due at once.
+			now := e.now()
+			d.NextRunAt = &now
 		case wait < 0:
 			d.NextRunAt = nil
-		case d.NextRunAt != nil && d.NextRunAt.Before(e.now()) && d.Revision > 0 && wait > 0:
-			// Asked something meanwhile (an API request set NextRunAt to now): keep it due.
 		default:
 			next := e.now().Add(wait)
 			d.NextRunAt = &next
@@ -215,4 +217,16 @@ func (e *Engine) logErr(ctx context.Context, what string, err error) {
 		return
 	}
 	e.log.ErrorContext(ctx, "engine: "+what+" failed", "error", err)
+}
+
+// pendingRequest reports whether the deployment holds an API request the engine has not acted on
+// and acts on at once (a switch waits for its stage, so it is not one).
+func pendingRequest(d *store.Deployment) bool {
+	switch {
+	case d.RollbackRequested && d.Status != store.DeploymentRollingBack:
+		return d.Status == store.DeploymentCompleted || !d.Status.Terminal()
+	case d.CancelRequested:
+		return !d.Status.Terminal() && d.Status != store.DeploymentRollingBack
+	}
+	return false
 }

@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"slices"
+	"testing"
+
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
+	"github.com/slipway-dev/slipway/internal/manager/store"
+	"github.com/slipway-dev/slipway/internal/manager/telemetry"
+)
+
+// TestSpansAndMetrics runs a Direct deployment with an in-memory span recorder: its steps are
+// operator.deploy spans with the design's children (operator.validate, cluster.connect,
+// helm.install → crd.apply and controller.deploy, operator.healthcheck → the three checks),
+// and the deployment counters and histograms move. It replaces the global tracer provider, so
+// it does not run in parallel.
+func TestSpansAndMetrics(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	deployedBefore := metricValue(t, "slipway_manager_operators_deployed_total", map[string]string{"strategy": "Direct"})
+	durationsBefore := metricValue(t, "slipway_manager_operator_deploy_duration_seconds", map[string]string{"strategy": "Direct", "status": "Completed"})
+
+	h := newHarness(t, []target{{Name: "span-1", Environment: store.EnvironmentDev, Server: single(t)}}, func(c *Config) { c.HealthLoop = false })
+	h.operator("spans", charttest.OperatorChart(chartName, "1.0.0", charttest.Compatible))
+	h.start()
+	d := h.submit(`{"operator": "spans", "version": "1.0.0", "clusters": ["span-1"], "strategy": "Direct"}`)
+	h.waitStatus(d.ID, store.DeploymentCompleted)
+	h.eng.Stop()
+
+	spans := rec.Ended()
+	byID := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range spans {
+		byID[s.SpanContext().SpanID().String()] = s
+	}
+	parentOf := func(s sdktrace.ReadOnlySpan) string {
+		if p, ok := byID[s.Parent().SpanID().String()]; ok {
+			return p.Name()
+		}
+		return ""
+	}
+	want := map[string]string{
+		"operator.validate":    telemetry.SpanOperatorDeploy,
+		"cluster.connect":      "operator.validate",
+		"helm.install":         telemetry.SpanOperatorDeploy,
+		"crd.apply":            "helm.install",
+		"controller.deploy":    "helm.install",
+		"operator.healthcheck": telemetry.SpanOperatorDeploy,
+		"healthcheck.pods":     "operator.healthcheck",
+		"healthcheck.webhooks": "operator.healthcheck",
+		"healthcheck.crds":     "operator.healthcheck",
+	}
+	// Registering the cluster has cluster.connect spans of its own (roots): each name needs one
+	// span under the expected parent.
+	seen := map[string]bool{}
+	for _, s := range spans {
+		if parent, ok := want[s.Name()]; ok && parentOf(s) == parent {
+			seen[s.Name()] = true
+		}
+	}
+	for name := range want {
+		if !seen[name] {
+			var names []string
+			for _, s := range spans {
+				names = append(names, s.Name())
+			}
+			slices.Sort(names)
+			t.Errorf("no %s span under %s; spans: %v", name, want[name], slices.Compact(names))
+		}
+	}
+	if got := metricValue(t, "slipway_manager_operators_deployed_total", map[string]string{"strategy": "Direct"}); got != deployedBefore+1 {
+		t.Errorf("operators deployed %v, want %v", got, deployedBefore+1)
+	}
+	if got := metricValue(t, "slipway_manager_operator_deploy_duration_seconds", map[string]string{"strategy": "Direct", "status": "Completed"}); got != durationsBefore+1 {
+		t.Errorf("deploy durations observed %v, want %v", got, durationsBefore+1)
+	}
+}
+
+// metricValue is a counter's value, a gauge's, or a histogram's sample count, summed over the
+// series of name whose labels include match, from the manager's registry.
+func metricValue(t *testing.T, name string, match map[string]string) float64 {
+	t.Helper()
+	families, err := telemetry.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range match {
+				if labels[k] != v {
+					continue series
+				}
+			}
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return sum
+}
