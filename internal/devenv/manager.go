@@ -277,7 +277,7 @@ func (e *Env) printManager(out io.Writer) {
 	fmt.Fprintf(out, "  curl:       curl -k -H \"Authorization: Bearer $(cat %s)\" \"$(cat %s)/api/v1/clusters\"\n",
 		filepath.Join(dir, ManagerTokenFile), filepath.Join(dir, ManagerURLFile))
 	if id := e.manager.deploymentID; id != "" {
-		fmt.Fprintf(out, "  deployment: %s  (Direct, %s %s to cluster %s, health checks on; the status below follows it)\n",
+		fmt.Fprintf(out, "  deployment: %s  (Direct, %s %s to cluster %s, health checks on; the status view follows it)\n",
 			id, SampleOperator, SampleDeploymentVersion, DevCluster)
 		fmt.Fprintf(out, "  events:     curl -k -N -H \"Accept: text/event-stream\" -H \"Authorization: Bearer $(cat %s)\" \"$(cat %s)/api/v1/deployments/%s/events\"\n",
 			filepath.Join(dir, ManagerTokenFile), filepath.Join(dir, ManagerURLFile), id)
