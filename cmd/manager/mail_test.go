@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"math/big"
@@ -240,15 +241,16 @@ func TestApprovalMail_ThroughTheBinary(t *testing.T) {
 		"--operator-health-interval=2s")
 	registerCluster(t, p, "mail-prod", "Production", srv.Kubeconfig)
 	repo := operatorRepo(t).URL
-	registerOperator(t, p, "mail-ok", "mail-ok", repo)
-	registerOperator(t, p, "mail-no", "mail-no", repo)
+	okOp, noOp := uniqueName("mail-ok"), uniqueName("mail-no")
+	registerOperator(t, p, okOp, okOp, repo)
+	registerOperator(t, p, noOp, noOp, repo)
 	alice := d.admin() // the requester
 	owner := d.token("olivia", auth.EnvironmentOwnerOf("Production"))
 	carol := d.token("carol", auth.Admin)
 
 	// Approved: the mail, then the approval by a Production owner, then the install.
 	posted := time.Now()
-	dep := postDeployment(t, p, alice, `{"operator": "mail-ok", "version": "1.0.0", "clusters": ["mail-prod"], "strategy": "Direct"}`)
+	dep := postDeployment(t, p, alice, fmt.Sprintf(`{"operator": %q, "version": "1.0.0", "clusters": ["mail-prod"], "strategy": "Direct"}`, okOp))
 	waitDeployment(t, p, dep.ID, "WaitingApproval", time.Minute)
 	m := mailSrv.awaitMail(t, dep.ID)
 	t.Logf("approval mail received %s after POST /api/v1/deployments", time.Since(posted).Round(time.Millisecond))
@@ -257,7 +259,7 @@ func TestApprovalMail_ThroughTheBinary(t *testing.T) {
 	p.must("POST", "/api/v1/approvals/"+a.ID+"/approve", alice, []byte(`{"comment": "mine"}`), http.StatusForbidden)
 	p.must("POST", "/api/v1/approvals/"+a.ID+"/approve", owner, []byte(`{"comment": "go"}`), http.StatusOK)
 	done := waitDeployment(t, p, dep.ID, "Completed", 3*time.Minute)
-	rel, err := install.Status(context.Background(), srv.Config, "mail-ok", "mail-ok")
+	rel, err := install.Status(context.Background(), srv.Config, okOp, okOp)
 	if err != nil {
 		t.Fatalf("the approved deployment's release: %v", err)
 	}
@@ -267,7 +269,7 @@ func TestApprovalMail_ThroughTheBinary(t *testing.T) {
 	}
 
 	// Rejected: the mail, the rejection, Failed, nothing installed.
-	dep2 := postDeployment(t, p, alice, `{"operator": "mail-no", "version": "1.0.0", "clusters": ["mail-prod"], "strategy": "Direct"}`)
+	dep2 := postDeployment(t, p, alice, fmt.Sprintf(`{"operator": %q, "version": "1.0.0", "clusters": ["mail-prod"], "strategy": "Direct"}`, noOp))
 	waitDeployment(t, p, dep2.ID, "WaitingApproval", time.Minute)
 	m2 := mailSrv.awaitMail(t, dep2.ID)
 	a2 := pendingApproval(t, p, dep2.ID)
@@ -282,7 +284,7 @@ func TestApprovalMail_ThroughTheBinary(t *testing.T) {
 	}
 	// Give a wrongly running engine time to install anyway, then look in the cluster.
 	time.Sleep(3 * time.Second)
-	_, err = install.Status(context.Background(), srv.Config, "mail-no", "mail-no")
+	_, err = install.Status(context.Background(), srv.Config, noOp, noOp)
 	var ie *invalid.Error
 	if !errors.As(err, &ie) || ie.Reason != "notFound" {
 		t.Fatalf("the rejected deployment's release: %v, want none", err)

@@ -5,6 +5,7 @@ package main_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -24,6 +25,12 @@ import (
 
 // operatorChart is the chart name of the test operators (charttest.OperatorChart).
 const operatorChart = "widget-operator"
+
+// uniqueName is prefix with a random suffix: the fleet outlives a test (-count, reruns), so each
+// run installs its own Helm releases.
+func uniqueName(prefix string) string {
+	return prefix + "-" + strings.ToLower(rand.Text()[:5])
+}
 
 // operatorRepo serves versions 1.0.0 and 1.1.0 of the test operator's chart.
 func operatorRepo(t *testing.T) *charttest.Repository {
@@ -357,7 +364,7 @@ func TestHA_ReplicaKilledMidRollout(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHASetup(t, tc.operator)
+			h := newHASetup(t, uniqueName(tc.operator))
 			admin := h.d.admin()
 			// A Production deployment waiting for approval while the replica dies.
 			waiting := postDeployment(t, h.replicas["r3"], admin, fmt.Sprintf(
