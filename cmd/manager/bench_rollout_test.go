@@ -94,12 +94,29 @@ func (r *rolloutBench) operators(tag string, n int) []string {
 // benchChart is the operator chart's name in the repository.
 const benchChart = "widget-operator"
 
-// benchCharts are the operator chart's versions 1.0.0 and 1.0.1 (its CRD compatibly changed).
-func benchCharts() []charttest.ChartFiles {
-	return []charttest.ChartFiles{
-		charttest.OperatorChart(benchChart, "1.0.0", charttest.Base),
-		charttest.OperatorChart(benchChart, "1.0.1", charttest.Compatible),
+// benchCharts are the operator chart's versions 1.0.0 and 1.0.1, plus extra (the CRD of the
+// version at the level asked). CRDs are cluster-wide and the fleet is shared: each call names its
+// own CRD (Widget<n>), so a benchmark never finds one a former run changed (installing an older
+// schema over a newer one is a breaking change that waits for an approval).
+func benchCharts(extra ...func(crd string) charttest.ChartFiles) []charttest.ChartFiles {
+	crd := fmt.Sprintf("Widget%d", rolloutCRD.Add(1))
+	out := []charttest.ChartFiles{benchChartAt("1.0.0", crd, charttest.Base), benchChartAt("1.0.1", crd, charttest.Compatible)}
+	for _, e := range extra {
+		out = append(out, e(crd))
 	}
+	return out
+}
+
+// rolloutCRD numbers the CRDs of benchCharts.
+var rolloutCRD atomic.Int64
+
+// benchChartAt is charttest's operator chart at version with the CRD kind at level instead of
+// the Widget CRD.
+func benchChartAt(version, kind string, level charttest.Level) charttest.ChartFiles {
+	files := charttest.OperatorChart(benchChart, version, level)
+	delete(files, "crds/widgets.yaml")
+	files["crds/"+strings.ToLower(kind)+".yaml"] = charttest.YAML(charttest.NewCRD(strings.ToLower(kind)+"s", kind, level))
+	return files
 }
 
 // deployer is a new user with the Operator role: each may POST 10 deployments a minute.
@@ -152,6 +169,9 @@ func (r *rolloutBench) wait(id, want string) server.Deployment {
 				r.b.Fatalf("deployment %s ended %s (%s), want %s\nevents:\n%s", id, d.Status, d.Reason, want, r.events(id))
 			}
 			return d
+		}
+		if d.Status == "WaitingApproval" {
+			r.b.Fatalf("deployment %s waits for an approval (%s): the benchmark's deployments need none\nevents:\n%s", id, d.Reason, r.events(id))
 		}
 		if time.Now().After(deadline) {
 			r.b.Fatalf("deployment %s still %s (%s) after 10 minutes\nevents:\n%s", id, d.Status, d.Reason, r.events(id))
@@ -346,19 +366,21 @@ func BenchmarkRolloutSingle(b *testing.B) {
 	r.reportPeakRSS()
 }
 
-// restartingChart is version (the CRD of 1.0.0) with pods that restart every second once running (kwok's
-// pod-restart stage): it installs (Ready) and then fails its health checks.
-func restartingChart(version string) charttest.ChartFiles {
-	files := charttest.OperatorChart(benchChart, version, charttest.Base)
-	const anchor = "  template:\n    metadata:\n      labels:\n        app.kubernetes.io/instance: {{ .Release.Name }}\n"
-	d := files["templates/deployment.yaml"]
-	if !strings.Contains(d, anchor) {
-		panic("charttest's deployment template changed: update restartingChart")
+// restartingChart is version (with 1.0.1's CRD) with pods that restart every second once running
+// (kwok's pod-restart stage): it installs (Ready) and then fails its health checks.
+func restartingChart(version string) func(crd string) charttest.ChartFiles {
+	return func(crd string) charttest.ChartFiles {
+		files := benchChartAt(version, crd, charttest.Compatible)
+		const anchor = "  template:\n    metadata:\n      labels:\n        app.kubernetes.io/instance: {{ .Release.Name }}\n"
+		d := files["templates/deployment.yaml"]
+		if !strings.Contains(d, anchor) {
+			panic("charttest's deployment template changed: update restartingChart")
+		}
+		files["templates/deployment.yaml"] = strings.Replace(d, anchor, anchor+
+			"        "+controlplane.RestartLabel+": \"true\"\n"+
+			"      annotations:\n        "+controlplane.RestartIntervalAnnotation+": 1s\n", 1)
+		return files
 	}
-	files["templates/deployment.yaml"] = strings.Replace(d, anchor, anchor+
-		"        "+controlplane.RestartLabel+": \"true\"\n"+
-		"      annotations:\n        "+controlplane.RestartIntervalAnnotation+": 1s\n", 1)
-	return files
 }
 
 // BenchmarkRolloutRollback: 1.0.0 then 1.0.1 go to the 10 clusters (Direct, Completed), then the
@@ -369,7 +391,7 @@ func restartingChart(version string) charttest.ChartFiles {
 // the first cluster and rolled back: seconds from the trigger to RolledBack (rollback-status).
 // It reports the requests per cluster rollback and the peak RSS.
 func BenchmarkRolloutRollback(b *testing.B) {
-	r := newRolloutBench(b, "sqlite", append(benchCharts(), restartingChart("1.0.2")))
+	r := newRolloutBench(b, "sqlite", benchCharts(restartingChart("1.0.2")))
 	var manual, manualServer, auto time.Duration
 	before := r.requestsNow("rollback")
 	for b.Loop() {
