@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -190,22 +191,28 @@ func (e *Engine) hold(ctx context.Context, d *store.Deployment, op *store.Operat
 		}
 		return 0, err
 	}
-	results, err := e.checkStage(ctx, d, op, st.Clusters)
+	// Check the clusters of this stage and of the stages it follows (still this deployment's to
+	// watch: the health loop leaves active deployments to the engine); judge this stage's.
+	watched := installedUpTo(d, plan, st.Index)
+	results, err := e.checkStage(ctx, d, op, watched)
 	if err != nil {
 		return 0, err
 	}
 	healthy, unhealthy := 0, 0
 	var bad []string
 	for _, r := range results {
+		if r.failures >= e.cfg.FailureThreshold {
+			return e.startRollback(ctx, d, fmt.Sprintf("health check: %s failed %d checks in a row: %s", r.cluster, r.failures, summary(r.health)))
+		}
+		if !slices.Contains(st.Clusters, r.cluster) {
+			continue
+		}
 		switch r.health.Health {
 		case health.Healthy:
 			healthy++
 		case health.Unhealthy:
 			unhealthy++
 			bad = append(bad, r.cluster+": "+summary(r.health))
-			if r.failures >= e.cfg.FailureThreshold {
-				return e.startRollback(ctx, d, fmt.Sprintf("health check: %s failed %d checks in a row: %s", r.cluster, r.failures, summary(r.health)))
-			}
 		default:
 			bad = append(bad, r.cluster+": "+summary(r.health))
 		}
@@ -218,12 +225,30 @@ func (e *Engine) hold(ctx context.Context, d *store.Deployment, op *store.Operat
 		return e.passStage(ctx, d, plan, st, fmt.Sprintf("stage %d: %d of %d cluster(s) healthy", st.Index, healthy, len(st.Clusters)))
 	}
 	grace := holdEnd.Add(e.cfg.InstallTimeout)
-	if unhealthy == 0 && now.Before(grace) {
-		// Only Degraded (a part could not run): not judged yet; look again.
+	if (unhealthy == 0 || st.Hold == 0) && now.Before(grace) {
+		// Only Degraded (a part could not run), or a stage without a hold whose first checks
+		// failed: a failure is FailureThreshold checks in a row (above); look again.
 		return min(e.checkEvery(st), grace.Sub(now)), nil
 	}
 	return e.startRollback(ctx, d, fmt.Sprintf("stage %d: %d of %d cluster(s) healthy, below the threshold %d%%: %s",
 		st.Index, healthy, len(st.Clusters), int(st.SuccessThreshold*100+0.5), strings.Join(bad, "; ")))
+}
+
+// installedUpTo names the clusters of stages 0..last that run the deployment's version.
+func installedUpTo(d *store.Deployment, plan *strategy.Plan, last int) []string {
+	var out []string
+	for _, s := range plan.Stages[:last+1] {
+		if s.Kind != strategy.StageInstall && s.Index != last {
+			continue
+		}
+		for _, name := range s.Clusters {
+			c := clusterByName(d, name)
+			if c != nil && (c.Status == store.ClusterValidating || c.Status == store.ClusterHealthy) && !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
 }
 
 // checkEvery is the interval of health checks during a stage's hold.

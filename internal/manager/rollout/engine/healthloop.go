@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -50,6 +51,19 @@ func (e *Engine) HealthRound(ctx context.Context) int {
 		e.logErr(ctx, "listing live releases", err)
 		return 0
 	}
+	// Active deployments are watched by their own steps (which judge and roll them back).
+	active, err := e.cfg.Store.DeploymentList(ctx, &store.DeploymentListParams{Active: true, Limit: 1000})
+	if err != nil {
+		e.logErr(ctx, "listing active deployments", err)
+		return 0
+	}
+	busy := map[[2]string]bool{}
+	for _, d := range active {
+		for _, c := range d.Clusters {
+			busy[[2]string{d.OperatorID, c.ClusterName}] = true
+		}
+	}
+	live = slices.DeleteFunc(live, func(r *store.LiveRelease) bool { return busy[[2]string{r.OperatorID, r.ClusterName}] })
 	ops := map[string]*store.Operator{}
 	sem := make(chan struct{}, checkConcurrency)
 	var wg sync.WaitGroup

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -179,6 +180,7 @@ func (h *harness) wait(id, what string, cond func(d *store.Deployment) bool) *st
 			return d
 		}
 		if time.Now().After(deadline) {
+			h.t.Logf("claimed by %q until %v, due %v; engine goroutines:\n%s", d.ClaimedBy, d.LeaseUntil, d.NextRunAt, engineStacks())
 			h.t.Fatalf("deployment %s: %s not reached; status %s (%s)\nevents:\n%s", id, what, d.Status, d.Reason, h.eventLog(id))
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -219,6 +221,19 @@ func (h *harness) eventTypes(id string) []string {
 		out = append(out, e.Type)
 	}
 	return out
+}
+
+// engineStacks are the stacks of the goroutines running engine code (to see where a step waits).
+func engineStacks() string {
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "rollout/engine.(*Engine)") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
 
 func tail(s string, lines int) string {
