@@ -93,14 +93,17 @@ func (e *Engine) Stop() {
 
 func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }
 
-// event appends a step to the deployment's history; a failure is logged, not returned: the
+// event appends a step to the deployment's history, with the replica that made it in its
+// details; a failure is logged, not returned: the
 // history must never stop a deployment.
 func (e *Engine) event(ctx context.Context, id, typ, cluster, msg string, details map[string]any) {
 	ev := &store.DeploymentEvent{DeploymentID: id, At: e.now(), Type: typ, Cluster: cluster, Message: msg}
-	if len(details) > 0 {
-		if b, err := json.Marshal(details); err == nil {
-			ev.Details = b
-		}
+	all := map[string]any{"replica": e.cfg.ReplicaID} // which replica did the step: a takeover shows
+	for k, v := range details {
+		all[k] = v
+	}
+	if b, err := json.Marshal(all); err == nil {
+		ev.Details = b
 	}
 	if _, err := e.cfg.Store.DeploymentEventInsert(context.WithoutCancel(ctx), ev); err != nil {
 		e.log.WarnContext(ctx, "engine: Recording an event failed", "deployment", id, "type", typ, "error", err)
