@@ -517,7 +517,7 @@ func (p *Process) MetricSum(ctx context.Context, name string, match map[string]s
 }
 
 // Sum adds up the counter, gauge or untyped family name in families over the series whose labels
-// include every pair of match.
+// include every pair of match; for a histogram it adds up the sample counts.
 func Sum(families map[string]*dto.MetricFamily, name string, match map[string]string) float64 {
 	f, ok := families[name]
 	if !ok {
@@ -535,7 +535,8 @@ series:
 				continue series
 			}
 		}
-		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue() +
+			float64(m.GetHistogram().GetSampleCount())
 	}
 	return sum
 }

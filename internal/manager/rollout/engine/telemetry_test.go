@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -11,6 +12,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
+	"github.com/slipway-dev/slipway/internal/testenv/operatorproc"
 )
 
 // TestSpansAndMetrics runs a Direct deployment with an in-memory span recorder: its steps are
@@ -89,24 +91,9 @@ func metricValue(t *testing.T, name string, match map[string]string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := 0.0
+	byName := map[string]*dto.MetricFamily{}
 	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			for k, v := range match {
-				if labels[k] != v {
-					continue series
-				}
-			}
-			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
-		}
+		byName[f.GetName()] = f
 	}
-	return sum
+	return operatorproc.Sum(byName, name, match)
 }
