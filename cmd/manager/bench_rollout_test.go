@@ -157,11 +157,12 @@ func (r *rolloutBench) get(id string) server.Deployment {
 // finished are the statuses a deployment ends in.
 var finished = []string{"Completed", "RolledBack", "Failed", "Cancelled"}
 
-// wait polls the deployment every 100 ms until it has ended (10 minutes at most), fails the
-// benchmark when it ended other than want, and returns it.
+// wait polls the deployment every 100 ms until it has ended (3 minutes at most: the slowest
+// scenario takes well under one here), fails the benchmark when it ended other than want, and
+// returns it.
 func (r *rolloutBench) wait(id, want string) server.Deployment {
 	r.b.Helper()
-	deadline := time.Now().Add(10 * time.Minute)
+	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		d := r.get(id)
 		if slices.Contains(finished, d.Status) && !(want == "RolledBack" && d.Status == "Completed") {
@@ -174,7 +175,7 @@ func (r *rolloutBench) wait(id, want string) server.Deployment {
 			r.b.Fatalf("deployment %s waits for an approval (%s): the benchmark's deployments need none\nevents:\n%s", id, d.Reason, r.events(id))
 		}
 		if time.Now().After(deadline) {
-			r.b.Fatalf("deployment %s still %s (%s) after 10 minutes\nevents:\n%s", id, d.Status, d.Reason, r.events(id))
+			r.b.Fatalf("deployment %s still %s (%s) after 3 minutes\nevents:\n%s", id, d.Status, d.Reason, r.events(id))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
