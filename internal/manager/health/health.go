@@ -13,9 +13,9 @@
 //   - CRD reconciliation: the release's custom resources have a fresh Ready condition and fewer
 //     than 5 % of them are Ready=False.
 //
-// A Checker runs the checks and remembers restart counts between them; a Tracker turns
-// consecutive Unhealthy results into a rollback signal; a Board keeps the latest result per
-// (operator, cluster) in the API's response shape and sets the health gauges.
+// A Checker runs the checks and remembers restart counts between them. The rollout engine stores
+// each result (store.OperatorHealthRecord, which counts consecutive Unhealthy checks: the
+// rollback signal); Overall builds the API's response from stored results and Tally the gauges.
 //
 // Nothing is reported as passed that did not run: a check that could not run says "not checked:
 // why" and makes its part Degraded at best.

@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -77,69 +76,18 @@ func TestOverallHealth(t *testing.T) {
 	}
 }
 
-func TestTracker(t *testing.T) {
-	tr := NewTracker(0)
-	seq := []struct {
-		h        Health
-		failures int
-		rollback bool
-	}{
-		{Unhealthy, 1, false},
-		{Unhealthy, 2, false},
-		{Degraded, 2, false}, // could not tell: neither counts nor resets
-		{Unhealthy, 3, true},
-		{Unhealthy, 4, true},
-		{Healthy, 0, false},
-		{Unhealthy, 1, false},
+func TestTally(t *testing.T) {
+	h, d, u := Tally(map[string][]Health{
+		"a": {Healthy, Degraded},
+		"b": {Unhealthy, Healthy},
+		"c": {Healthy},
+		"d": {Healthy, Healthy},
+	})
+	if h != 2 || d != 1 || u != 1 {
+		t.Fatalf("tally healthy/degraded/unhealthy = %d/%d/%d, want 2/1/1", h, d, u)
 	}
-	for i, s := range seq {
-		got := tr.Observe("op", "prod", s.h)
-		if got.ConsecutiveFailures != s.failures || got.Rollback != s.rollback {
-			t.Fatalf("step %d (%s): %+v, want %d failures, rollback %v", i, s.h, got, s.failures, s.rollback)
-		}
-	}
-	if got := tr.Observe("op", "staging", Unhealthy); got.ConsecutiveFailures != 1 {
-		t.Fatalf("another cluster shares the count: %+v", got)
-	}
-	tr.Reset("op", "prod")
-	if got := tr.Observe("op", "prod", Unhealthy); got.ConsecutiveFailures != 1 {
-		t.Fatalf("after Reset: %+v", got)
-	}
-	two := NewTracker(2)
-	two.Observe("op", "c", Unhealthy)
-	if !two.Observe("op", "c", Unhealthy).Rollback {
-		t.Fatal("threshold 2: no rollback after 2 failures")
-	}
-}
-
-func TestBoardAndGauges(t *testing.T) {
-	b := NewBoard()
-	now := time.Now().UTC()
-	b.Record("a", ClusterHealth{ClusterName: "z", Health: Healthy, LastChecked: now})
-	b.Record("a", ClusterHealth{ClusterName: "y", Health: Degraded, LastChecked: now})
-	b.Record("b", ClusterHealth{ClusterName: "y", Health: Unhealthy, LastChecked: now})
-	b.Record("c", ClusterHealth{ClusterName: "y", Health: Healthy, LastChecked: now})
-	oh, ok := b.Operator("a")
-	if !ok || oh.OverallHealth != Degraded || len(oh.Clusters) != 2 || oh.Clusters[0].ClusterName != "y" {
-		t.Fatalf("operator a = %+v", oh)
-	}
-	if one, ok := b.OnCluster("a", "z"); !ok || one.OverallHealth != Healthy || len(one.Clusters) != 1 {
-		t.Fatalf("operator a on z = %+v", one)
-	}
-	if _, ok := b.Operator("nope"); ok {
-		t.Fatal("an operator never checked has a result")
-	}
-	gauges := func() [3]float64 {
-		return [3]float64{gaugeValue(t, telemetry.OperatorsHealthy), gaugeValue(t, telemetry.OperatorsDegraded),
-			gaugeValue(t, telemetry.OperatorsUnhealthy)}
-	}
-	if g := gauges(); g != [3]float64{1, 1, 1} {
-		t.Fatalf("gauges healthy/degraded/unhealthy = %v, want 1/1/1", g)
-	}
-	b.Record("b", ClusterHealth{ClusterName: "y", Health: Healthy, LastChecked: now})
-	b.Forget("a", "y")
-	if g := gauges(); g != [3]float64{3, 0, 0} {
-		t.Fatalf("gauges after recovery = %v, want 3/0/0", g)
+	if h, d, u := Tally(nil); h+d+u != 0 {
+		t.Fatalf("tally of nothing = %d/%d/%d", h, d, u)
 	}
 }
 
@@ -163,9 +111,6 @@ func TestUnreachableClusterNeverPasses(t *testing.T) {
 		if !hasMessage(ms, "not checked: ") {
 			t.Fatalf("messages %q do not say not checked", ms)
 		}
-	}
-	if NewTracker(1).Observe("op", "gone", got.Health).Rollback {
-		t.Fatal("an unreachable cluster signals a rollback")
 	}
 }
 

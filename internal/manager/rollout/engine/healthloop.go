@@ -9,6 +9,7 @@ import (
 
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/store"
+	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 )
 
 // healthLease names the lease of the replica that runs the health loop (one checker for the
@@ -30,9 +31,12 @@ func (e *Engine) healthLoop(ctx context.Context) {
 		}
 		if held && !now.Before(next) {
 			e.HealthRound(ctx)
+			e.setHealthGauges(ctx)
 			next = now.Add(e.cfg.HealthInterval)
 		}
-		if !held {
+		if !held && !next.IsZero() {
+			// Another replica runs the loop and exports the gauges: a sum over replicas stays right.
+			telemetry.SetOperatorHealth(0, 0, 0)
 			next = time.Time{}
 		}
 		select {
@@ -42,6 +46,20 @@ func (e *Engine) healthLoop(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// setHealthGauges sets the operator health gauges from the stored latest checks.
+func (e *Engine) setHealthGauges(ctx context.Context) {
+	recs, err := e.cfg.Store.OperatorHealthList(ctx, &store.OperatorHealthListParams{})
+	if err != nil {
+		e.logErr(ctx, "reading operator health", err)
+		return
+	}
+	latest := map[string][]health.Health{}
+	for _, r := range recs {
+		latest[r.OperatorName] = append(latest[r.OperatorName], health.Health(r.Health))
+	}
+	telemetry.SetOperatorHealth(health.Tally(latest))
 }
 
 // HealthRound checks every live release once (the health loop's round) and returns how many.

@@ -98,6 +98,19 @@ func TestApprovals_RejectedOrExpiredNeverExecutes(t *testing.T) {
 	if _, err := install.Status(ctx, h.admin["prod-x"], "appr", "op-appr"); !isNotFound(err) {
 		t.Errorf("an expired deployment installed something (err %v)", err)
 	}
+	// The audit log holds both approvals' history: two requests and one expiry (the decision
+	// is audited by the API, not here).
+	entries, err := h.store.AuditList(ctx, &store.AuditListParams{TargetKind: "approval", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions := map[string]int{}
+	for _, a := range entries {
+		actions[a.Action]++
+	}
+	if actions["approval.request"] != 2 || actions["approval.expire"] != 1 {
+		t.Errorf("audit actions %v, want 2 approval.request and 1 approval.expire", actions)
+	}
 }
 
 // TestTakeover_AnotherReplicaFinishes: the replica driving a deployment stops mid-hold without

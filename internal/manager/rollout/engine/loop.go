@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/audit"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 )
@@ -52,6 +53,12 @@ func (e *Engine) tick(ctx context.Context) {
 	} else {
 		for _, a := range expired {
 			e.event(ctx, a.DeploymentID, "approval.expired", "", fmt.Sprintf("approval %s (%s) expired undecided", a.ID, a.Kind), nil)
+			if _, err := e.cfg.Store.AuditInsert(ctx, &store.AuditInsertParams{
+				At: now, Actor: "slipway-manager", Action: "approval.expire", TargetKind: "approval", TargetName: a.ID,
+				Result: audit.Success, Details: fmt.Sprintf("deployment %s: %s expired undecided at %s", a.DeploymentID, a.Kind, a.ExpiresAt.Format(time.RFC3339)),
+			}); err != nil {
+				e.logErr(ctx, "auditing the expiry of approval "+a.ID, err)
+			}
 			e.touch(ctx, a.DeploymentID)
 		}
 	}

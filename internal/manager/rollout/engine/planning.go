@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/slipway-dev/slipway/internal/manager/approvals"
+	"github.com/slipway-dev/slipway/internal/manager/audit"
 	"github.com/slipway-dev/slipway/internal/manager/crds"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
@@ -118,6 +119,15 @@ func (e *Engine) askApprovals(ctx context.Context, d *store.Deployment, reqs []a
 				return err
 			}
 			created = append(created, a)
+			// The approval's whole history is in the audit log: its request here, the decisions
+			// at the API, its expiry in the loop.
+			if _, err := tx.AuditInsert(ctx, &store.AuditInsertParams{
+				At: e.now(), Actor: d.RequestedBy, Action: "approval.request", TargetKind: "approval", TargetName: a.ID,
+				Result: audit.Success, RequestID: d.RequestID,
+				Details: fmt.Sprintf("deployment %s: %s (%d × %s): %s", d.ID, a.Kind, a.Required, a.RequiredRole, a.Reason),
+			}); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

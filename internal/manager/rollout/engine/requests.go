@@ -80,7 +80,7 @@ func (e *Engine) Submit(ctx context.Context, req *request.Request, requestedBy, 
 	d := &store.Deployment{
 		OperatorID: op.ID, OperatorName: op.Name, Version: req.Version, Strategy: string(req.Strategy),
 		Config: cfgJSON, Values: req.Values, ValuesByEnvironment: byEnv, Status: store.DeploymentQueued,
-		Reason: "waiting to be admitted", RequestedBy: requestedBy, RequestID: requestID,
+		Reason: fmt.Sprintf("queued: at most %d deployments run at once", e.cfg.MaxConcurrent), RequestedBy: requestedBy, RequestID: requestID,
 		CreatedAt: now, NextRunAt: &now,
 	}
 	for _, t := range plan.Targets {

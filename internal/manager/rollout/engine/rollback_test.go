@@ -102,6 +102,9 @@ func TestRollback_AutomaticAfterFailedHealthChecks(t *testing.T) {
 		recs, err := h.store.OperatorHealthList(context.Background(), &store.OperatorHealthListParams{OperatorName: "auto"})
 		return err == nil && len(recs) == 1 && recs[0].DeploymentID == first.ID && recs[0].Health == "Healthy"
 	})
+	h.wait(first.ID, "the healthy gauge", func(*store.Deployment) bool {
+		return metricValue(t, "slipway_manager_operators_healthy", nil) == 1 && metricValue(t, "slipway_manager_operators_unhealthy", nil) == 0
+	})
 }
 
 // TestRollback_DuringValidation: a Rolling deployment of the restarting version is caught during
