@@ -1,13 +1,10 @@
 package notify
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
-	"io"
 	"mime"
-	"mime/quotedprintable"
 	"net"
 	"net/mail"
 	"strings"
@@ -17,35 +14,15 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
+	"github.com/slipway-dev/slipway/internal/manager/notify/smtptest"
 )
 
-func mailerFor(ts *testServer, addr string) *Mailer {
-	return &Mailer{
-		Addr: addr, From: "Slipway <slipway@example.com>", Username: testUser, Password: testPassword,
-		TLS: &tls.Config{RootCAs: ts.pool}, Timeout: 10 * time.Second,
-	}
-}
-
-// parsed is a received message read back: headers decoded, body decoded from quoted-printable.
-type parsed struct {
-	Header mail.Header
-	Body   string
-}
-
-func parse(t *testing.T, data []byte) parsed {
+func mailerFor(t *testing.T, addr string) *Mailer {
 	t.Helper()
-	m, err := mail.ReadMessage(bytes.NewReader(data))
-	if err != nil {
-		t.Fatalf("parse %q: %v", data, err)
+	return &Mailer{
+		Addr: addr, From: "Slipway <slipway@example.com>", Username: smtptest.User, Password: smtptest.Password,
+		TLS: &tls.Config{RootCAs: smtptest.CertPool(t)}, Timeout: 10 * time.Second,
 	}
-	if got := m.Header.Get("Content-Transfer-Encoding"); got != "quoted-printable" {
-		t.Fatalf("Content-Transfer-Encoding %q", got)
-	}
-	body, err := io.ReadAll(quotedprintable.NewReader(m.Body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return parsed{Header: m.Header, Body: strings.ReplaceAll(string(body), "\r\n", "\n")}
 }
 
 func decodeHeader(t *testing.T, h mail.Header, k string) string {
@@ -57,20 +34,19 @@ func decodeHeader(t *testing.T, h mail.Header, k string) string {
 	return v
 }
 
-func receive(t *testing.T, ts *testServer) received {
+// receive is the next message ts accepts, checked to be quoted-printable (its Body decoded).
+func receive(t *testing.T, ts *smtptest.Server) smtptest.Message {
 	t.Helper()
-	select {
-	case r := <-ts.got:
-		return r
-	case <-time.After(30 * time.Second):
-		t.Fatal("the server received no message")
-		return received{}
+	m := ts.Receive(t)
+	if got := m.Header.Get("Content-Transfer-Encoding"); got != "quoted-printable" {
+		t.Fatalf("Content-Transfer-Encoding %q", got)
 	}
+	return m
 }
 
 func TestSendDelivers(t *testing.T) {
-	ts := startServer(t, serverOpts{})
-	m := mailerFor(ts, ts.addr)
+	ts := smtptest.Start(t, smtptest.Options{})
+	m := mailerFor(t, ts.Addr)
 	body := "Grüße from the manager.\n.a line that starts with a dot\n" + strings.Repeat("long ", 40) + "end\n"
 	date := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	err := m.Send(context.Background(), Message{
@@ -84,13 +60,12 @@ func TestSendDelivers(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := receive(t, ts)
-	if !r.TLS || r.User != testUser {
-		t.Errorf("delivered with TLS %v as %q, want STARTTLS and %q", r.TLS, r.User, testUser)
+	if !r.TLS || r.User != smtptest.User {
+		t.Errorf("delivered with TLS %v as %q, want STARTTLS and %q", r.TLS, r.User, smtptest.User)
 	}
 	if r.From != "slipway@example.com" || strings.Join(r.To, ",") != "asa@example.com,admin@example.com" {
 		t.Errorf("envelope from %q to %v", r.From, r.To)
 	}
-	p := parse(t, r.Data)
 	for k, want := range map[string]string{
 		"From":                  `"Slipway" <slipway@example.com>`,
 		"To":                    `Åsa Owner <asa@example.com>, <admin@example.com>`,
@@ -101,21 +76,21 @@ func TestSendDelivers(t *testing.T) {
 		"Auto-Submitted":        "auto-generated",
 		"X-Slipway-Approval-Id": "ap-1",
 	} {
-		if got := decodeHeader(t, p.Header, k); got != want {
+		if got := decodeHeader(t, r.Header, k); got != want {
 			t.Errorf("%s: %q, want %q", k, got, want)
 		}
 	}
-	if id := p.Header.Get("Message-Id"); !strings.HasPrefix(id, "<") || !strings.HasSuffix(id, "@example.com>") {
+	if id := r.Header.Get("Message-Id"); !strings.HasPrefix(id, "<") || !strings.HasSuffix(id, "@example.com>") {
 		t.Errorf("Message-ID %q", id)
 	}
-	if p.Body != body {
-		t.Errorf("body %q, want %q", p.Body, body)
+	if r.Body != body {
+		t.Errorf("body %q, want %q", r.Body, body)
 	}
 }
 
 func TestSendWithoutAuth(t *testing.T) {
-	ts := startServer(t, serverOpts{noAuth: true})
-	m := mailerFor(ts, ts.addr)
+	ts := smtptest.Start(t, smtptest.Options{NoAuth: true})
+	m := mailerFor(t, ts.Addr)
 	m.Username, m.Password = "", ""
 	if err := m.Send(context.Background(), Message{To: []string{"a@example.com"}, Subject: "s", Body: "b"}); err != nil {
 		t.Fatal(err)
@@ -126,20 +101,18 @@ func TestSendWithoutAuth(t *testing.T) {
 }
 
 // refused sends one message that must fail, and checks nothing arrived.
-func refused(t *testing.T, ts *testServer, m *Mailer, msg Message) error {
+func refused(t *testing.T, ts *smtptest.Server, m *Mailer, msg Message) error {
 	t.Helper()
 	err := m.Send(context.Background(), msg)
 	if err == nil {
 		t.Fatal("sent")
 	}
-	if strings.Contains(err.Error(), testPassword) {
+	if strings.Contains(err.Error(), smtptest.Password) {
 		t.Errorf("the error holds the password: %v", err)
 	}
 	if ts != nil {
-		select {
-		case r := <-ts.got:
+		if r, ok := ts.Poll(t); ok {
 			t.Errorf("the server got %q", r.Data)
-		default:
 		}
 	}
 	return err
@@ -150,15 +123,15 @@ var plainMessage = Message{To: []string{"a@example.com"}, Subject: "s", Body: "b
 func TestSendRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		server    serverOpts
+		server    smtptest.Options
 		change    func(m *Mailer)
 		msg       Message
 		permanent bool
 		says      string
 	}{
-		{name: "wrong password", server: serverOpts{password: "other"}, permanent: true, says: "authenticate to"},
-		{name: "no STARTTLS", server: serverOpts{noTLS: true}, permanent: true, says: "offers no STARTTLS; refusing to send in clear"},
-		{name: "no AUTH", server: serverOpts{noAuth: true}, permanent: true, says: "offers no AUTH PLAIN"},
+		{name: "wrong password", server: smtptest.Options{Password: "other"}, permanent: true, says: "authenticate to"},
+		{name: "no STARTTLS", server: smtptest.Options{NoTLS: true}, permanent: true, says: "offers no STARTTLS; refusing to send in clear"},
+		{name: "no AUTH", server: smtptest.Options{NoAuth: true}, permanent: true, says: "offers no AUTH PLAIN"},
 		{name: "untrusted certificate", change: func(m *Mailer) { m.TLS = nil }, permanent: true, says: "certificate"},
 		{name: "certificate for another name", change: func(m *Mailer) { m.TLS.ServerName = "smtp.example.com" }, permanent: true, says: "certificate"},
 		{name: "no recipient", msg: Message{Subject: "s"}, permanent: true, says: "no recipient"},
@@ -167,8 +140,8 @@ func TestSendRefusals(t *testing.T) {
 		{name: "bad header name", msg: Message{To: []string{"a@example.com"}, Headers: map[string]string{"X-A: b\r\nBcc": "c"}}, permanent: true, says: "not a header name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ts := startServer(t, tc.server)
-			m := mailerFor(ts, ts.addr)
+			ts := smtptest.Start(t, tc.server)
+			m := mailerFor(t, ts.Addr)
 			if tc.change != nil {
 				tc.change(m)
 			}
@@ -185,8 +158,8 @@ func TestSendRefusals(t *testing.T) {
 }
 
 func TestSendWrongPasswordIsSMTP535(t *testing.T) {
-	ts := startServer(t, serverOpts{password: "other"})
-	err := refused(t, ts, mailerFor(ts, ts.addr), plainMessage)
+	ts := smtptest.Start(t, smtptest.Options{Password: "other"})
+	err := refused(t, ts, mailerFor(t, ts.Addr), plainMessage)
 	var smtpErr *smtp.SMTPError
 	if !errors.As(err, &smtpErr) || smtpErr.Code != 535 {
 		t.Fatalf("error %v, want SMTP 535", err)
@@ -205,8 +178,7 @@ func TestSendInvalidIsFieldError(t *testing.T) {
 }
 
 func TestSendServerDownIsTransient(t *testing.T) {
-	ts := startServer(t, serverOpts{})
-	err := refused(t, nil, mailerFor(ts, freeAddr(t)), plainMessage)
+	err := refused(t, nil, mailerFor(t, smtptest.FreeAddr(t)), plainMessage)
 	if Permanent(err) || !strings.Contains(err.Error(), "connect to") {
 		t.Fatalf("error %v (permanent %v), want a transient connect error", err, Permanent(err))
 	}
@@ -233,8 +205,7 @@ func TestSendTimeout(t *testing.T) {
 		default:
 		}
 	}()
-	ts := startServer(t, serverOpts{})
-	m := mailerFor(ts, l.Addr().String())
+	m := mailerFor(t, l.Addr().String())
 	m.Timeout = 200 * time.Millisecond
 	err = refused(t, nil, m, plainMessage)
 	if Permanent(err) || !errors.Is(err, context.DeadlineExceeded) {
@@ -243,13 +214,13 @@ func TestSendTimeout(t *testing.T) {
 }
 
 func TestSendHeaderInjection(t *testing.T) {
-	ts := startServer(t, serverOpts{})
+	ts := smtptest.Start(t, smtptest.Options{})
 	msg := Message{To: []string{"a@example.com"}, Subject: "hi\r\nBcc: eve@example.com", Body: "b",
 		Headers: map[string]string{"X-Note": "x\nBcc: eve@example.com"}}
-	if err := mailerFor(ts, ts.addr).Send(context.Background(), msg); err != nil {
+	if err := mailerFor(t, ts.Addr).Send(context.Background(), msg); err != nil {
 		t.Fatal(err)
 	}
-	p := parse(t, receive(t, ts).Data)
+	p := receive(t, ts)
 	if bcc := p.Header.Get("Bcc"); bcc != "" {
 		t.Fatalf("a Bcc header was smuggled in: %q", bcc)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
+	"github.com/slipway-dev/slipway/internal/manager/notify/smtptest"
 )
 
 var testPending = Pending{
@@ -115,8 +116,8 @@ func (b *bundle) result(t *testing.T) Result {
 }
 
 func TestNotifierDelivers(t *testing.T) {
-	ts := startServer(t, serverOpts{})
-	b := newBundle(t, mailerFor(ts, ts.addr), nil)
+	ts := smtptest.Start(t, smtptest.Options{})
+	b := newBundle(t, mailerFor(t, ts.Addr), nil)
 	b.start(t)
 	if err := b.n.Enqueue(testPending); err != nil {
 		t.Fatal(err)
@@ -129,7 +130,6 @@ func TestNotifierDelivers(t *testing.T) {
 	if diff := cmp.Diff([]string{"audit@example.com", "olga@example.com"}, got.To); diff != "" {
 		t.Errorf("recipients (-want +got):\n%s", diff)
 	}
-	p := parse(t, got.Data)
 	for k, want := range map[string]string{
 		"Subject":                 "[slipway] Approval needed: widgets 2.0.0 (production) by otto",
 		"X-Slipway-Approval-Id":   "ap-7",
@@ -137,7 +137,7 @@ func TestNotifierDelivers(t *testing.T) {
 		"Date":                    "Mon, 23 Nov 2026 12:00:00 +0000",
 		"To":                      "<audit@example.com>, <olga@example.com>",
 	} {
-		if v := decodeHeader(t, p.Header, k); v != want {
+		if v := decodeHeader(t, got.Header, k); v != want {
 			t.Errorf("%s: %q, want %q", k, v, want)
 		}
 	}
@@ -154,20 +154,19 @@ func TestNotifierDelivers(t *testing.T) {
 		"Reject:  https://slipway.example.com/manager/api/v1/approvals/ap-7/reject\n",
 		"Details: https://slipway.example.com/manager/api/v1/deployments/dep-3\n",
 	} {
-		if !strings.Contains(p.Body, want) {
-			t.Errorf("the body lacks %q:\n%s", want, p.Body)
+		if !strings.Contains(got.Body, want) {
+			t.Errorf("the body lacks %q:\n%s", want, got.Body)
 		}
 	}
 }
 
 func TestNotifierRetriesUntilTheServerIsUp(t *testing.T) {
-	addr := freeAddr(t)
-	_, pool := testCert(t)
-	var up *testServer
-	b := newBundle(t, mailerFor(&testServer{pool: pool}, addr), nil)
+	addr := smtptest.FreeAddr(t)
+	var up *smtptest.Server
+	b := newBundle(t, mailerFor(t, addr), nil)
 	b.onSleep = func(n int) {
 		if n == 2 { // down for two attempts, then up on the same address
-			up = startServer(t, serverOpts{addr: addr})
+			up = smtptest.Start(t, smtptest.Options{Addr: addr})
 		}
 	}
 	b.start(t)
@@ -187,8 +186,7 @@ func TestNotifierRetriesUntilTheServerIsUp(t *testing.T) {
 }
 
 func TestNotifierGivesUp(t *testing.T) {
-	ts := startServer(t, serverOpts{})
-	b := newBundle(t, mailerFor(ts, freeAddr(t)), nil)
+	b := newBundle(t, mailerFor(t, smtptest.FreeAddr(t)), nil)
 	b.start(t)
 	if err := b.n.Enqueue(testPending); err != nil {
 		t.Fatal(err)
@@ -206,8 +204,8 @@ func TestNotifierGivesUp(t *testing.T) {
 }
 
 func TestNotifierPermanentErrorIsNotRetried(t *testing.T) {
-	ts := startServer(t, serverOpts{password: "other"})
-	b := newBundle(t, mailerFor(ts, ts.addr), nil)
+	ts := smtptest.Start(t, smtptest.Options{Password: "other"})
+	b := newBundle(t, mailerFor(t, ts.Addr), nil)
 	b.start(t)
 	if err := b.n.Enqueue(testPending); err != nil {
 		t.Fatal(err)
@@ -219,8 +217,8 @@ func TestNotifierPermanentErrorIsNotRetried(t *testing.T) {
 }
 
 func TestNotifierNoRecipients(t *testing.T) {
-	ts := startServer(t, serverOpts{})
-	b := newBundle(t, mailerFor(ts, ts.addr), func(c *Config) {
+	ts := smtptest.Start(t, smtptest.Options{})
+	b := newBundle(t, mailerFor(t, ts.Addr), func(c *Config) {
 		c.Recipients = map[string][]string{"Admin": {"ada@example.com"}}
 	})
 	b.start(t)
@@ -233,8 +231,8 @@ func TestNotifierNoRecipients(t *testing.T) {
 }
 
 func TestNotifierQueue(t *testing.T) {
-	ts := startServer(t, serverOpts{})
-	b := newBundle(t, mailerFor(ts, ts.addr), func(c *Config) { c.QueueSize = 2 })
+	ts := smtptest.Start(t, smtptest.Options{})
+	b := newBundle(t, mailerFor(t, ts.Addr), func(c *Config) { c.QueueSize = 2 })
 	// Not started: the queue fills.
 	second := testPending
 	second.ApprovalID = "ap-8"
@@ -271,8 +269,8 @@ func TestNotifierQueue(t *testing.T) {
 }
 
 func TestNotifierStartTwice(t *testing.T) {
-	ts := startServer(t, serverOpts{})
-	b := newBundle(t, mailerFor(ts, ts.addr), nil)
+	ts := smtptest.Start(t, smtptest.Options{})
+	b := newBundle(t, mailerFor(t, ts.Addr), nil)
 	b.start(t)
 	if err := b.n.Start(context.Background()); err == nil {
 		t.Fatal("started twice")
@@ -280,8 +278,7 @@ func TestNotifierStartTwice(t *testing.T) {
 }
 
 func TestNotifierStopAbandonsBackoff(t *testing.T) {
-	ts := startServer(t, serverOpts{})
-	b := newBundle(t, mailerFor(ts, freeAddr(t)), func(c *Config) {
+	b := newBundle(t, mailerFor(t, smtptest.FreeAddr(t)), func(c *Config) {
 		c.Sleep = nil // the real timer
 		c.Backoff = Backoff{Initial: time.Hour, Max: time.Hour, Attempts: 3}
 	})
