@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"log/slog"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -206,13 +205,7 @@ func rewrite(t testing.TB, kubeconfig []byte, server string, token string) []byt
 // closedPort returns an https URL on loopback where nothing listens.
 func closedPort(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return "https://" + addr
+	return "https://" + testenv.FreeAddr(t)
 }
 
 func benchStore(b *testing.B) *sqlitestore.Store {

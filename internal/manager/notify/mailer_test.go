@@ -15,6 +15,7 @@ import (
 
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/notify/smtptest"
+	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
 func mailerFor(t *testing.T, addr string) *Mailer {
@@ -178,7 +179,7 @@ func TestSendInvalidIsFieldError(t *testing.T) {
 }
 
 func TestSendServerDownIsTransient(t *testing.T) {
-	err := refused(t, nil, mailerFor(t, smtptest.FreeAddr(t)), plainMessage)
+	err := refused(t, nil, mailerFor(t, testenv.FreeAddr(t)), plainMessage)
 	if Permanent(err) || !strings.Contains(err.Error(), "connect to") {
 		t.Fatalf("error %v (permanent %v), want a transient connect error", err, Permanent(err))
 	}

@@ -1,7 +1,6 @@
 package notify
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/notify/smtptest"
+	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
 var testPending = Pending{
@@ -31,7 +31,7 @@ type bundle struct {
 	mu      sync.Mutex
 	waits   []time.Duration
 	onSleep func(n int) // called on the n-th wait (from 1)
-	logs    *lockedBuffer
+	logs    *testenv.SyncBuffer
 }
 
 func (b *bundle) sleeps() []time.Duration {
@@ -42,7 +42,7 @@ func (b *bundle) sleeps() []time.Duration {
 
 func newBundle(t *testing.T, sender Sender, change func(*Config)) *bundle {
 	t.Helper()
-	b := &bundle{results: make(chan Result, 16), logs: &lockedBuffer{}}
+	b := &bundle{results: make(chan Result, 16), logs: &testenv.SyncBuffer{}}
 	cfg := Config{
 		Sender:  sender,
 		BaseURL: "https://slipway.example.com/manager",
@@ -76,24 +76,6 @@ func newBundle(t *testing.T, sender Sender, change func(*Config)) *bundle {
 	b.n = n
 	t.Cleanup(n.Stop)
 	return b
-}
-
-// lockedBuffer is a log the workers write while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func (b *bundle) start(t *testing.T) {
@@ -161,7 +143,7 @@ func TestNotifierDelivers(t *testing.T) {
 }
 
 func TestNotifierRetriesUntilTheServerIsUp(t *testing.T) {
-	addr := smtptest.FreeAddr(t)
+	addr := testenv.FreeAddr(t)
 	var up *smtptest.Server
 	b := newBundle(t, mailerFor(t, addr), nil)
 	b.onSleep = func(n int) {
@@ -186,7 +168,7 @@ func TestNotifierRetriesUntilTheServerIsUp(t *testing.T) {
 }
 
 func TestNotifierGivesUp(t *testing.T) {
-	b := newBundle(t, mailerFor(t, smtptest.FreeAddr(t)), nil)
+	b := newBundle(t, mailerFor(t, testenv.FreeAddr(t)), nil)
 	b.start(t)
 	if err := b.n.Enqueue(testPending); err != nil {
 		t.Fatal(err)
@@ -278,7 +260,7 @@ func TestNotifierStartTwice(t *testing.T) {
 }
 
 func TestNotifierStopAbandonsBackoff(t *testing.T) {
-	b := newBundle(t, mailerFor(t, smtptest.FreeAddr(t)), func(c *Config) {
+	b := newBundle(t, mailerFor(t, testenv.FreeAddr(t)), func(c *Config) {
 		c.Sleep = nil // the real timer
 		c.Backoff = Backoff{Initial: time.Hour, Max: time.Hour, Attempts: 3}
 	})

@@ -66,16 +66,3 @@ func Start(t testing.TB, o Options) *Server {
 	t.Cleanup(func() { _ = s.Close() })
 	return ts
 }
-
-// FreeAddr is an address on 127.0.0.1 where nothing listens (for now): for a server that is
-// down, or one that comes up later with Options.Addr.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
