@@ -32,10 +32,11 @@ import (
 // operator's Deployment becomes Available as in a real cluster). Clusters (Dev) and operators are
 // registered through the API; the operator is charttest's small chart (a CRD, a ServiceAccount,
 // RBAC and a one-replica Deployment) from an HTTP chart repository, versions 1.0.0 and 1.0.1 (a
-// patch with a compatible CRD change: no approval under the default policy). Every run registers operators under new names,
-// so releases left in the shared fleet by earlier runs are never touched.
+// patch with a compatible CRD change: no approval under the default policy). Every run registers
+// operators under new names, so releases left in the shared fleet by earlier runs are never
+// touched.
 //
-//	make bench BENCH=Rollout
+//	make bench BENCH=Rollout TEST_PKGS=./cmd/manager
 //	go test -tags e2e ./cmd/manager -run '^$' -bench 'Rollout' -benchtime=1x -timeout=60m
 
 // rolloutClusters is the fleet's size: the design's 10 clusters.
@@ -57,14 +58,14 @@ type rolloutBench struct {
 }
 
 // newRolloutBench starts the fleet (first use), a chart repository with the operator chart's
-// versions, and the binary with args added to the defaults, and registers the clusters.
-func newRolloutBench(b *testing.B, engine string, charts []charttest.ChartFiles, args ...string) *rolloutBench {
+// versions and the binary, and registers the clusters.
+func newRolloutBench(b *testing.B, engine string, charts []charttest.ChartFiles) *rolloutBench {
 	b.Helper()
 	f := testenv.WorkloadFleet(b, rolloutClusters)
 	r := &rolloutBench{b: b, d: newDeployment(b, engine), repo: charttest.ServeRepository(b, charts...)}
 	port := freePort(b)
 	r.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-	r.p = r.d.serve(append([]string{"--insecure-http", fmt.Sprintf("--metrics-address=127.0.0.1:%d", port)}, args...)...)
+	r.p = r.d.serve("--insecure-http", fmt.Sprintf("--metrics-address=127.0.0.1:%d", port))
 	r.admin = r.d.admin()
 	for i, s := range f.Servers {
 		name := fmt.Sprintf("c%02d", i)
@@ -128,20 +129,29 @@ func (r *rolloutBench) deployer() string {
 // latency.
 func (r *rolloutBench) submit(token, body string) (string, time.Duration) {
 	r.b.Helper()
+	id, took, err := r.trySubmit(token, body)
+	if err != nil {
+		r.b.Fatal(err)
+	}
+	return id, took
+}
+
+// trySubmit is submit returning the error (for other goroutines than the benchmark's).
+func (r *rolloutBench) trySubmit(token, body string) (string, time.Duration, error) {
 	start := time.Now()
 	res, err := r.p.do("POST", "/api/v1/deployments", token, []byte(body))
 	took := time.Since(start)
 	if err != nil {
-		r.b.Fatalf("POST /api/v1/deployments: %v", err)
+		return "", took, fmt.Errorf("POST /api/v1/deployments: %w", err)
 	}
 	if res.status != http.StatusAccepted {
-		r.b.Fatalf("POST /api/v1/deployments %s: status %d: %s", body, res.status, res.body)
+		return "", took, fmt.Errorf("POST /api/v1/deployments %s: status %d: %s", body, res.status, res.body)
 	}
 	var d server.Deployment
 	if err := json.Unmarshal(res.body, &d); err != nil {
-		r.b.Fatal(err)
+		return "", took, fmt.Errorf("POST /api/v1/deployments answered %s: %w", res.body, err)
 	}
-	return d.ID, took
+	return d.ID, took, nil
 }
 
 // get is GET /api/v1/deployments/{id}.
@@ -209,9 +219,18 @@ func jsonList(s []string) string {
 // scrape reads the manager's /metrics into sample name (with labels) -> value.
 func (r *rolloutBench) scrape() map[string]float64 {
 	r.b.Helper()
+	m, err := r.tryScrape()
+	if err != nil {
+		r.b.Fatal(err)
+	}
+	return m
+}
+
+// tryScrape is scrape returning the error (for other goroutines than the benchmark's).
+func (r *rolloutBench) tryScrape() (map[string]float64, error) {
 	resp, err := http.Get(r.metrics)
 	if err != nil {
-		r.b.Fatalf("GET %s: %v", r.metrics, err)
+		return nil, fmt.Errorf("GET %s: %w", r.metrics, err)
 	}
 	defer resp.Body.Close()
 	out := map[string]float64{}
@@ -231,9 +250,9 @@ func (r *rolloutBench) scrape() map[string]float64 {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		r.b.Fatal(err)
+		return nil, fmt.Errorf("reading %s: %w", r.metrics, err)
 	}
-	return out
+	return out, nil
 }
 
 // kubeRequests is the Kubernetes API requests and calls of one kind (install, rollback) so far.
@@ -488,11 +507,15 @@ func BenchmarkRollout20Concurrent(b *testing.B) {
 		}
 		done := make(chan struct{})
 		var sampler sync.WaitGroup
+		var scrapeErr error
 		sampler.Go(func() {
 			for {
-				if v := r.scrape()["slipway_manager_deployments_active"]; v > maxGauge {
-					maxGauge = v
+				m, err := r.tryScrape()
+				if err != nil {
+					scrapeErr = err
+					return
 				}
+				maxGauge = max(maxGauge, m["slipway_manager_deployments_active"])
 				select {
 				case <-done:
 					return
@@ -501,12 +524,18 @@ func BenchmarkRollout20Concurrent(b *testing.B) {
 			}
 		})
 		ids := make([]string, deployments)
+		errs := make([]error, deployments)
 		start := time.Now()
 		var posts sync.WaitGroup
 		for i := range deployments {
-			posts.Go(func() { ids[i], _ = r.submit(tokens[i], direct(ops[i], "1.0.0", r.clusters)) })
+			posts.Go(func() { ids[i], _, errs[i] = r.trySubmit(tokens[i], direct(ops[i], "1.0.0", r.clusters)) })
 		}
 		posts.Wait()
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
 		var ds []server.Deployment
 		for _, id := range ids {
 			ds = append(ds, r.wait(id, "Completed"))
@@ -514,6 +543,9 @@ func BenchmarkRollout20Concurrent(b *testing.B) {
 		total += time.Since(start)
 		close(done)
 		sampler.Wait()
+		if scrapeErr != nil {
+			b.Fatal(scrapeErr)
+		}
 		maxOverlap = max(maxOverlap, overlap(ds))
 	}
 	b.ReportMetric(seconds(total)/float64(b.N), "seconds")
