@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -63,9 +62,9 @@ func newRolloutBench(b *testing.B, engine string, charts []charttest.ChartFiles)
 	b.Helper()
 	f := testenv.WorkloadFleet(b, rolloutClusters)
 	r := &rolloutBench{b: b, d: newDeployment(b, engine), repo: charttest.ServeRepository(b, charts...)}
-	port := freePort(b)
-	r.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-	r.p = r.d.serve("--insecure-http", fmt.Sprintf("--metrics-address=127.0.0.1:%d", port))
+	addr := testenv.FreeAddr(b)
+	r.metrics = "http://" + addr + "/metrics"
+	r.p = r.d.serve("--insecure-http", "--metrics-address="+addr)
 	r.admin = r.d.admin()
 	for i, s := range f.Servers {
 		name := fmt.Sprintf("c%02d", i)
@@ -298,17 +297,6 @@ func (r *rolloutBench) reportPeakRSS() {
 }
 
 func seconds(d time.Duration) float64 { return d.Seconds() }
-
-// freePort is a loopback TCP port free a moment ago.
-func freePort(b *testing.B) int {
-	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // BenchmarkRolloutDirect10: a Direct deployment (health checks on, parallelClusters at its
 // default: all) of the operator chart to the 10 clusters, a first install, then a second Direct
