@@ -52,8 +52,16 @@ func (e *executor) CRDSchemaInsert(ctx context.Context, p *store.CRDSchemaInsert
 		}
 		opID = id
 	}
-	s, err := scanCRDSchema(e.w.QueryRowContext(ctx, e.q("CRDSchemaInsert"),
-		p.Name, p.Group, p.Kind, p.Scope, opID, p.Version, p.Digest, p.Definition, e.ts(p.Now)))
+	// In a savepoint: a revision already stored (the same CRD shipped by several chart versions,
+	// the usual case) must leave the caller's transaction usable; PostgreSQL aborts a transaction
+	// on a failed statement.
+	var s *store.CRDSchema
+	err := e.atomic(ctx, func(ex *executor) error {
+		var err error
+		s, err = scanCRDSchema(ex.w.QueryRowContext(ctx, ex.q("CRDSchemaInsert"),
+			p.Name, p.Group, p.Kind, p.Scope, opID, p.Version, p.Digest, p.Definition, ex.ts(p.Now)))
+		return err
+	})
 	if err != nil {
 		err = e.mapErr(err)
 		if errors.Is(err, ErrForeignKey) {

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -56,6 +57,26 @@ var crdCases = []testCase{
 		if none == nil || len(none) != 0 {
 			t.Fatalf("unknown CRD: %v, want empty, non-nil", none)
 		}
+	}},
+	{"DuplicateRevisionInATransaction", func(t *testing.T, b *testBundle) {
+		// Registering an operator stores every version's CRDs in one transaction, and versions
+		// usually ship the same CRD: the duplicate must leave the transaction usable.
+		a := Operator(b.ctx, t, b.store, nil)
+		const name = "gadgets.example.com"
+		err := store.WithTx(b.ctx, b.store, func(ctx context.Context, tx store.Tx) error {
+			if _, err := tx.CRDSchemaInsert(ctx, crdRevision(name, "example.com", a.ID, "1.0.0", "g1")); err != nil {
+				return err
+			}
+			_, err := tx.CRDSchemaInsert(ctx, crdRevision(name, "example.com", a.ID, "1.0.1", "g1"))
+			requireErr(t, err, store.ErrAlreadyExists, "the same definition in a second version")
+			_, err = tx.CRDSchemaInsert(ctx, crdRevision(name, "example.com", a.ID, "2.0.0", "g2"))
+			return err
+		})
+		requireOK(t, err, "the transaction after a duplicate")
+		all, err := b.store.CRDSchemaList(b.ctx, &store.CRDSchemaListParams{Name: name})
+		requireOK(t, err, "list")
+		requireEqual(t, names(all, func(s *store.CRDSchema) string { return s.Version + "/" + s.Digest }),
+			[]string{"1.0.0/g1", "2.0.0/g2"}, "both revisions committed")
 	}},
 	{"ListSummaries", func(t *testing.T, b *testBundle) {
 		type want struct {
