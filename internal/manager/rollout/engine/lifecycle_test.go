@@ -2,7 +2,10 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -189,5 +192,87 @@ func TestAdopt_InstallDoneByADeadAttempt(t *testing.T) {
 	}
 	if h.eventAt(d.ID, "cluster.adopted", "a-1").IsZero() {
 		t.Error("no adoption event")
+	}
+}
+
+// TestQueue_ManySubmittedAtOnceAllComplete submits twelve deployments at once against a limit of
+// three: every one is admitted in turn and completes (none is left behind by a race between
+// admission and a step, and no more than three run at once).
+func TestQueue_ManySubmittedAtOnceAllComplete(t *testing.T) {
+	h := newHarness(t, []target{{Name: "m-1", Environment: store.EnvironmentDev, Server: single(t)}}, func(c *Config) {
+		c.MaxConcurrent = 3
+	})
+	const n = 12
+	for i := range n {
+		h.operator(fmt.Sprintf("many%02d", i), charttest.OperatorChart(chartName, "1.0.0", charttest.Compatible))
+	}
+	h.start()
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			ids[i] = h.submit(fmt.Sprintf(`{"operator": "many%02d", "version": "1.0.0", "clusters": ["m-1"], "strategy": "Direct", "directConfig": {"skipHealthChecks": true}}`, i)).ID
+		})
+	}
+	wg.Wait()
+	var done []*store.Deployment
+	for _, id := range ids {
+		done = append(done, h.waitStatus(id, store.DeploymentCompleted))
+	}
+	// The most running at one instant: a sweep over start and end times (an end first on a tie).
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	var edges []edge
+	for _, d := range done {
+		edges = append(edges, edge{*d.StartedAt, 1}, edge{*d.FinishedAt, -1})
+	}
+	sort.Slice(edges, func(i, j int) bool {
+		if edges[i].at.Equal(edges[j].at) {
+			return edges[i].delta < edges[j].delta
+		}
+		return edges[i].at.Before(edges[j].at)
+	})
+	running, most := 0, 0
+	for _, e := range edges {
+		running += e.delta
+		most = max(most, running)
+	}
+	if most > 3 {
+		t.Errorf("%d deployments ran at once, limit 3", most)
+	}
+	t.Logf("at most %d of %d deployments ran at once", most, n)
+}
+
+// TestRelease_AdmittedMeanwhileStaysDue: a queued deployment is not due until admitted; a
+// step that started from Queued and releases its claim after another replica admitted the
+// deployment leaves it due, not asleep (a race seen with 20 deployments submitted at once).
+func TestRelease_AdmittedMeanwhileStaysDue(t *testing.T) {
+	h := newHarness(t, []target{{Name: "r-1", Environment: store.EnvironmentDev, Server: single(t)}}, nil)
+	h.operator("rel", charttest.OperatorChart(chartName, "1.0.0", charttest.Compatible))
+	ctx := context.Background()
+	d := h.submit(`{"operator": "rel", "version": "1.0.0", "clusters": ["r-1"], "strategy": "Direct"}`)
+	if d.NextRunAt != nil {
+		t.Fatalf("a queued deployment is due at %v: only admission makes it due", d.NextRunAt)
+	}
+	// Claimed (say, to cancel it) while Queued, and admitted by another replica meanwhile.
+	if _, err := h.store.DeploymentUpdate(ctx, d.ID, func(d *store.Deployment) error {
+		until := time.Now().Add(time.Minute)
+		d.ClaimedBy, d.LeaseUntil = h.cfg.ReplicaID, &until
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := h.store.DeploymentAdmit(ctx, &store.DeploymentAdmitParams{Limit: 20, Now: time.Now()}); err != nil || len(res.Admitted) != 1 {
+		t.Fatalf("admit: %+v %v", res, err)
+	}
+	h.eng.release(ctx, d.ID, store.DeploymentQueued, -1)
+	got, err := h.store.DeploymentGetByID(ctx, d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != store.DeploymentPlanning || got.NextRunAt == nil || got.ClaimedBy != "" {
+		t.Fatalf("after the release: status %s, due %v, claimed by %q; want Planning, due, unclaimed", got.Status, got.NextRunAt, got.ClaimedBy)
 	}
 }

@@ -145,7 +145,7 @@ func (e *Engine) work(ctx context.Context, d *store.Deployment) {
 		e.event(ctx, d.ID, "step.retry", "", "step failed, retrying in "+retryDelay.String()+": "+err.Error(), nil)
 		wait = retryDelay
 	}
-	e.release(ctx, d.ID, wait)
+	e.release(ctx, d.ID, d.Status, wait)
 }
 
 // renew extends the claim every third of the lease until ctx ends; a lost claim cancels the step.
@@ -170,8 +170,10 @@ func (e *Engine) renew(ctx context.Context, id string, lost context.CancelFunc) 
 	}
 }
 
-// release gives the claim up: due again after wait (wait < 0: nothing left to do).
-func (e *Engine) release(ctx context.Context, id string, wait time.Duration) {
+// release gives the claim up: due again after wait (wait < 0: nothing left to do). seen is the
+// status the last step started from: a deployment whose status another writer changed meanwhile
+// (admission moves Queued to Planning) is due at once, so no change is slept through.
+func (e *Engine) release(ctx context.Context, id string, seen store.DeploymentStatus, wait time.Duration) {
 	ctx = context.WithoutCancel(ctx)
 	_, err := e.cfg.Store.DeploymentUpdate(ctx, id, func(d *store.Deployment) error {
 		if d.ClaimedBy != e.cfg.ReplicaID {
@@ -179,7 +181,7 @@ func (e *Engine) release(ctx context.Context, id string, wait time.Duration) {
 		}
 		d.ClaimedBy, d.LeaseUntil = "", nil
 		switch {
-		case pendingRequest(d):
+		case pendingRequest(d), d.Status == store.DeploymentPlanning && seen == store.DeploymentQueued:
 			// Asked to cancel or roll back while this step ran: due at once.
 			now := e.now()
 			d.NextRunAt = &now

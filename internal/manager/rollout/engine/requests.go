@@ -81,7 +81,7 @@ func (e *Engine) Submit(ctx context.Context, req *request.Request, requestedBy, 
 		OperatorID: op.ID, OperatorName: op.Name, Version: req.Version, Strategy: string(req.Strategy),
 		Config: cfgJSON, Values: req.Values, ValuesByEnvironment: byEnv, Status: store.DeploymentQueued,
 		Reason: fmt.Sprintf("queued: at most %d deployments run at once", e.cfg.MaxConcurrent), RequestedBy: requestedBy, RequestID: requestID,
-		CreatedAt: now, NextRunAt: &now,
+		CreatedAt: now, // not due: admission (DeploymentAdmit) makes it due when a slot is free
 	}
 	for _, t := range plan.Targets {
 		loc := live.at(t.Name, op)
