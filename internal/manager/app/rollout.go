@@ -29,6 +29,7 @@ type rolloutOptions struct {
 	blueRetention    time.Duration
 	switchMonitor    time.Duration
 	installTimeout   time.Duration
+	parallelInstalls int
 	approvalTTL      time.Duration
 	upgradeLevel     string
 	approverCounts   string
@@ -50,6 +51,7 @@ func (o *rolloutOptions) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.blueRetention, "blue-retention", engine.DefaultBlueRetention, "how long BlueGreen keeps blue after the switch, as the instant rollback target")
 	fs.DurationVar(&o.switchMonitor, "switch-monitor", 5*time.Minute, "how long BlueGreen watches green after the switch")
 	fs.DurationVar(&o.installTimeout, "install-timeout", engine.DefaultInstallTimeout, "the longest one cluster's install, upgrade or rollback may take, readiness included")
+	fs.IntVar(&o.parallelInstalls, "max-parallel-installs", engine.DefaultMaxParallelInstalls, "this replica's Helm installs, rollbacks and switches in flight at once, over all deployments (each holds about 8 MiB)")
 	fs.DurationVar(&o.approvalTTL, "approval-ttl", engine.DefaultApprovalTTL, "how long an approval request stays open before it expires (and its deployment fails)")
 	fs.StringVar(&o.upgradeLevel, "approval-upgrade-level", "minor", "the smallest version change that needs an Admin's approval: major, minor or patch")
 	fs.StringVar(&o.approverCounts, "approval-counts", "", "distinct approvers per kind (multi-level), e.g. \"production=2,breakingCRD=1\"")

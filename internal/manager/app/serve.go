@@ -173,7 +173,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ReplicaID: o.rollout.replicaID, MaxConcurrent: o.rollout.maxConcurrent, Lease: o.rollout.lease,
 		HealthInterval: o.rollout.healthInterval, FailureThreshold: o.rollout.failureThreshold,
 		BlueRetention: o.rollout.blueRetention, SwitchMonitor: o.rollout.switchMonitor,
-		InstallTimeout: o.rollout.installTimeout, ApprovalTTL: o.rollout.approvalTTL, HealthLoop: true,
+		InstallTimeout: o.rollout.installTimeout, MaxParallelInstalls: o.rollout.parallelInstalls, ApprovalTTL: o.rollout.approvalTTL, HealthLoop: true,
 	})
 	if err != nil {
 		return err

@@ -77,6 +77,11 @@ func (e *Engine) switchOne(ctx context.Context, d *store.Deployment, c *store.De
 	if err != nil {
 		return err
 	}
+	free, err := e.slot(ctx)
+	if err != nil {
+		return err
+	}
+	defer free()
 	sctx, cancel := context.WithTimeout(ctx, e.cfg.InstallTimeout)
 	defer cancel()
 	res, err := install.Switch(sctx, cfg, install.Side{Namespace: c.BlueNamespace, Release: c.BlueRelease},

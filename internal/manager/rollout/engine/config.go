@@ -27,6 +27,10 @@ const (
 	DefaultBlueRetention    = 24 * time.Hour
 	DefaultInstallTimeout   = 5 * time.Minute
 	DefaultApprovalTTL      = 72 * time.Hour
+	// DefaultMaxParallelInstalls bounds one replica's Helm calls in flight: each holds its own
+	// clients, discovery and release data (about 8 MiB), so 20 Direct deployments to 100
+	// clusters each would otherwise hold 2,000 at once.
+	DefaultMaxParallelInstalls = 32
 )
 
 // Clusters reaches registered clusters (clusters.Manager).
@@ -73,6 +77,9 @@ type Config struct {
 	SwitchMonitor time.Duration
 	// InstallTimeout bounds one cluster's install, upgrade or rollback, readiness included.
 	InstallTimeout time.Duration
+	// MaxParallelInstalls bounds this replica's installs, rollbacks and switches in flight, over
+	// all its deployments (a stage's parallelClusters still applies within it).
+	MaxParallelInstalls int
 	// ApprovalTTL is how long an approval request stays open before it expires.
 	ApprovalTTL time.Duration
 	// HealthLoop turns the periodic health checks of live releases on (serve: on).
@@ -116,6 +123,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.InstallTimeout <= 0 {
 		c.InstallTimeout = DefaultInstallTimeout
+	}
+	if c.MaxParallelInstalls <= 0 {
+		c.MaxParallelInstalls = DefaultMaxParallelInstalls
 	}
 	if c.ApprovalTTL <= 0 {
 		c.ApprovalTTL = DefaultApprovalTTL

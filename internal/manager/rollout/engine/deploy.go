@@ -113,6 +113,11 @@ func (e *Engine) installOne(ctx context.Context, d *store.Deployment, req *reque
 	if err != nil {
 		return e.clusterFailed(ctx, d, c, nil, err)
 	}
+	free, err := e.slot(ctx)
+	if err != nil {
+		return err
+	}
+	defer free()
 	ictx, cancel := context.WithTimeout(ctx, e.cfg.InstallTimeout)
 	defer cancel()
 	res, err := install.Install(ictx, cfg, install.Release{Name: c.Release, Namespace: c.Namespace, Chart: ch.chart, Values: values, Timeout: e.cfg.InstallTimeout})

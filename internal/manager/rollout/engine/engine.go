@@ -21,6 +21,8 @@ type Engine struct {
 
 	wake   chan struct{}
 	charts chartCache
+	// installs holds a slot per Helm call in flight (Config.MaxParallelInstalls).
+	installs chan struct{}
 
 	mu      sync.Mutex
 	working map[string]bool // deployments this replica is stepping
@@ -38,6 +40,7 @@ func New(cfg Config) (*Engine, error) {
 	return &Engine{
 		cfg: cfg, log: cfg.Logger.With("replica", cfg.ReplicaID),
 		wake: make(chan struct{}, 1), working: map[string]bool{},
+		installs: make(chan struct{}, cfg.MaxParallelInstalls),
 	}, nil
 }
 
@@ -89,6 +92,16 @@ func (e *Engine) Stop() {
 	}
 	cancel()
 	<-done
+}
+
+// slot waits for a free Helm call slot; the returned function frees it.
+func (e *Engine) slot(ctx context.Context) (func(), error) {
+	select {
+	case e.installs <- struct{}{}:
+		return func() { <-e.installs }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }

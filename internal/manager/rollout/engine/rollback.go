@@ -106,6 +106,11 @@ func (e *Engine) restore(ctx context.Context, d *store.Deployment, op *store.Ope
 	if err != nil {
 		return e.restoreFailed(ctx, d, c, err)
 	}
+	free, err := e.slot(ctx)
+	if err != nil {
+		return err
+	}
+	defer free()
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.InstallTimeout)
 	defer cancel()
 	var msg string
