@@ -233,7 +233,7 @@ func (e *Engine) logErr(ctx context.Context, what string, err error) {
 func pendingRequest(d *store.Deployment) bool {
 	switch {
 	case d.RollbackRequested && d.Status != store.DeploymentRollingBack:
-		return d.Status == store.DeploymentCompleted || !d.Status.Terminal()
+		return true
 	case d.CancelRequested:
 		return !d.Status.Terminal() && d.Status != store.DeploymentRollingBack
 	}

@@ -149,20 +149,30 @@ func (e *Engine) Cancel(ctx context.Context, id, by string) (*store.Deployment, 
 }
 
 // Rollback asks for a deployment to be rolled back to what each cluster ran before it (manual
-// rollback, Admin): a running one stops and rolls back; a Completed one is rolled back when it
-// is still what its clusters run (a newer deployment of the operator there refuses it).
+// rollback, Admin): a running one stops and rolls back; a finished one (Completed, Cancelled, or
+// Failed with clusters left on its version, such as a rollback that failed and is retried) is
+// rolled back when it is still what its clusters run: a newer deployment live on one of them
+// refuses it (roll that one back first).
 func (e *Engine) Rollback(ctx context.Context, id, by, reason string) (*store.Deployment, error) {
 	why := "manual rollback by " + by
 	if reason = strings.TrimSpace(reason); reason != "" {
 		why += ": " + reason
 	}
+	cur, err := e.cfg.Store.DeploymentGetByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if cur.Status.Terminal() {
+		if err := e.stillLive(ctx, cur); err != nil {
+			return nil, err
+		}
+	}
 	d, err := e.request(ctx, id, func(d *store.Deployment) error {
 		switch {
 		case d.RollbackRequested || d.Status == store.DeploymentRollingBack:
 			return conflict("deployment %s is already rolling back", d.ID)
-		case d.Status == store.DeploymentCompleted:
-		case d.Status.Terminal():
-			return conflict("deployment %s is %s: there is nothing of it to roll back", d.ID, d.Status)
+		case d.Status.Terminal() && !leftOnVersion(d):
+			return conflict("deployment %s is %s and no cluster runs its version: there is nothing of it to roll back", d.ID, d.Status)
 		}
 		d.RollbackRequested = true
 		d.RollbackReason = why
@@ -172,6 +182,38 @@ func (e *Engine) Rollback(ctx context.Context, id, by, reason string) (*store.De
 		e.event(ctx, id, "rollback.requested", "", why, nil)
 	}
 	return d, err
+}
+
+// leftOnVersion reports whether a finished deployment left a cluster on its version.
+func leftOnVersion(d *store.Deployment) bool {
+	for _, c := range d.Clusters {
+		if (c.HelmRevision > 0 || c.InstallAttempts > 0) && c.Status != store.ClusterRolledBack && c.Status != store.ClusterSkipped {
+			return true
+		}
+	}
+	return false
+}
+
+// stillLive refuses the rollback of a finished deployment that a newer one has replaced on one of
+// its clusters: rolling it back would also undo the newer one.
+func (e *Engine) stillLive(ctx context.Context, d *store.Deployment) error {
+	live, err := e.cfg.Store.LiveReleaseList(ctx, &store.LiveReleaseListParams{OperatorName: d.OperatorName})
+	if err != nil {
+		return err
+	}
+	mine := map[string]bool{}
+	for _, c := range d.Clusters {
+		mine[c.ClusterName] = true
+	}
+	for _, r := range live {
+		if mine[r.ClusterName] && r.DeploymentID != d.ID {
+			newer, err := e.cfg.Store.DeploymentGetByID(ctx, r.DeploymentID)
+			if err == nil && newer.CreatedAt.After(d.CreatedAt) {
+				return conflict("cluster %q now runs %s %s from the newer deployment %s: roll that one back first", r.ClusterName, d.OperatorName, r.Version, r.DeploymentID)
+			}
+		}
+	}
+	return nil
 }
 
 // Switch lets a BlueGreen deployment with autoSwitch false switch to green once green is

@@ -29,7 +29,8 @@ func (e *Engine) startRollback(ctx context.Context, d *store.Deployment, reason 
 		d.Status, d.Reason = store.DeploymentRollingBack, "rolling back: "+reason
 		d.RollbackRequested, d.RollbackReason, d.RollbackStartedAt, d.RollbackFinishedAt = false, reason, &now, nil
 		for _, c := range d.Clusters {
-			c.Active = true
+			// The clusters to restore are this deployment's again (a finished one had let them go).
+			c.Active = c.Status != store.ClusterRolledBack && c.Status != store.ClusterSkipped
 		}
 		return nil
 	})

@@ -182,3 +182,58 @@ func assertWidgetsUnchanged(t *testing.T, cfg *rest.Config, namespace string, be
 		t.Errorf("the Widget CRD after the rollback: %v", err)
 	}
 }
+
+// TestRollback_ManualOfFinishedDeployments: a cancelled deployment is rolled back on request
+// (its cancel message says so); a completed deployment replaced by a newer one on its cluster is
+// refused (rolling it back would undo the newer one too), and the newer one rolls back instead.
+func TestRollback_ManualOfFinishedDeployments(t *testing.T) {
+	h := newHarness(t, []target{{Name: "dev-1", Environment: store.EnvironmentDev, Server: single(t)}}, nil)
+	h.operator("manual",
+		charttest.OperatorChart(chartName, "1.0.0", charttest.Compatible),
+		charttest.OperatorChart(chartName, "1.0.1", charttest.Compatible),
+		charttest.OperatorChart(chartName, "1.0.2", charttest.Compatible))
+	h.start()
+	ctx := context.Background()
+	first := h.submit(`{"operator": "manual", "version": "1.0.0", "clusters": ["dev-1"], "strategy": "Direct"}`)
+	h.waitStatus(first.ID, store.DeploymentCompleted)
+	second := h.submit(`{"operator": "manual", "version": "1.0.1", "clusters": ["dev-1"], "strategy": "Direct"}`)
+	h.waitStatus(second.ID, store.DeploymentCompleted)
+
+	if _, err := h.eng.Rollback(ctx, first.ID, "alice", "wrong one"); err == nil || !strings.Contains(err.Error(), "newer deployment "+second.ID) {
+		t.Fatalf("rolling back the replaced deployment: %v, want a refusal naming the newer one", err)
+	}
+	if _, err := h.eng.Rollback(ctx, second.ID, "alice", "bad release"); err != nil {
+		t.Fatal(err)
+	}
+	back := h.waitRolledBack(second.ID)
+	if back.RollbackReason != "manual rollback by alice: bad release" {
+		t.Errorf("rollback reason %q", back.RollbackReason)
+	}
+
+	third := h.submit(`{"operator": "manual", "version": "1.0.2", "clusters": ["dev-1"], "strategy": "Rolling", "rollingConfig": {"validationPeriod": "PT1M"}}`)
+	h.wait(third.ID, "validating", func(d *store.Deployment) bool { return d.Clusters[0].Status == store.ClusterValidating })
+	if _, err := h.eng.Cancel(ctx, third.ID, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitStatus(third.ID, store.DeploymentCancelled)
+	if _, err := h.eng.Rollback(ctx, third.ID, "alice", ""); err != nil {
+		t.Fatalf("rolling back the cancelled deployment: %v", err)
+	}
+	h.waitRolledBack(third.ID)
+	rel, err := install.Status(ctx, h.admin["dev-1"], "manual", "op-manual")
+	if err != nil || rel.ChartVersion != "1.0.0" {
+		t.Fatalf("release %+v (%v), want 1.0.0 after both rollbacks", rel, err)
+	}
+}
+
+// waitRolledBack waits for a finished deployment asked to roll back to end RolledBack.
+func (h *harness) waitRolledBack(id string) *store.Deployment {
+	h.t.Helper()
+	d := h.wait(id, "rolled back", func(d *store.Deployment) bool {
+		return d.Status == store.DeploymentRolledBack || (d.Status == store.DeploymentFailed && d.RollbackFinishedAt != nil)
+	})
+	if d.Status != store.DeploymentRolledBack {
+		h.t.Fatalf("deployment %s ended %s (%s), want RolledBack\nevents:\n%s", id, d.Status, d.Reason, h.eventLog(id))
+	}
+	return d
+}
