@@ -206,6 +206,9 @@ func (e *Engine) hold(ctx context.Context, d *store.Deployment, op *store.Operat
 	healthy, unhealthy := 0, 0
 	var bad []string
 	for _, r := range results {
+		if r.health.Health == health.Unhealthy {
+			e.event(ctx, d.ID, "healthcheck.failed", r.cluster, fmt.Sprintf("%d consecutive failed check(s): %s", r.failures, summary(r.health)), nil)
+		}
 		if r.failures >= e.cfg.FailureThreshold {
 			return e.startRollback(ctx, d, fmt.Sprintf("health check: %s failed %d checks in a row: %s", r.cluster, r.failures, summary(r.health)))
 		}

@@ -123,6 +123,9 @@ func TestRollback_DuringValidation(t *testing.T) {
 	if !strings.HasPrefix(d.RollbackReason, "health check: dev-1 failed") {
 		t.Errorf("rollback reason %q, want failed health checks", d.RollbackReason)
 	}
+	if !slices.Contains(h.eventTypes(d.ID), "healthcheck.failed") {
+		t.Errorf("no healthcheck.failed event before the rollback: %v", h.eventTypes(d.ID))
+	}
 	if !slices.Contains(h.eventTypes(d.ID), "stage.validating") {
 		t.Errorf("rolled back before its validation started: %v", h.eventTypes(d.ID))
 	}
