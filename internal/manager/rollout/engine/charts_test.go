@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/slipway-dev/slipway/internal/controlplane"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
+	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
 // restarting is the chart whose controller pods become Ready and then restart every second
@@ -34,4 +36,17 @@ func podTemplate(files charttest.ChartFiles, label, annotation string) charttest
 	}
 	files["templates/deployment.yaml"] = strings.Replace(d, anchor, repl, 1)
 	return files
+}
+
+// goodThenBad registers operator with a good 1.0.0 and a 1.0.1 that bad breaks, starts the engine
+// and deploys 1.0.0 to cluster (Direct, health checked): the live release a test then upgrades
+// to the bad version.
+func (h *harness) goodThenBad(operator, cluster string, bad func(charttest.ChartFiles) charttest.ChartFiles) *store.Deployment {
+	h.t.Helper()
+	h.operator(operator,
+		charttest.OperatorChart(chartName, "1.0.0", charttest.Compatible),
+		bad(charttest.OperatorChart(chartName, "1.0.1", charttest.Compatible)))
+	h.start()
+	first := h.submit(fmt.Sprintf(`{"operator": %q, "version": "1.0.0", "clusters": [%q], "strategy": "Direct"}`, operator, cluster))
+	return h.waitStatus(first.ID, store.DeploymentCompleted)
 }

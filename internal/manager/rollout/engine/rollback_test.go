@@ -33,12 +33,7 @@ func TestRollback_FailedUpgradeRestoresPreviousAndKeepsCustomResources(t *testin
 	h := newHarness(t, []target{{Name: "dev-1", Environment: store.EnvironmentDev, Server: single(t)}}, func(c *Config) {
 		c.InstallTimeout = 15 * time.Second
 	})
-	h.operator("rb",
-		charttest.OperatorChart(chartName, "1.0.0", charttest.Compatible),
-		unschedulable(charttest.OperatorChart(chartName, "1.0.1", charttest.Compatible)))
-	h.start()
-	first := h.submit(`{"operator": "rb", "version": "1.0.0", "clusters": ["dev-1"], "strategy": "Direct"}`)
-	h.waitStatus(first.ID, store.DeploymentCompleted)
+	h.goodThenBad("rb", "dev-1", unschedulable)
 
 	crs := createWidgets(t, h.admin["dev-1"], "op-rb", 3)
 	d := h.submit(`{"operator": "rb", "version": "1.0.1", "clusters": ["dev-1"], "strategy": "Rolling",
@@ -70,12 +65,7 @@ func TestRollback_FailedUpgradeRestoresPreviousAndKeepsCustomResources(t *testin
 // finds it Unhealthy three times in a row and rolls the completed deployment back on its own.
 func TestRollback_AutomaticAfterFailedHealthChecks(t *testing.T) {
 	h := newHarness(t, []target{{Name: "dev-1", Environment: store.EnvironmentDev, Server: single(t)}}, nil)
-	h.operator("auto",
-		charttest.OperatorChart(chartName, "1.0.0", charttest.Compatible),
-		restarting(charttest.OperatorChart(chartName, "1.0.1", charttest.Compatible)))
-	h.start()
-	first := h.submit(`{"operator": "auto", "version": "1.0.0", "clusters": ["dev-1"], "strategy": "Direct"}`)
-	h.waitStatus(first.ID, store.DeploymentCompleted)
+	first := h.goodThenBad("auto", "dev-1", restarting)
 	crs := createWidgets(t, h.admin["dev-1"], "op-auto", 2)
 
 	d := h.submit(`{"operator": "auto", "version": "1.0.1", "clusters": ["dev-1"], "strategy": "Direct",
@@ -111,12 +101,7 @@ func TestRollback_AutomaticAfterFailedHealthChecks(t *testing.T) {
 // its validation period and rolled back before it completes.
 func TestRollback_DuringValidation(t *testing.T) {
 	h := newHarness(t, []target{{Name: "dev-1", Environment: store.EnvironmentDev, Server: single(t)}}, nil)
-	h.operator("val",
-		charttest.OperatorChart(chartName, "1.0.0", charttest.Compatible),
-		restarting(charttest.OperatorChart(chartName, "1.0.1", charttest.Compatible)))
-	h.start()
-	first := h.submit(`{"operator": "val", "version": "1.0.0", "clusters": ["dev-1"], "strategy": "Direct"}`)
-	h.waitStatus(first.ID, store.DeploymentCompleted)
+	h.goodThenBad("val", "dev-1", restarting)
 	d := h.submit(`{"operator": "val", "version": "1.0.1", "clusters": ["dev-1"], "strategy": "Rolling",
 		"rollingConfig": {"validationPeriod": "PT30S"}}`)
 	d = h.waitStatus(d.ID, store.DeploymentRolledBack)

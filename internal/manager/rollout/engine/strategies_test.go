@@ -173,12 +173,7 @@ func TestBlueGreen_UnhealthyGreenSwitchesBack(t *testing.T) {
 	h := newHarness(t, []target{{Name: "bg-2", Environment: store.EnvironmentDev, Server: s[3]}}, func(c *Config) {
 		c.SwitchMonitor = 8 * time.Second
 	})
-	h.operator("bgfail",
-		charttest.OperatorChart(chartName, "1.0.0", charttest.Compatible),
-		restarting(charttest.OperatorChart(chartName, "1.0.1", charttest.Compatible)))
-	h.start()
-	first := h.submit(`{"operator": "bgfail", "version": "1.0.0", "clusters": ["bg-2"], "strategy": "Direct"}`)
-	h.waitStatus(first.ID, store.DeploymentCompleted)
+	h.goodThenBad("bgfail", "bg-2", restarting)
 	d := h.submit(`{"operator": "bgfail", "version": "1.0.1", "clusters": ["bg-2"], "strategy": "BlueGreen",
 		"blueGreenConfig": {"validationPeriod": "PT0S"}}`)
 	d = h.waitStatus(d.ID, store.DeploymentRolledBack)
