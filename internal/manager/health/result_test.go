@@ -10,14 +10,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"k8s.io/client-go/rest"
 
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
+	"github.com/slipway-dev/slipway/internal/manager/telemetry/spantest"
 )
 
 // TestResponseShape pins the JSON field names of the health API's response.
@@ -136,10 +135,7 @@ func TestInvalidTarget(t *testing.T) {
 // TestSpansAndDuration checks the span tree of one check and that its durations are recorded. It
 // replaces the global tracer provider, so it does not run in parallel.
 func TestSpansAndDuration(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	prev := otel.GetTracerProvider()
-	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	rec := spantest.Record(t)
 	countOf := func(check string) uint64 {
 		h, err := telemetry.OperatorHealthCheckDuration.GetMetricWithLabelValues(check)
 		if err != nil {

@@ -8,15 +8,14 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/client-go/rest"
 
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
+	"github.com/slipway-dev/slipway/internal/manager/telemetry/spantest"
 )
 
 // TestSpansAndTraceContext installs, upgrades and rolls back with an in-memory span recorder and
@@ -26,10 +25,7 @@ import (
 // counted are the requests sent. It replaces the global tracer provider, so it does not run in
 // parallel.
 func TestSpansAndTraceContext(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	prev := otel.GetTracerProvider()
-	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	rec := spantest.Record(t)
 	okBefore := installCount(t, "success")
 
 	var mu sync.Mutex

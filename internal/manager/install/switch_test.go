@@ -14,10 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -34,6 +31,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
+	"github.com/slipway-dev/slipway/internal/manager/telemetry/spantest"
 	"github.com/slipway-dev/slipway/internal/selfsigned"
 )
 
@@ -525,10 +523,7 @@ func TestSwitchSpans(t *testing.T) {
 	crdPage = 1
 	t.Cleanup(func() { crdPage = page })
 
-	rec := tracetest.NewSpanRecorder()
-	prev := otel.GetTracerProvider()
-	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	rec := spantest.Record(t)
 	var mu sync.Mutex
 	var sent []trace.TraceID
 	cfg := rest.CopyConfig(env.Config)

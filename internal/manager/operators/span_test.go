@@ -4,21 +4,16 @@ import (
 	"context"
 	"testing"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
+	"github.com/slipway-dev/slipway/internal/manager/telemetry/spantest"
 )
 
 // TestInspectSpan checks that Inspect runs in one operator.validate span, marked failed when
 // validation fails. It replaces the global tracer provider, so it does not run in parallel.
 func TestInspectSpan(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	prev := otel.GetTracerProvider()
-	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	rec := spantest.Record(t)
 
 	repo := charttest.ServeRepository(t, allVersions()...)
 	c := newCharts(t, Options{})

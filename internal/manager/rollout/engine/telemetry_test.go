@@ -5,13 +5,12 @@ import (
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
-	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
+	"github.com/slipway-dev/slipway/internal/manager/telemetry/spantest"
 	"github.com/slipway-dev/slipway/internal/testenv/operatorproc"
 )
 
@@ -21,10 +20,7 @@ import (
 // and the deployment counters and histograms move. It replaces the global tracer provider, so
 // it does not run in parallel.
 func TestSpansAndMetrics(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	prev := otel.GetTracerProvider()
-	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	rec := spantest.Record(t)
 	deployedBefore := metricValue(t, "slipway_manager_operators_deployed_total", map[string]string{"strategy": "Direct"})
 	durationsBefore := metricValue(t, "slipway_manager_operator_deploy_duration_seconds", map[string]string{"strategy": "Direct", "status": "Completed"})
 
