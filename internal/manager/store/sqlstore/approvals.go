@@ -37,28 +37,10 @@ func scanApprovalDecision(row scanner) (*store.ApprovalDecision, error) {
 
 // withDecisions fills the decisions of as (oldest first) in one query.
 func (e *executor) withDecisions(ctx context.Context, as []*store.Approval) error {
-	if len(as) == 0 {
-		return nil
-	}
-	ids := make([]string, len(as))
-	byID := make(map[string]*store.Approval, len(as))
-	for i, a := range as {
-		ids[i], byID[a.ID] = a.ID, a
-	}
-	arg, err := idsArg(ids)
-	if err != nil {
-		return fmt.Errorf("list approval decisions: %w", err)
-	}
-	ds, err := queryList(ctx, e, e.q("ApprovalDecisionListMany"), []any{arg}, "list approval decisions", scanApprovalDecision)
-	if err != nil {
-		return err
-	}
-	for _, d := range ds {
-		if a := byID[d.ApprovalID]; a != nil {
-			a.Decisions = append(a.Decisions, d)
-		}
-	}
-	return nil
+	return attach(ctx, e, as, func(a *store.Approval) string { return a.ID }, "ApprovalDecisionListMany",
+		"list approval decisions", scanApprovalDecision,
+		func(d *store.ApprovalDecision) string { return d.ApprovalID },
+		func(a *store.Approval, d *store.ApprovalDecision) { a.Decisions = append(a.Decisions, d) })
 }
 
 // ApprovalCreate inserts a pending approval without decisions. An empty ID gets a new UUID,

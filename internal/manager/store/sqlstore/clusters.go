@@ -121,6 +121,35 @@ func (e *executor) count(ctx context.Context, query, what string) (int, error) {
 }
 
 // queryList runs a list query and scans every row; an empty result is an empty, non-nil slice.
+// attach loads the children of parents with the named query (its one argument: the parents' ids
+// as a JSON array) and adds each child to its parent, in the query's order.
+func attach[P, C any](ctx context.Context, e *executor, parents []P, idOf func(P) string, query, what string,
+	scan func(scanner) (C, error), parentOf func(C) string, add func(P, C)) error {
+	if len(parents) == 0 {
+		return nil
+	}
+	ids := make([]string, len(parents))
+	byID := make(map[string]P, len(parents))
+	for i, p := range parents {
+		ids[i] = idOf(p)
+		byID[ids[i]] = p
+	}
+	arg, err := idsArg(ids)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	children, err := queryList(ctx, e, e.q(query), []any{arg}, what, scan)
+	if err != nil {
+		return err
+	}
+	for _, c := range children {
+		if p, ok := byID[parentOf(c)]; ok {
+			add(p, c)
+		}
+	}
+	return nil
+}
+
 func queryList[T any](ctx context.Context, e *executor, q string, args []any, what string, scan func(scanner) (T, error)) ([]T, error) {
 	rows, err := e.r.QueryContext(ctx, q, args...)
 	if err != nil {

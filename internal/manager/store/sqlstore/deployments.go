@@ -299,28 +299,10 @@ func (e *executor) DeploymentList(ctx context.Context, p *store.DeploymentListPa
 
 // withClusters fills the clusters of ds (in the order created) in one query.
 func (e *executor) withClusters(ctx context.Context, ds []*store.Deployment) error {
-	if len(ds) == 0 {
-		return nil
-	}
-	ids := make([]string, len(ds))
-	byID := make(map[string]*store.Deployment, len(ds))
-	for i, d := range ds {
-		ids[i], byID[d.ID] = d.ID, d
-	}
-	arg, err := idsArg(ids)
-	if err != nil {
-		return fmt.Errorf("list deployments: %w", err)
-	}
-	cs, err := queryList(ctx, e, e.q("DeploymentClusterListMany"), []any{arg}, "list deployments' clusters", scanDeploymentCluster)
-	if err != nil {
-		return err
-	}
-	for _, c := range cs {
-		if d := byID[c.DeploymentID]; d != nil {
-			d.Clusters = append(d.Clusters, c)
-		}
-	}
-	return nil
+	return attach(ctx, e, ds, func(d *store.Deployment) string { return d.ID }, "DeploymentClusterListMany",
+		"list deployments' clusters", scanDeploymentCluster,
+		func(c *store.DeploymentCluster) string { return c.DeploymentID },
+		func(d *store.Deployment, c *store.DeploymentCluster) { d.Clusters = append(d.Clusters, c) })
 }
 
 // DeploymentUpdate locks the deployment (FOR NO KEY UPDATE on PostgreSQL; SQLite's one write
