@@ -207,10 +207,7 @@ func (c *Checker) Check(ctx context.Context, cluster string, rc *rest.Config, ta
 	res := ClusterHealth{ClusterName: cluster}
 	cl, err := newClients(rc)
 	if err != nil {
-		msg := notChecked("no client for the cluster: " + err.Error())
-		res.ControllerPods = PodsStatus{Health: Degraded, Resources: NotChecked, Messages: []string{msg}}
-		res.WebhookStatus = WebhookStatus{Health: Degraded, Messages: []string{msg}}
-		res.CRDReconciliation = CRDStatus{Health: Degraded, Messages: []string{msg}}
+		res = NotCheckedOn(cluster, "no client for the cluster: "+err.Error(), time.Time{})
 	} else {
 		var wg sync.WaitGroup
 		wg.Go(func() { res.ControllerPods = c.runPods(ctx, cl, cluster, target) })
@@ -268,3 +265,15 @@ func (c *Checker) runCRDs(ctx context.Context, cl *clients, t Target) CRDStatus 
 }
 
 func notChecked(why string) string { return "not checked: " + why }
+
+// NotCheckedOn is the result of a check that could not run on cluster at all (no client, no
+// connection): every part Degraded with "not checked: why", nothing passed.
+func NotCheckedOn(cluster, why string, at time.Time) ClusterHealth {
+	msg := notChecked(why)
+	return ClusterHealth{
+		ClusterName: cluster, Health: Degraded, LastChecked: at,
+		ControllerPods:    PodsStatus{Health: Degraded, Resources: NotChecked, Messages: []string{msg}},
+		WebhookStatus:     WebhookStatus{Health: Degraded, Messages: []string{msg}},
+		CRDReconciliation: CRDStatus{Health: Degraded, Messages: []string{msg}},
+	}
+}

@@ -58,11 +58,7 @@ func (e *Engine) checkOne(ctx context.Context, deploymentID, operator, cluster s
 	var h health.ClusterHealth
 	cfg, err := e.cfg.Clusters.RESTConfig(ctx, cluster)
 	if err != nil {
-		msg := "not checked: no connection to the cluster: " + err.Error()
-		h = health.ClusterHealth{ClusterName: cluster, Health: health.Degraded, LastChecked: e.now(),
-			ControllerPods:    health.PodsStatus{Health: health.Degraded, Resources: health.NotChecked, Messages: []string{msg}},
-			WebhookStatus:     health.WebhookStatus{Health: health.Degraded, Messages: []string{msg}},
-			CRDReconciliation: health.CRDStatus{Health: health.Degraded, Messages: []string{msg}}}
+		h = health.NotCheckedOn(cluster, "no connection to the cluster: "+err.Error(), e.now())
 	} else if h, err = e.cfg.Checker.Check(ctx, cluster, cfg, t); err != nil {
 		return checkResult{}, err
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -140,4 +141,4 @@ func (e *Engine) checkLive(ctx context.Context, op *store.Operator, r *store.Liv
 }
 
 // errNothingToDo leaves a deployment as it is from inside an update.
-var errNothingToDo = fmt.Errorf("nothing to do")
+var errNothingToDo = errors.New("nothing to do")

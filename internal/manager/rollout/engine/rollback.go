@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"k8s.io/client-go/rest"
 
 	"github.com/slipway-dev/slipway/internal/manager/crds"
 	"github.com/slipway-dev/slipway/internal/manager/health"
@@ -127,7 +128,7 @@ func (e *Engine) restore(ctx context.Context, d *store.Deployment, op *store.Ope
 		}
 		msg = fmt.Sprintf("switched back to %s/%s; green removed", c.BlueNamespace, c.BlueRelease)
 	case c.PreviousRevision > 0:
-		e.warnIncompatible(ctx, d, op, c)
+		e.warnIncompatible(ctx, cfg, d, op, c)
 		cur, err := install.Status(rctx, cfg, c.Release, c.Namespace)
 		if err != nil {
 			return e.restoreFailed(ctx, d, c, err)
@@ -147,7 +148,7 @@ func (e *Engine) restore(ctx context.Context, d *store.Deployment, op *store.Ope
 		}
 		msg = "first install removed (CRDs and custom resources kept)"
 	}
-	if h, ok := e.checkRestored(ctx, d, op, c); !ok {
+	if h, ok := e.checkRestored(ctx, cfg, d, op, c); !ok {
 		return e.restoreFailed(ctx, d, c, fmt.Errorf("%s, but the restored release is unhealthy: %s", msg, summary(h)))
 	}
 	_, err = e.update(ctx, d.ID, func(d *store.Deployment) error {
@@ -163,7 +164,7 @@ func (e *Engine) restore(ctx context.Context, d *store.Deployment, op *store.Ope
 
 // checkRestored checks the release a cluster went back to (none after an uninstall): it must
 // not be Unhealthy. A check that cannot run does not fail the rollback.
-func (e *Engine) checkRestored(ctx context.Context, d *store.Deployment, op *store.Operator, c *store.DeploymentCluster) (health.ClusterHealth, bool) {
+func (e *Engine) checkRestored(ctx context.Context, cfg *rest.Config, d *store.Deployment, op *store.Operator, c *store.DeploymentCluster) (health.ClusterHealth, bool) {
 	ns, rel, version := c.Namespace, c.Release, c.PreviousVersion
 	if d.SwitchedAt != nil && c.BlueRelease != "" {
 		ns, rel = c.BlueNamespace, c.BlueRelease
@@ -172,10 +173,6 @@ func (e *Engine) checkRestored(ctx context.Context, d *store.Deployment, op *sto
 		return health.ClusterHealth{}, true
 	}
 	ch, err := e.chartOf(ctx, op, version)
-	if err != nil {
-		return health.ClusterHealth{}, true
-	}
-	cfg, err := e.cfg.Clusters.RESTConfig(ctx, c.ClusterName)
 	if err != nil {
 		return health.ClusterHealth{}, true
 	}
@@ -190,15 +187,11 @@ func (e *Engine) checkRestored(ctx context.Context, d *store.Deployment, op *sto
 // schemas. CRDs are not changed by a rollback (the newer schema stays, so nothing stored
 // becomes invalid), but an older controller may not understand what the newer one wrote: an
 // event says so.
-func (e *Engine) warnIncompatible(ctx context.Context, d *store.Deployment, op *store.Operator, c *store.DeploymentCluster) {
+func (e *Engine) warnIncompatible(ctx context.Context, cfg *rest.Config, d *store.Deployment, op *store.Operator, c *store.DeploymentCluster) {
 	if c.PreviousVersion == "" {
 		return
 	}
 	ch, err := e.chartOf(ctx, op, c.PreviousVersion)
-	if err != nil {
-		return
-	}
-	cfg, err := e.cfg.Clusters.RESTConfig(ctx, c.ClusterName)
 	if err != nil {
 		return
 	}
