@@ -72,8 +72,8 @@ func (e *Engine) Start(ctx context.Context) error {
 		defer close(e.done)
 		var loops sync.WaitGroup
 		loops.Go(func() { e.runLoop(ctx) })
-		if e.cfg.HealthLoop {
-			loops.Go(func() { e.healthLoop(ctx) })
+		if e.cfg.HealthLoop || e.cfg.Notifier != nil {
+			loops.Go(func() { e.leaderLoop(ctx) })
 		}
 		loops.Wait()
 		e.wg.Wait()

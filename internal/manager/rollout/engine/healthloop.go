@@ -13,24 +13,29 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 )
 
-// healthLease names the lease of the replica that runs the health loop (one checker for the
-// whole fleet; another replica takes over within a lease when it dies).
-const healthLease = "health-loop"
+// leaderLease names the lease of the replica that does the fleet-wide duties: the health loop and
+// the approval mail (one checker and one sender; another replica takes over within a lease when
+// it dies).
+const leaderLease = "leader"
 
-// healthLoop checks every live release every HealthInterval while this replica holds the lease,
-// and asks for the rollback of a deployment whose release failed FailureThreshold checks in a row.
-func (e *Engine) healthLoop(ctx context.Context) {
-	tick := min(e.cfg.HealthInterval, e.cfg.Lease/3)
-	t := time.NewTicker(tick)
+// leaderLoop renews the leader lease every third of it (or every HealthInterval when shorter)
+// and, while this replica holds it, mails pending approvals and checks every live release every
+// HealthInterval, asking for the rollback of a deployment whose release failed FailureThreshold
+// checks in a row.
+func (e *Engine) leaderLoop(ctx context.Context) {
+	t := time.NewTicker(min(e.cfg.HealthInterval, e.cfg.Lease/3))
 	defer t.Stop()
 	var next time.Time
 	for {
 		now := e.now()
-		held, err := e.cfg.Store.LeaseAcquire(ctx, &store.LeaseAcquireParams{Name: healthLease, Owner: e.cfg.ReplicaID, Now: now, Until: now.Add(e.cfg.Lease)})
+		held, err := e.cfg.Store.LeaseAcquire(ctx, &store.LeaseAcquireParams{Name: leaderLease, Owner: e.cfg.ReplicaID, Now: now, Until: now.Add(e.cfg.Lease)})
 		if err != nil {
-			e.logErr(ctx, "taking the health loop's lease", err)
+			e.logErr(ctx, "taking the leader lease", err)
 		}
-		if held && !now.Before(next) {
+		if held {
+			e.mailPending(ctx)
+		}
+		if held && e.cfg.HealthLoop && !now.Before(next) {
 			e.HealthRound(ctx)
 			e.setHealthGauges(ctx)
 			next = now.Add(e.cfg.HealthInterval)
@@ -42,7 +47,7 @@ func (e *Engine) healthLoop(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-			_ = e.cfg.Store.LeaseRelease(context.WithoutCancel(ctx), healthLease, e.cfg.ReplicaID)
+			_ = e.cfg.Store.LeaseRelease(context.WithoutCancel(ctx), leaderLease, e.cfg.ReplicaID)
 			return
 		case <-t.C:
 		}

@@ -38,7 +38,7 @@ func (e *Engine) runLoop(ctx context.Context) {
 	}
 }
 
-// tick admits queued deployments, expires approvals, mails pending ones and claims what is due.
+// tick admits queued deployments, expires approvals and claims what is due.
 func (e *Engine) tick(ctx context.Context) {
 	now := e.now()
 	if res, err := e.cfg.Store.DeploymentAdmit(ctx, &store.DeploymentAdmitParams{Limit: e.cfg.MaxConcurrent, Now: now}); err != nil {
@@ -62,7 +62,6 @@ func (e *Engine) tick(ctx context.Context) {
 			e.touch(ctx, a.DeploymentID)
 		}
 	}
-	e.mailPending(ctx)
 	e.setGauges(ctx)
 
 	e.mu.Lock()

@@ -10,20 +10,11 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
-// mailLease names the lease of the replica that mails pending approvals: one sender at a time,
-// so an approval is not mailed by two replicas.
-const mailLease = "approval-mail"
-
 // mailPending queues the mail of every pending approval not mailed yet (the notifier ignores
-// one already queued). An approval is marked once its mail is delivered or given up (MailResult);
-// mail dropped by a stopping replica stays unmarked and the next lease holder sends it.
+// one already queued); the leader does it, so an approval is not mailed by two replicas. An approval is marked once its mail is delivered or given up (MailResult);
+// mail dropped by a stopping replica stays unmarked and the next leader sends it.
 func (e *Engine) mailPending(ctx context.Context) {
 	if e.cfg.Notifier == nil {
-		return
-	}
-	now := e.now()
-	held, err := e.cfg.Store.LeaseAcquire(ctx, &store.LeaseAcquireParams{Name: mailLease, Owner: e.cfg.ReplicaID, Now: now, Until: now.Add(e.cfg.Lease)})
-	if err != nil || !held {
 		return
 	}
 	list, err := e.cfg.Store.ApprovalList(ctx, &store.ApprovalListParams{Status: store.ApprovalPending, Unnotified: true, Limit: 100})

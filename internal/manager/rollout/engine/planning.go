@@ -138,7 +138,6 @@ func (e *Engine) askApprovals(ctx context.Context, d *store.Deployment, reqs []a
 	for _, a := range created {
 		e.event(ctx, d.ID, "approval.requested", "", fmt.Sprintf("approval %s (%s, %d × %s): %s", a.ID, a.Kind, a.Required, a.RequiredRole, a.Reason), nil)
 	}
-	e.Wake() // mail them now
 	return approvalPoll, nil
 }
 
