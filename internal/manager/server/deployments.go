@@ -15,12 +15,13 @@ import (
 )
 
 // deploymentStatuses are the values of the status filter.
-var deploymentStatuses = []string{
-	string(store.DeploymentQueued), string(store.DeploymentWaitingApproval), string(store.DeploymentPlanning),
-	string(store.DeploymentDeploying), string(store.DeploymentValidating), string(store.DeploymentCompleted),
-	string(store.DeploymentRollingBack), string(store.DeploymentRolledBack), string(store.DeploymentFailed),
-	string(store.DeploymentCancelled),
-}
+var deploymentStatuses = func() []string {
+	out := make([]string, len(store.DeploymentStatuses))
+	for i, st := range store.DeploymentStatuses {
+		out[i] = string(st)
+	}
+	return out
+}()
 
 // createDeployment decodes the design's body as it is (request.Decode: strict, errors with the
 // JSON path), and hands it to the engine, which validates it against the registered clusters and

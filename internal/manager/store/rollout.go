@@ -33,6 +33,13 @@ const (
 	DeploymentCancelled       DeploymentStatus = "Cancelled"
 )
 
+// DeploymentStatuses are every deployment status, in lifecycle order.
+var DeploymentStatuses = []DeploymentStatus{
+	DeploymentQueued, DeploymentWaitingApproval, DeploymentPlanning, DeploymentDeploying,
+	DeploymentValidating, DeploymentCompleted, DeploymentRollingBack, DeploymentRolledBack,
+	DeploymentFailed, DeploymentCancelled,
+}
+
 // Terminal reports whether no step follows s.
 func (s DeploymentStatus) Terminal() bool {
 	switch s {

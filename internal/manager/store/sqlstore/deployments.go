@@ -16,13 +16,6 @@ import (
 var (
 	strategies = []string{"Canary", "BlueGreen", "Rolling", "Direct"}
 
-	deploymentStatuses = []store.DeploymentStatus{
-		store.DeploymentQueued, store.DeploymentWaitingApproval, store.DeploymentPlanning,
-		store.DeploymentDeploying, store.DeploymentValidating, store.DeploymentCompleted,
-		store.DeploymentRollingBack, store.DeploymentRolledBack, store.DeploymentFailed,
-		store.DeploymentCancelled,
-	}
-
 	clusterStatuses = []store.ClusterStatus{
 		store.ClusterPending, store.ClusterInstalling, store.ClusterValidating, store.ClusterHealthy,
 		store.ClusterRolledBack, store.ClusterFailed, store.ClusterSkipped,
@@ -140,8 +133,8 @@ func checkDeployment(d *store.Deployment) error {
 	if !slices.Contains(strategies, d.Strategy) {
 		return fmt.Errorf("strategy %q is not one of %v", d.Strategy, strategies)
 	}
-	if !slices.Contains(deploymentStatuses, d.Status) {
-		return fmt.Errorf("status %q is not one of %v", d.Status, deploymentStatuses)
+	if !slices.Contains(store.DeploymentStatuses, d.Status) {
+		return fmt.Errorf("status %q is not one of %v", d.Status, store.DeploymentStatuses)
 	}
 	for _, j := range []struct {
 		field string
