@@ -81,8 +81,8 @@ type Store struct {
 }
 
 // Open connects to url (postgres://…; pgxpool's pool_* parameters apply), checks that the
-// server answers, and applies the options; it neither migrates nor checks the schema unless
-// WithMigrate or WithSchemaCheck is given.
+// server answers and is PostgreSQL 15 or newer (CheckServerVersion), and applies the options; it
+// neither migrates nor checks the schema unless WithMigrate or WithSchemaCheck is given.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -95,6 +95,10 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres store: connect to %s:%d/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, err)
+	}
+	if err := checkServer(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
 	}
 	db := stdlib.OpenDBFromPool(pool)
 	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(MigrationLockID), lock.WithLockTimeout(1, 600))
