@@ -259,6 +259,11 @@ type WerfBundleStatus struct {
 	// +optional
 	LastHandledReconcileNow string `json:"lastHandledReconcileNow,omitempty"`
 
+	// LastHandledPush is the last value of the werf.io/push-received annotation acted on (a poll
+	// made due), so a new leader does not poll again for a push already handled.
+	// +optional
+	LastHandledPush string `json:"lastHandledPush,omitempty"`
+
 	// Conditions: Ready, Reconciling, Stalled, DriftDetected.
 	// +listType=map
 	// +listMapKey=type
@@ -301,6 +306,12 @@ const (
 	// ReconcileNowAnnotation requests an immediate poll and retries a failed revision when its
 	// value changes (e.g. kubectl annotate werfbundle x werf.io/reconcile-now="$(date +%s)" --overwrite).
 	ReconcileNowAnnotation = "werf.io/reconcile-now"
+
+	// PushReceivedAnnotation is written by the push receiver, on whichever operator replica a
+	// registry notification reaches, with the time it arrived: a new value makes the next poll due
+	// at once. Unlike ReconcileNowAnnotation it never retries a failed revision, so a forged push
+	// can cost a poll but not a redeploy.
+	PushReceivedAnnotation = "werf.io/push-received"
 )
 
 // AcceptBundlesFromAnnotation, on a Namespace, lets WerfBundles of other namespaces deploy into

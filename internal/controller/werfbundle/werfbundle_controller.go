@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/cachelag"
@@ -34,6 +33,8 @@ import (
 )
 
 // +kubebuilder:rbac:groups=werf.io,resources=werfbundles,verbs=get;list;watch
+// The push receiver records a push on the bundle (werfv1.PushReceivedAnnotation).
+// +kubebuilder:rbac:groups=werf.io,resources=werfbundles,verbs=patch
 // +kubebuilder:rbac:groups=werf.io,resources=werfbundles/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=create;get;list;watch;delete
 // +kubebuilder:rbac:groups=core,resources=configmaps;secrets,verbs=get;list;watch
@@ -98,9 +99,8 @@ type Reconciler struct {
 	// DecoratePod, when set, adjusts every Job's pod template (tests use it to steer kwok).
 	DecoratePod func(JobKind, *corev1.PodTemplateSpec)
 
-	once     sync.Once
-	polls    *pollTracker
-	triggers chan event.GenericEvent
+	once  sync.Once
+	polls *pollTracker
 	// writes knows the resourceVersion of each bundle's last status write (see cachelag).
 	writes cachelag.Writes
 	clientCache
@@ -134,9 +134,6 @@ func (r *Reconciler) defaults() {
 	if r.polls == nil {
 		r.polls = newPollTracker()
 	}
-	if r.triggers == nil {
-		r.triggers = make(chan event.GenericEvent, 1024)
-	}
 }
 
 // SetupWithManager registers the controller: WerfBundles, their Jobs (matched by label, as they
@@ -159,8 +156,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("werfbundle").
-		For(&werfv1.WerfBundle{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		For(&werfv1.WerfBundle{}, builder.WithPredicates(bundleChanges)).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobToBundle),
 			builder.WithPredicates(managedJobs)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.valuesSourceToBundles("ConfigMap")),
@@ -169,7 +165,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			builder.OnlyMetadata).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceToBundles),
 			builder.OnlyMetadata, builder.WithPredicates(namespaceChanges)).
-		WatchesRawSource(source.Channel(r.triggers, &handler.EnqueueRequestForObject{})).
 		WithOptions(opts).
 		WithLogConstructor(r.logConstructor(mgr.GetLogger())).
 		Complete(r)
@@ -189,6 +184,11 @@ func (r *Reconciler) logConstructor(base logr.Logger) func(*reconcile.Request) l
 		return base.WithValues("bundle", req.Name, "namespace", req.Namespace)
 	}
 }
+
+// bundleChanges passes a bundle's creation, deletion, spec changes and annotation changes: the
+// reconcile-now request and the push receiver's werfv1.PushReceivedAnnotation, which another
+// replica may have written. Status writes (the controller's own) do not pass.
+var bundleChanges = predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 
 // managedJobs passes the events of slipway's Jobs that a bundle acts on: a Job that ended,
 // started going away or is gone. Its creation (the controller made it, and at start every

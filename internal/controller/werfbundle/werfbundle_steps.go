@@ -78,6 +78,7 @@ func (r *Reconciler) stepResolve(_ context.Context, s *scope) error {
 		}
 		r.polls.trigger(client.ObjectKeyFromObject(b))
 	}
+	r.stepPush(s)
 	return nil
 }
 

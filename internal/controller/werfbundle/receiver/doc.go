@@ -1,15 +1,17 @@
 // Package receiver is the WerfBundle controller's HTTP endpoint for registry push notifications.
 // Polling finds new tags eventually; a notification makes the WerfBundles watching the pushed
-// repository reconcile at once. The package owns the HTTP server, authenticating senders,
+// repository poll at once. The package owns the HTTP server, authenticating senders,
 // understanding their payloads and counting requests; mapping a repository to WerfBundles and
-// enqueueing them is the controller's, behind the Trigger interface.
+// recording the push on them is the controller's, behind the Trigger interface.
 //
 // # Endpoints
 //
 // POST /hook detects the payload format; /hook/distribution and /hook/harbor accept only the
 // named sender's format and answer 400 to any other. Responses are JSON: 202 {"events":N,"triggered":M} where N counts the
-// distinct tag pushes in the payload and M the WerfBundles they triggered; otherwise
-// {"error":"..."} with 400 (malformed JSON, unknown format), 401 (missing or wrong credentials),
+// distinct tag pushes in the payload and M the WerfBundles the pushes were recorded on; 503
+// {"events":N,"triggered":M,"error":"..."} with Retry-After when Trigger failed for some push (the
+// API server was unreachable, a patch was refused), so the sender retries the whole delivery;
+// otherwise {"error":"..."} with 400 (malformed JSON, unknown format), 401 (missing or wrong credentials),
 // 405 (not POST) or 413 (body larger than Options.MaxBodyBytes, 1 MiB by default). A well-formed
 // notification without tag pushes (a pull, a delete, a blob upload) is accepted with N = 0, so
 // senders that retry failed deliveries do not retry it.
@@ -61,12 +63,13 @@
 //
 // # Running
 //
-// A Server is a controller-runtime Runnable: add it to the manager with mgr.Add. It needs leader
-// election because Trigger enqueues into the controller, which runs on the leader; in a
-// multi-replica deployment only the leader listens. Start refuses to run without a secret and
+// A Server is a controller-runtime Runnable: add it to the manager with mgr.Add. It runs on every
+// replica, leader or not: Trigger records each push in the API server before the receiver answers
+// 202, and the leader's controller acts on it, so a Service in front of all replicas works and an
+// acknowledged push survives the leader's death. Start refuses to run without a secret and
 // shuts down gracefully when its context ends, finishing requests in flight.
 //
 // Metrics, registered with controller-runtime's registry: slipway_werfbundle_webhook_requests_total
-// by result (accepted, unauthorized, bad_request, too_large, method_not_allowed), and
-// slipway_werfbundle_webhook_triggers_total, the WerfBundles triggered.
+// by result (accepted, unauthorized, bad_request, too_large, method_not_allowed, failed), and
+// slipway_werfbundle_webhook_triggers_total, the WerfBundles pushes were recorded on.
 package receiver

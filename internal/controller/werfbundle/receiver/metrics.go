@@ -14,6 +14,8 @@ const (
 	resultBadRequest       = "bad_request"
 	resultTooLarge         = "too_large"
 	resultMethodNotAllowed = "method_not_allowed"
+	// resultFailed: the pushes could not all be recorded (503, the sender retries).
+	resultFailed = "failed"
 )
 
 var (
@@ -24,7 +26,7 @@ var (
 
 	webhookTriggers = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "slipway_werfbundle_webhook_triggers_total",
-		Help: "WerfBundles triggered by push notifications (one per bundle per pushed tag).",
+		Help: "WerfBundles a push notification was recorded on (one per bundle per pushed tag).",
 	})
 
 	registerMetricsOnce sync.Once
@@ -36,7 +38,7 @@ func registerMetrics() {
 	registerMetricsOnce.Do(func() {
 		metrics.Registry.MustRegister(webhookRequests, webhookTriggers)
 		// Start every series at zero so rates work from the first request.
-		for _, r := range []string{resultAccepted, resultUnauthorized, resultBadRequest, resultTooLarge, resultMethodNotAllowed} {
+		for _, r := range []string{resultAccepted, resultUnauthorized, resultBadRequest, resultTooLarge, resultMethodNotAllowed, resultFailed} {
 			webhookRequests.WithLabelValues(r)
 		}
 	})

@@ -32,10 +32,10 @@ type blockingTrigger struct {
 	release chan struct{}
 }
 
-func (b *blockingTrigger) Trigger(context.Context, string, string) int {
+func (b *blockingTrigger) Trigger(context.Context, string, string) (int, error) {
 	b.entered <- struct{}{}
 	<-b.release
-	return 1
+	return 1, nil
 }
 
 // waitFor polls cond until it holds; the bound only keeps a broken test from hanging.
@@ -62,9 +62,9 @@ func post(url, body string) (*http.Response, error) {
 	return noKeepAlive.Do(req)
 }
 
-func TestServer_NeedsLeaderElection(t *testing.T) {
-	if !New(Options{Secret: testSecret}).NeedLeaderElection() {
-		t.Fatal("NeedLeaderElection() = false; the receiver must run beside the leader's controller")
+func TestServer_RunsOnEveryReplica(t *testing.T) {
+	if New(Options{Secret: testSecret}).NeedLeaderElection() {
+		t.Fatal("NeedLeaderElection() = true; the receiver records pushes in the API server and must listen on every replica the Service reaches")
 	}
 }
 

@@ -15,10 +15,12 @@ import (
 )
 
 // Trigger is the controller side of the receiver: it finds the WerfBundles watching repository
-// and enqueues them, returning how many it matched. repository is in NormalizeRepository form.
-// Trigger must not block for long; the sender waits for the response.
+// and records the push on them durably (in the API server), returning how many it marked.
+// repository is in NormalizeRepository form. An error means a push may not be recorded: the
+// receiver answers 503 so the sender retries the delivery. Trigger must not block for long; the
+// sender waits for the response, and ctx ends after triggerTimeout.
 type Trigger interface {
-	Trigger(ctx context.Context, repository string, tag string) (matched int)
+	Trigger(ctx context.Context, repository string, tag string) (marked int, err error)
 }
 
 const (
@@ -29,6 +31,9 @@ const (
 
 	// shutdownTimeout bounds how long Start waits for requests in flight once its context ends.
 	shutdownTimeout = 10 * time.Second
+	// triggerTimeout bounds the Trigger calls of one request, below the server's WriteTimeout, so
+	// a slow API server gets the sender a 503 rather than a dropped connection.
+	triggerTimeout = 20 * time.Second
 )
 
 // Options configure a Server.
@@ -47,8 +52,8 @@ type Options struct {
 }
 
 // Server receives registry push notifications over HTTP and triggers the WerfBundles watching
-// the pushed repository. It is a controller-runtime Runnable that runs on the leader only,
-// because triggering enqueues into the leader's controller.
+// the pushed repository. It is a controller-runtime Runnable that runs on every replica: Trigger
+// writes to the API server, where the leader's controller sees it.
 type Server struct {
 	addr    string
 	trigger Trigger
@@ -91,9 +96,9 @@ func New(opts Options) *Server {
 	return s
 }
 
-// NeedLeaderElection reports true: Trigger enqueues into the controller, which runs on the
-// leader only, so the receiver must run there too.
-func (s *Server) NeedLeaderElection() bool { return true }
+// NeedLeaderElection reports false: Trigger records pushes in the API server, so any replica can
+// take a delivery, and a Service in front of all replicas always reaches one that listens.
+func (s *Server) NeedLeaderElection() bool { return false }
 
 // Handler returns the HTTP handler serving the hook endpoints, for tests and for mounting on
 // another server.
@@ -146,12 +151,14 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// summary is the body of a 202 response.
+// summary is the body of a 202 response, and of a 503 with Error set.
 type summary struct {
 	// Events counts the distinct tag pushes in the notification.
 	Events int `json:"events"`
-	// Triggered counts the WerfBundles they triggered.
+	// Triggered counts the WerfBundles the pushes were recorded on (once per bundle per push).
 	Triggered int `json:"triggered"`
+	// Error says why some pushes may not be recorded (503 only).
+	Error string `json:"error,omitempty"`
 }
 
 // hook serves one endpoint; format is empty to detect it from the request.
@@ -200,18 +207,37 @@ func (s *Server) hook(format string) http.Handler {
 		}
 
 		log = log.WithValues("format", p.format)
-		ctx := logr.NewContext(r.Context(), log)
+		ctx, cancel := context.WithTimeout(logr.NewContext(r.Context(), log), triggerTimeout)
+		defer cancel()
 		res := summary{Events: len(p.events)}
+		failed := 0
 		for _, ev := range p.events {
-			matched := 0
+			marked := 0
+			var err error
 			if s.trigger != nil { // only a Handler used without Start can lack one
-				matched = max(s.trigger.Trigger(ctx, ev.repository, ev.tag), 0)
+				marked, err = s.trigger.Trigger(ctx, ev.repository, ev.tag)
+				marked = max(marked, 0)
 			}
-			res.Triggered += matched
-			log.V(1).Info("Triggered WerfBundles for pushed tag", "repository", ev.repository, "tag", ev.tag, "matched", matched)
+			res.Triggered += marked
+			if err != nil {
+				failed++
+				log.Error(err, "Recording a pushed tag failed", "repository", ev.repository, "tag", ev.tag, "marked", marked)
+				continue
+			}
+			log.V(1).Info("Recorded pushed tag on WerfBundles", "repository", ev.repository, "tag", ev.tag, "marked", marked)
+		}
+		webhookTriggers.Add(float64(res.Triggered))
+		if failed > 0 {
+			// Nothing is acknowledged that is not in the API server: the sender retries the whole
+			// delivery, and marking a bundle again only makes one more poll.
+			webhookRequests.WithLabelValues(resultFailed).Inc()
+			res.Error = fmt.Sprintf("recording %d of %d pushes failed; retry the delivery", failed, res.Events)
+			log.Info("Failed to record push notification", "events", res.Events, "failed", failed, "triggered", res.Triggered)
+			w.Header().Set("Retry-After", "10")
+			writeJSON(w, http.StatusServiceUnavailable, res)
+			return
 		}
 		webhookRequests.WithLabelValues(resultAccepted).Inc()
-		webhookTriggers.Add(float64(res.Triggered))
 		if len(p.events) > 0 {
 			log.Info("Handled push notification", "events", res.Events, "ignored", p.ignored, "triggered", res.Triggered)
 		} else {

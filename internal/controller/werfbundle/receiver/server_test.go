@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,23 +20,25 @@ import (
 
 var testSecret = []byte("s3cr3t-shared-between-registry-and-slipway")
 
-// fakeTrigger records the tag pushes it receives and matches a fixed number of bundles per
-// repository.
+// fakeTrigger records the tag pushes it receives and marks a fixed number of bundles per
+// repository; for a repository in fails it marks them and then fails, as when one bundle's patch
+// does not go through.
 type fakeTrigger struct {
 	mu      sync.Mutex
 	matches map[string]int
+	fails   map[string]error
 	calls   []pushEvent
 	loggers int // calls whose context carried a logger
 }
 
-func (f *fakeTrigger) Trigger(ctx context.Context, repository, tag string) int {
+func (f *fakeTrigger) Trigger(ctx context.Context, repository, tag string) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, pushEvent{repository: repository, tag: tag})
 	if _, err := logr.FromContext(ctx); err == nil {
 		f.loggers++
 	}
-	return f.matches[repository]
+	return f.matches[repository], f.fails[repository]
 }
 
 func (f *fakeTrigger) got() []pushEvent {
@@ -423,7 +426,7 @@ func BenchmarkHandle(b *testing.B) {
 
 type benchTrigger struct{ n int }
 
-func (t *benchTrigger) Trigger(context.Context, string, string) int { t.n++; return 1 }
+func (t *benchTrigger) Trigger(context.Context, string, string) (int, error) { t.n++; return 1, nil }
 
 func TestHandler_WithoutTriggerAcceptsAndTriggersNothing(t *testing.T) {
 	rec := httptest.NewRecorder()
@@ -433,5 +436,37 @@ func TestHandler_WithoutTriggerAcceptsAndTriggersNothing(t *testing.T) {
 	}
 	if got := decodeSummary(t, rec); got != (summary{Events: 1}) {
 		t.Fatalf("summary = %+v, want one event and no triggers", got)
+	}
+}
+
+// TestHandler_FailedTriggerAsksForARetry: when a push cannot be recorded on every bundle, the
+// delivery is not acknowledged: 503 with Retry-After, the count of bundles marked and why, and
+// requests_total{result="failed"}.
+func TestHandler_FailedTriggerAsksForARetry(t *testing.T) {
+	repo := "ghcr.io/org/bundle"
+	trigger := &fakeTrigger{matches: map[string]int{repo: 1},
+		fails: map[string]error{repo: errors.New("marking WerfBundle team/app: the server is currently unable to handle the request")}}
+	failedBefore := counterValue(t, webhookRequests.WithLabelValues(resultFailed))
+	acceptedBefore := counterValue(t, webhookRequests.WithLabelValues(resultAccepted))
+
+	rec := serve(t, Options{Trigger: trigger, Logger: testr.New(t)}, request("/hook", genericPush, withBearer(testSecret)))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("status = %d, want 503 (body %q)", rec.Code, rec.Body.String())
+	}
+	if rec.Header().Get("Retry-After") == "" {
+		t.Error("no Retry-After header")
+	}
+	got := decodeSummary(t, rec)
+	if got.Events != 1 || got.Triggered != 1 || !strings.Contains(got.Error, "retry the delivery") {
+		t.Errorf("summary = %+v, want 1 event, 1 bundle marked and an error asking for a retry", got)
+	}
+	if strings.Contains(got.Error, "team/app") {
+		t.Errorf("error %q tells the sender about bundles; it should only say to retry", got.Error)
+	}
+	if d := counterValue(t, webhookRequests.WithLabelValues(resultFailed)) - failedBefore; d != 1 {
+		t.Errorf("requests_total{result=failed} grew by %v, want 1", d)
+	}
+	if d := counterValue(t, webhookRequests.WithLabelValues(resultAccepted)) - acceptedBefore; d != 0 {
+		t.Errorf("requests_total{result=accepted} grew by %v, want 0", d)
 	}
 }
