@@ -26,12 +26,13 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 )
 
-// The design's span names.
+// The design's span names; helm.rollback mirrors helm.install (the design's operator.rollback
+// is the engine's span around a whole rollback).
 const (
 	spanHelmInstall      = "helm.install"
 	spanCRDApply         = "crd.apply"
 	spanControllerDeploy = "controller.deploy"
-	spanOperatorRollback = "operator.rollback"
+	spanHelmRollback     = "helm.rollback"
 )
 
 // DefaultTimeout bounds a call whose Release.Timeout is 0, or whose context has no deadline.

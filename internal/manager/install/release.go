@@ -41,9 +41,10 @@ type ReleaseInfo struct {
 // revision, and its resources waited for until ready, at most until ctx's deadline
 // (DefaultTimeout without one). CRDs are left as they are: the newer schema stays, so stored
 // custom resources stay valid. An unknown release or revision is *invalid.Error; workloads not
-// ready give a *NotReadyError. The Result is returned with an error too.
+// ready give a *NotReadyError. The Result is returned with an error too. It runs in span
+// helm.rollback (the caller's operator.rollback, if any, is its parent).
 func Rollback(ctx context.Context, cfg *rest.Config, name, namespace string, toRevision int) (res *Result, err error) {
-	ctx, span := telemetry.Tracer().Start(ctx, spanOperatorRollback, trace.WithAttributes(
+	ctx, span := telemetry.Tracer().Start(ctx, spanHelmRollback, trace.WithAttributes(
 		attribute.String("release.name", name), attribute.String("release.namespace", namespace),
 		attribute.Int("release.to_revision", toRevision)))
 	start := time.Now()

@@ -20,7 +20,7 @@ import (
 
 // TestSpansAndTraceContext installs, upgrades and rolls back with an in-memory span recorder and
 // a transport that sees every request as sent: helm.install has crd.apply and controller.deploy
-// under it, Rollback runs in operator.rollback, every Kubernetes request carries a W3C
+// under it, Rollback runs in helm.rollback, every Kubernetes request carries a W3C
 // traceparent of its call's trace, a client span under one of those spans, and the requests
 // counted are the requests sent. It replaces the global tracer provider, so it does not run in
 // parallel.
@@ -64,9 +64,9 @@ func TestSpansAndTraceContext(t *testing.T) {
 		byName[s.Name()] = append(byName[s.Name()], s)
 		byID[s.SpanContext().SpanID()] = s
 	}
-	installs, rollbacks := byName[spanHelmInstall], byName[spanOperatorRollback]
+	installs, rollbacks := byName[spanHelmInstall], byName[spanHelmRollback]
 	if len(installs) != 2 || len(rollbacks) != 1 || len(byName[spanCRDApply]) != 2 || len(byName[spanControllerDeploy]) != 2 {
-		t.Fatalf("spans: %d helm.install, %d crd.apply, %d controller.deploy, %d operator.rollback; want 2, 2, 2, 1",
+		t.Fatalf("spans: %d helm.install, %d crd.apply, %d controller.deploy, %d helm.rollback; want 2, 2, 2, 1",
 			len(installs), len(byName[spanCRDApply]), len(byName[spanControllerDeploy]), len(rollbacks))
 	}
 	var traces []trace.TraceID
@@ -80,7 +80,7 @@ func TestSpansAndTraceContext(t *testing.T) {
 			}
 		}
 	}
-	parents := []string{spanCRDApply, spanControllerDeploy, spanOperatorRollback}
+	parents := []string{spanCRDApply, spanControllerDeploy, spanHelmRollback}
 	clientSpans := 0
 	// Started, not Ended: a watch's span ends when its body is closed, which may come later.
 	for _, s := range rec.Started() {
@@ -89,7 +89,7 @@ func TestSpansAndTraceContext(t *testing.T) {
 		}
 		clientSpans++
 		if p, ok := byID[s.Parent().SpanID()]; !ok || !slices.Contains(parents, p.Name()) {
-			t.Fatalf("Kubernetes request span %s is not under crd.apply, controller.deploy or operator.rollback", s.Name())
+			t.Fatalf("Kubernetes request span %s is not under crd.apply, controller.deploy or helm.rollback", s.Name())
 		}
 	}
 
