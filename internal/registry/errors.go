@@ -23,9 +23,6 @@ const (
 	OpToken          = "fetch token"
 )
 
-// maxRetryAfter caps a server's Retry-After hint so a bogus header cannot park a caller for days.
-const maxRetryAfter = time.Hour
-
 // Error is a failed registry operation. StatusCode is 0 when no HTTP response arrived (network
 // failure, timeout, cancellation), in which case Err holds the cause.
 type Error struct {
@@ -156,7 +153,7 @@ func isTransientTransportError(err error) bool {
 }
 
 // parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP-date. It returns 0 for an
-// absent, malformed or past value, and caps the result at maxRetryAfter.
+// absent, malformed or past value, and caps the result at MaxRetryAfter.
 func parseRetryAfter(value string, now time.Time) time.Duration {
 	value = strings.TrimSpace(value)
 	if value == "" {
@@ -167,8 +164,8 @@ func parseRetryAfter(value string, now time.Time) time.Duration {
 		if secs <= 0 {
 			return 0
 		}
-		if secs > int64(maxRetryAfter/time.Second) {
-			return maxRetryAfter
+		if secs > int64(MaxRetryAfter/time.Second) {
+			return MaxRetryAfter
 		}
 		d = time.Duration(secs) * time.Second
 	} else if at, err := http.ParseTime(value); err == nil {
@@ -177,7 +174,7 @@ func parseRetryAfter(value string, now time.Time) time.Duration {
 	if d <= 0 {
 		return 0
 	}
-	return min(d, maxRetryAfter)
+	return min(d, MaxRetryAfter)
 }
 
 // parseErrorBody extracts the first error code and message of an OCI error body

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"time"
 
@@ -149,9 +150,17 @@ func (r *EnvironmentReconciler) stepBuild(ctx context.Context, s *envScope) erro
 	return r.createBuildJob(ctx, s, engineImage, hash)
 }
 
-// imageExists asks the registry whether the image is there. Failures are recorded in the scope.
+// imageExists asks the registry whether the image is there. Failures are recorded in the scope;
+// after a transient one the registry is not asked again before its retry time, whichever event
+// brings the Environment back first.
 func (r *EnvironmentReconciler) imageExists(ctx context.Context, s *envScope) (bool, error) {
 	key := client.ObjectKeyFromObject(s.env)
+	if msg, wait := r.failures.registryBlocked(key, s.image, s.now); wait > 0 {
+		s.requeue(wait)
+		s.fail(&failure{condition: catalystv1alpha1.BuildReadyCondition, reason: catalystv1alpha1.RegistryUnavailableReason,
+			phase: catalystv1alpha1.PhaseBuilding, message: msg})
+		return false, nil
+	}
 	opts, err := registryOptions(ctx, r.APIReader, s.project)
 	if errors.Is(err, errSecret) {
 		s.fail(&failure{condition: catalystv1alpha1.BuildReadyCondition, reason: catalystv1alpha1.SecretNotFoundReason,
@@ -178,14 +187,12 @@ func (r *EnvironmentReconciler) imageExists(ctx context.Context, s *envScope) (b
 			message: fmt.Sprintf("the registry refused the credentials asking for %s: %v; fix the Secret named by the Project's spec.registry.secretRef", s.image, err)})
 		return false, nil
 	}
-	wait := r.failures.registryRetry(key)
-	if ra, ok := registry.RetryAfter(err); ok && ra > wait {
-		wait = min(ra, retryMax)
-	}
-	s.requeue(jitter(wait))
+	wait, msg := r.failures.registryRetry(key, s.image, err, s.now, rand.Float64(), func(wait time.Duration) string {
+		return fmt.Sprintf("could not ask the registry whether %s exists: %v; retrying in %s", s.image, err, wait.Round(time.Second))
+	})
+	s.requeue(wait)
 	s.fail(&failure{condition: catalystv1alpha1.BuildReadyCondition, reason: catalystv1alpha1.RegistryUnavailableReason,
-		phase:   catalystv1alpha1.PhaseBuilding,
-		message: fmt.Sprintf("could not ask the registry whether %s exists: %v; retrying in %s", s.image, err, wait.Round(time.Second))})
+		phase: catalystv1alpha1.PhaseBuilding, message: msg})
 	return false, nil
 }
 

@@ -6,16 +6,28 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/slipway-dev/slipway/internal/registry"
 )
 
 // deployFailures remembers, per Environment, the last failed deploy and the registry failures
 // in a row, so a failing revision is not redeployed on every event: a stalled failure waits for
-// a new revision, a transient one backs off (10s doubling to 5m). It lives in memory: after a
-// restart each failing revision is tried once more.
+// a new revision, a transient one backs off (10s doubling to 5m). A registry that failed is not
+// asked again before its retry time either, whatever event comes first: a Retry-After holds. It
+// lives in memory: after a restart each failing revision is tried once more.
 type deployFailures struct {
 	mu       sync.Mutex
 	deploys  map[types.NamespacedName]*failedDeploy
-	registry map[types.NamespacedName]int
+	registry map[types.NamespacedName]*registryFailures
+}
+
+// registryFailures are an Environment's registry failures in a row: how many, the image asked
+// about, when to ask again and the message of the last one.
+type registryFailures struct {
+	count   int
+	image   string
+	next    time.Time
+	message string
 }
 
 type failedDeploy struct {
@@ -69,15 +81,37 @@ func (m *deployFailures) deployFailed(key types.NamespacedName, revision string,
 	return wait
 }
 
-// registryRetry counts a registry failure and returns the wait before the next try.
-func (m *deployFailures) registryRetry(key types.NamespacedName) time.Duration {
+// registryRetry counts a registry failure asking about image and returns the wait before the
+// next try: registry.RetryDelay of the backoff (10s doubling to 5m), so never before the
+// registry's Retry-After. message(wait) is the failure's message, kept for registryBlocked.
+func (m *deployFailures) registryRetry(key types.NamespacedName, image string, err error, now time.Time, u float64,
+	message func(wait time.Duration) string) (time.Duration, string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.registry == nil {
-		m.registry = map[types.NamespacedName]int{}
+		m.registry = map[types.NamespacedName]*registryFailures{}
 	}
-	m.registry[key]++
-	return backoff(m.registry[key], retryBase, retryMax)
+	f, ok := m.registry[key]
+	if !ok || f.image != image {
+		f = &registryFailures{image: image}
+		m.registry[key] = f
+	}
+	f.count++
+	wait := registry.RetryDelay(err, backoff(f.count, retryBase, retryMax), u)
+	f.next, f.message = now.Add(wait), message(wait)
+	return wait, f.message
+}
+
+// registryBlocked returns the message of the last registry failure asking about image and how
+// long until the registry may be asked again, or a zero wait when it may be asked now.
+func (m *deployFailures) registryBlocked(key types.NamespacedName, image string, now time.Time) (string, time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f, ok := m.registry[key]
+	if !ok || f.image != image || !now.Before(f.next) {
+		return "", 0
+	}
+	return f.message, f.next.Sub(now)
 }
 
 func (m *deployFailures) forgetRegistry(key types.NamespacedName) {

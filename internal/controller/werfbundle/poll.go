@@ -11,11 +11,7 @@ import (
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 )
 
-const (
-	defaultPollInterval = 15 * time.Minute
-	// maxRetryAfter caps how long a 429's Retry-After can hold a bundle back.
-	maxRetryAfter = time.Hour
-)
+const defaultPollInterval = 15 * time.Minute
 
 // pollTracker remembers, in memory, when each bundle polls next and under which schedule. Nothing
 // about polling is written to the API server unless the tag list changed, so a no-op poll costs

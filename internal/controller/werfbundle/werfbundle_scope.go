@@ -106,33 +106,14 @@ func (s *scope) eventf(warning bool, reason, message string) {
 }
 
 // jitter spreads d by ±10 % so bundles created together do not poll together.
-func jitter(d time.Duration) time.Duration { return spread(d, rand.Float64()) }
-
-// spread is d×(0.9 + 0.2×u) for u in [0, 1): ±10 %.
-func spread(d time.Duration, u float64) time.Duration {
-	if d <= 0 {
-		return d
-	}
-	return time.Duration(float64(d) * (0.9 + 0.2*u))
-}
-
-// spreadUp is d×(1 + 0.1×u) for u in [0, 1): up to 10 % later, never earlier.
-func spreadUp(d time.Duration, u float64) time.Duration {
-	if d <= 0 {
-		return d
-	}
-	return time.Duration(float64(d) * (1 + 0.1*u))
-}
+func jitter(d time.Duration) time.Duration { return registry.Spread(d, rand.Float64()) }
 
 // retryDelay is the wait before the poll after the failures-th registry failure in a row, for
-// the uniform random u in [0, 1): the backoff ±10 %, or, when the registry answered with a
-// Retry-After, that delay (capped at maxRetryAfter) plus up to 10 %: a retry never comes before
-// the time the registry asked for.
+// the uniform random u in [0, 1): registry.RetryDelay of the backoff, so the backoff ±10 %, or,
+// when the registry answered with a Retry-After, that delay (at most registry.MaxRetryAfter)
+// plus up to 10 %: a retry never comes before the time the registry asked for.
 func retryDelay(failures int32, err error, u float64) time.Duration {
-	if ra, ok := registry.RetryAfter(err); ok && ra > 0 {
-		return spreadUp(min(ra, maxRetryAfter), u)
-	}
-	return spread(backoff(failures), u)
+	return registry.RetryDelay(err, backoff(failures), u)
 }
 
 // backoff is the wait after n consecutive failures: 30s, 1m, 2m, 4m, then 8m.
