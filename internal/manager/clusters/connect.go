@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
+	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 )
 
 // DefaultConnectTimeout bounds a connectivity check (registration, health check).
@@ -91,6 +92,8 @@ func serverVersion(ctx context.Context, cs kubernetes.Interface) (string, error)
 	return info.GitVersion, nil
 }
 
+// withTimeout is cfg with timeout, the manager's user agent and rate limits, and W3C trace
+// context on every request.
 func withTimeout(cfg *rest.Config, timeout time.Duration) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.Timeout = timeout
@@ -98,6 +101,8 @@ func withTimeout(cfg *rest.Config, timeout time.Duration) *rest.Config {
 	if c.QPS == 0 {
 		c.QPS, c.Burst = 20, 40
 	}
+	// Every client of a cluster is built from here: its requests carry their span's traceparent.
+	telemetry.TraceKubeRequests(c)
 	return c
 }
 

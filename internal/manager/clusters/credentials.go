@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/slipway-dev/slipway/internal/manager/store"
+	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 )
 
 // expiredSlack: a token this close to its expiry counts as expired (a call may take that long).
@@ -21,13 +22,17 @@ const expiredSlack = 15 * time.Second
 
 // RESTConfig returns a client configuration for the cluster that acts as the manager's
 // ServiceAccount (never the registered admin credential), renewing its token first when due.
-// store.ErrNotFound when the cluster is not registered.
+// Its requests carry the W3C traceparent of their span; those sent without one in their context
+// (client-go calls that take none) go out under ctx's span. store.ErrNotFound when the cluster
+// is not registered.
 func (m *Manager) RESTConfig(ctx context.Context, name string) (*rest.Config, error) {
 	cc, err := m.access(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	return rest.CopyConfig(cc.config), nil
+	cfg := rest.CopyConfig(cc.config)
+	telemetry.FollowSpan(ctx, cfg)
+	return cfg, nil
 }
 
 // Client returns a cached clientset for the cluster, acting as the manager's ServiceAccount; it

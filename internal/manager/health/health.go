@@ -205,6 +205,9 @@ func (c *Checker) Check(ctx context.Context, cluster string, rc *rest.Config, ta
 		attribute.String("namespace", target.Namespace), attribute.String("release", target.Release))
 
 	res := ClusterHealth{ClusterName: cluster}
+	// Discovery calls take no context: their requests go out under operator.healthcheck.
+	rc = rest.CopyConfig(rc)
+	telemetry.FollowSpan(ctx, rc)
 	cl, err := newClients(rc)
 	if err != nil {
 		res = NotCheckedOn(cluster, "no client for the cluster: "+err.Error(), time.Time{})

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"sync/atomic"
 
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/kube"
@@ -22,6 +20,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/slipway-dev/slipway/internal/helmkit"
+	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 )
 
 // FieldManager is the server-side apply field manager of everything the manager applies.
@@ -52,16 +51,10 @@ func newSession(ctx context.Context, cfg *rest.Config) (*session, error) {
 		// client-go's default (5/s, burst 10) would throttle an install's few hundred requests.
 		c.QPS, c.Burst = 50, 100
 	}
-	inner := cfg.WrapTransport
-	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		if inner != nil {
-			rt = inner(rt)
-		}
-		traced := otelhttp.NewTransport(rt,
-			otelhttp.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})),
-			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "k8s " + r.Method }))
-		return &sessionTransport{s: s, next: traced}
-	}
+	// A config from the clusters package is traced already; tracing again sends each request
+	// through one span all the same.
+	telemetry.TraceKubeRequests(c)
+	c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &sessionTransport{s: s, next: rt} })
 	s.config = c
 	var err error
 	if s.clientset, err = kubernetes.NewForConfig(c); err != nil {
