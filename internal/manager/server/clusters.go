@@ -146,9 +146,15 @@ func clusterOut(c *store.Cluster) Cluster {
 
 // resultOf is the audit result of an operation's error.
 func resultOf(err error) string {
+	var apiErr *Error
 	switch {
 	case err == nil:
 		return audit.Success
+	case errors.As(err, &apiErr):
+		if apiErr.Status < http.StatusInternalServerError {
+			return audit.Invalid
+		}
+		return audit.Failed
 	case errors.Is(err, store.ErrAlreadyExists), errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrConflict):
 		return audit.Invalid
 	}
@@ -156,4 +162,14 @@ func resultOf(err error) string {
 		return audit.Invalid
 	}
 	return audit.Failed
+}
+
+// addRefusal adds to an audit record's details the field and reason of a refusal for bad input.
+func addRefusal(details map[string]any, err error) {
+	var apiErr *Error
+	if e, ok := invalid.As(err); ok {
+		details["field"], details["reason"] = e.Field, e.Reason
+	} else if errors.As(err, &apiErr) && apiErr.Status < http.StatusInternalServerError {
+		details["refused"] = apiErr.Message
+	}
 }

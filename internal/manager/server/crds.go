@@ -61,17 +61,22 @@ func (s *Server) createCRD(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeJSON(r, &req); err != nil {
 		return err
 	}
-	crd, err := parseDefinition("definition", req.Definition)
-	if err != nil {
-		return err
-	}
-	if req.Version == "" {
-		return errInvalid("version", "required: a label for this revision, such as the release that ships it")
-	}
 	ctx := r.Context()
-	_, err = insertCRDSchema(ctx, s.store, crd, "", req.Version, s.now().UTC())
-	s.audit.Record(ctx, audit.Entry{Action: "crd.create", TargetKind: "crd", TargetName: crd.Name, Result: resultOf(err),
-		Details: map[string]any{"version": req.Version}})
+	entry := audit.Entry{Action: "crd.create", TargetKind: "crd", Details: map[string]any{"version": req.Version}}
+	crd, err := parseDefinition("definition", req.Definition)
+	if crd != nil {
+		entry.TargetName = crd.Name
+	}
+	if err == nil && req.Version == "" {
+		err = errInvalid("version", "required: a label for this revision, such as the release that ships it")
+	}
+	if err == nil {
+		_, err = insertCRDSchema(ctx, s.store, crd, "", req.Version, s.now().UTC())
+	}
+	// Refused attempts are recorded too, with the field that refused them.
+	entry.Result = resultOf(err)
+	addRefusal(entry.Details, err)
+	s.audit.Record(ctx, entry)
 	if errors.Is(err, store.ErrAlreadyExists) {
 		return errAlreadyExists("crd revision", crd.Name+"@"+req.Version)
 	}
@@ -323,17 +328,31 @@ func (s *Server) approveCRD(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeJSON(r, &req); err != nil {
 		return err
 	}
-	name := r.PathValue("name")
+	ctx, name := r.Context(), r.PathValue("name")
+	a, err := s.recordCRDApproval(ctx, name, req)
+	if err != nil {
+		// A refused or failed approval is recorded on its own (a recorded one is in the transaction).
+		details := map[string]any{"operator": req.Operator, "version": req.Version, "digest": req.Digest}
+		addRefusal(details, err)
+		s.audit.Record(ctx, audit.Entry{Action: "crd.approve", TargetKind: "crd", TargetName: name, Result: resultOf(err),
+			Details: details})
+		return err
+	}
+	writeJSON(ctx, s.log, w, http.StatusCreated, approvalOut(a))
+	return nil
+}
+
+// recordCRDApproval checks an approve request and stores the approval with its audit record.
+func (s *Server) recordCRDApproval(ctx context.Context, name string, req ApproveRequest) (*store.CRDApproval, error) {
 	if req.Reason == "" {
-		return errInvalid("reason", "required: why this breaking change is accepted")
+		return nil, errInvalid("reason", "required: why this breaking change is accepted")
 	}
 	if (req.Version == "") == (req.Digest == "") || (req.Operator != "" && req.Digest != "") {
-		return errInvalid("version", "give exactly one of version and digest (with operator: version)")
+		return nil, errInvalid("version", "give exactly one of version and digest (with operator: version)")
 	}
-	ctx := r.Context()
 	from, to, err := s.approvalTarget(ctx, name, req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p := &store.CRDApprovalCreateParams{CRDName: name, ToDigest: to.Digest, ToVersion: to.Version, Reason: req.Reason, Now: s.now().UTC()}
 	if from != nil {
@@ -343,7 +362,7 @@ func (s *Server) approveCRD(w http.ResponseWriter, r *http.Request) error {
 		Details: map[string]any{"toVersion": to.Version, "toDigest": to.Digest, "fromDigest": p.FromDigest}})
 	p.ApprovedBy, p.RequestID = entry.Actor, entry.RequestID
 	// The approval and its audit record commit together: an approval nobody can trace is worse than none.
-	a, err := store.WithTxV(ctx, s.store, func(ctx context.Context, tx store.Tx) (*store.CRDApproval, error) {
+	return store.WithTxV(ctx, s.store, func(ctx context.Context, tx store.Tx) (*store.CRDApproval, error) {
 		a, err := tx.CRDApprovalCreate(ctx, p)
 		if err != nil {
 			return nil, err
@@ -353,11 +372,6 @@ func (s *Server) approveCRD(w http.ResponseWriter, r *http.Request) error {
 		}
 		return a, nil
 	})
-	if err != nil {
-		return err
-	}
-	writeJSON(ctx, s.log, w, http.StatusCreated, approvalOut(a))
-	return nil
 }
 
 // approvalTarget finds the change an approve request names: the revisions it goes from (nil for
