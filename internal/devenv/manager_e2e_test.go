@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -294,17 +295,29 @@ func checkSampleDeployment(t *testing.T, m managerAccess, out, state string) str
 		t.Errorf("CRD reconciliation %+v, want the 4 CRDs' resources all Ready", crds)
 	}
 
-	// The status view (devenv serve's output) followed it to Completed and Healthy.
+	// The status view (devenv serve's output) followed it to Completed and Healthy, and lists the
+	// manager's cluster (the local control plane, Dev, Healthy) and operator (the sample with its
+	// versions, newest first).
+	newestFirst := slices.Clone(devenv.SampleOperatorVersions)
+	slices.Reverse(newestFirst)
+	clusterRow := regexp.MustCompile(`(?m)^manager/Cluster +` + regexp.QuoteMeta(devenv.DevCluster) +
+		` +Healthy +Dev, Kubernetes v1\.[0-9]+\.[0-9]+[^ ]*$`)
+	operatorRow := regexp.MustCompile(`(?m)^manager/Operator +` + regexp.QuoteMeta(devenv.SampleOperatorNamespace) + ` +` +
+		regexp.QuoteMeta(devenv.SampleOperator) + fmt.Sprintf(` +%d versions +`, len(newestFirst)) +
+		regexp.QuoteMeta(strings.Join(newestFirst, ", ")) + `$`)
 	deadline = time.Now().Add(30 * time.Second)
 	for {
 		log := readStateFile(t, state, "devenv.log")
 		completed := regexp.MustCompile(`manager/Deployment +` + id + ` +Completed`).MatchString(log)
 		healthy := regexp.MustCompile(`manager/OperatorHealth +` + devenv.DevCluster + ` +` + devenv.SampleOperator + ` +Healthy +pods Healthy 1/1`).MatchString(log)
-		if completed && healthy {
+		cluster, operator := clusterRow.MatchString(log), operatorRow.MatchString(log)
+		if completed && healthy && cluster && operator {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the status view does not show the deployment Completed (%v) and the health Healthy (%v):\n%s", completed, healthy, lastLines(filepath.Join(state, "devenv.log"), 40))
+			t.Fatalf("the status view does not show the deployment Completed (%v), the health Healthy (%v), the cluster %s "+
+				"Dev and Healthy (%v), the operator %s with versions %v (%v):\n%s", completed, healthy, devenv.DevCluster, cluster,
+				devenv.SampleOperator, newestFirst, operator, lastLines(filepath.Join(state, "devenv.log"), 40))
 		}
 		time.Sleep(time.Second)
 	}
