@@ -110,6 +110,11 @@ type Deployment struct {
 	SwitchedAt   *time.Time
 	BlueDeleteAt *time.Time
 	BlueDeleted  bool
+
+	// TraceContext is the W3C trace context of the request that created the deployment
+	// (migration 00004; telemetry.TraceContext): every step's span is its child, so a deployment
+	// is one trace. Empty when the request had none.
+	TraceContext string
 }
 
 // DeploymentCluster is one target cluster of a deployment. Active rows (not terminal for the

@@ -30,7 +30,8 @@ const activeCondition = "d.status NOT IN ('Completed', 'RolledBack', 'Failed', '
 // values_by_environment, status, reason, requested_by, request_id, revision, created_at,
 // updated_at, started_at, finished_at, stage, stage_started_at, next_run_at, claimed_by,
 // lease_until, cancel_requested, rollback_requested, switch_requested, rollback_reason,
-// rollback_started_at, rollback_finished_at, switched_at, blue_delete_at, blue_deleted.
+// rollback_started_at, rollback_finished_at, switched_at, blue_delete_at, blue_deleted,
+// trace_context.
 func deploymentDest(d *store.Deployment) []any {
 	return []any{&d.ID, &d.OperatorID, &d.OperatorName, &d.Version, &d.Strategy,
 		rawJSON{&d.Config}, rawJSON{&d.Values}, rawJSON{&d.ValuesByEnvironment}, &d.Status,
@@ -39,16 +40,17 @@ func deploymentDest(d *store.Deployment) []any {
 		&d.Stage, nullTimeDest{&d.StageStartedAt}, nullTimeDest{&d.NextRunAt}, &d.ClaimedBy,
 		nullTimeDest{&d.LeaseUntil}, &d.CancelRequested, &d.RollbackRequested, &d.SwitchRequested,
 		&d.RollbackReason, nullTimeDest{&d.RollbackStartedAt}, nullTimeDest{&d.RollbackFinishedAt},
-		nullTimeDest{&d.SwitchedAt}, nullTimeDest{&d.BlueDeleteAt}, &d.BlueDeleted}
+		nullTimeDest{&d.SwitchedAt}, nullTimeDest{&d.BlueDeleteAt}, &d.BlueDeleted,
+		nullString{&d.TraceContext}}
 }
 
 // deploymentArgs are the engine's columns of d as query arguments, in deploymentDest's order
-// (stage … blue_deleted): what DeploymentInsert and DeploymentUpdate write after the rest.
+// (stage … trace_context): what DeploymentInsert and DeploymentUpdate write after the rest.
 func (e *executor) deploymentArgs(d *store.Deployment) []any {
 	return []any{d.Stage, e.tsPtr(d.StageStartedAt), e.tsPtr(d.NextRunAt), d.ClaimedBy,
 		e.tsPtr(d.LeaseUntil), d.CancelRequested, d.RollbackRequested, d.SwitchRequested,
 		d.RollbackReason, e.tsPtr(d.RollbackStartedAt), e.tsPtr(d.RollbackFinishedAt),
-		e.tsPtr(d.SwitchedAt), e.tsPtr(d.BlueDeleteAt), d.BlueDeleted}
+		e.tsPtr(d.SwitchedAt), e.tsPtr(d.BlueDeleteAt), d.BlueDeleted, nullIfEmpty(d.TraceContext)}
 }
 
 func scanDeployment(row scanner) (*store.Deployment, error) {

@@ -29,6 +29,7 @@ var engineFieldCases = []testCase{
 		in.CancelRequested, in.RollbackRequested, in.SwitchRequested = true, true, true
 		in.RollbackReason, in.RollbackStartedAt, in.RollbackFinishedAt = "3 failed health checks", at(4), at(5)
 		in.SwitchedAt, in.BlueDeleteAt, in.BlueDeleted = at(6), at(7), true
+		in.TraceContext = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 		c := in.Clusters[0]
 		c.Namespace, c.Release, c.BlueNamespace, c.BlueRelease, c.InstallAttempts = "ops-green", "op-green", "ops", "op", 2
 		d, err := b.store.DeploymentCreate(b.ctx, in)
@@ -49,6 +50,7 @@ var engineFieldCases = []testCase{
 			d.CancelRequested, d.RollbackRequested, d.SwitchRequested = false, false, false
 			d.RollbackReason, d.RollbackStartedAt, d.RollbackFinishedAt = "", nil, at(15)
 			d.SwitchedAt, d.BlueDeleteAt, d.BlueDeleted = nil, at(17), false
+			d.TraceContext = ""
 			c := d.Clusters[0]
 			c.Namespace, c.Release, c.BlueNamespace, c.BlueRelease, c.InstallAttempts = "ops", "op", "", "", 3
 			d.Clusters[1].InstallAttempts = 1 // the only change to this cluster: written too
@@ -60,6 +62,7 @@ var engineFieldCases = []testCase{
 		want.CancelRequested, want.RollbackRequested, want.SwitchRequested = false, false, false
 		want.RollbackReason, want.RollbackStartedAt, want.RollbackFinishedAt = "", nil, at(15)
 		want.SwitchedAt, want.BlueDeleteAt, want.BlueDeleted = nil, at(17), false
+		want.TraceContext = ""
 		wc := want.Clusters[0]
 		wc.Namespace, wc.Release, wc.BlueNamespace, wc.BlueRelease, wc.InstallAttempts, wc.UpdatedAt = "ops", "op", "", "", 3, upd
 		want.Clusters[1].InstallAttempts, want.Clusters[1].UpdatedAt = 1, upd
@@ -71,11 +74,13 @@ var engineFieldCases = []testCase{
 		got, err = b.store.DeploymentUpdate(b.ctx, d.ID, func(d *store.Deployment) error {
 			d.UpdatedAt = upd
 			d.NextRunAt, d.ClaimedBy, d.LeaseUntil, d.SwitchRequested, d.SwitchedAt = at(20), "replica-2", at(21), true, at(22)
+			d.TraceContext = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 			return nil
 		})
 		requireOK(t, err, "update again")
 		want.Revision, want.UpdatedAt = 2, upd
 		want.NextRunAt, want.ClaimedBy, want.LeaseUntil, want.SwitchRequested, want.SwitchedAt = at(20), "replica-2", at(21), true, at(22)
+		want.TraceContext = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 		requireEqual(t, got, want, "updated again")
 		requireStored(t, b, want, "updated again")
 	}},
