@@ -18,36 +18,90 @@ import (
 // it dies).
 const leaderLease = "leader"
 
-// leaderLoop renews the leader lease every third of it (or every HealthInterval when shorter)
-// and, while this replica holds it, mails pending approvals and checks every live release every
-// HealthInterval, asking for the rollback of a deployment whose release failed FailureThreshold
-// checks in a row.
+// leaderLoop tries for the leader lease every third of it and, once this replica holds it, leads
+// until a renewal fails or ctx ends.
 func (e *Engine) leaderLoop(ctx context.Context) {
-	t := time.NewTicker(min(e.cfg.HealthInterval, e.cfg.Lease/3))
+	t := time.NewTicker(e.cfg.Lease / 3)
 	defer t.Stop()
-	var next time.Time
 	for {
-		now := e.now()
-		held, err := e.cfg.Store.LeaseAcquire(ctx, &store.LeaseAcquireParams{Name: leaderLease, Owner: e.cfg.ReplicaID, Now: now, Until: now.Add(e.cfg.Lease)})
-		if err != nil {
-			e.logErr(ctx, "taking the leader lease", err)
-		}
-		if held {
-			e.mailPending(ctx)
-		}
-		if held && e.cfg.HealthLoop && !now.Before(next) {
-			e.HealthRound(ctx)
-			e.setHealthGauges(ctx)
-			next = now.Add(e.cfg.HealthInterval)
-		}
-		if !held && !next.IsZero() {
-			// Another replica runs the loop and exports the gauges: a sum over replicas stays right.
-			telemetry.SetOperatorHealth(0, 0, 0)
-			next = time.Time{}
+		if e.takeLead(ctx) {
+			e.lead(ctx, t.C)
 		}
 		select {
 		case <-ctx.Done():
 			_ = e.cfg.Store.LeaseRelease(context.WithoutCancel(ctx), leaderLease, e.cfg.ReplicaID)
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// takeLead takes or renews the leader lease, within a third of it; false when another replica
+// holds it or the store did not answer (this replica cannot know it still leads).
+func (e *Engine) takeLead(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.Lease/3)
+	defer cancel()
+	now := e.now()
+	held, err := e.cfg.Store.LeaseAcquire(ctx, &store.LeaseAcquireParams{Name: leaderLease, Owner: e.cfg.ReplicaID, Now: now, Until: now.Add(e.cfg.Lease)})
+	if err != nil && ctx.Err() == nil {
+		e.logErr(ctx, "taking the leader lease", err)
+	}
+	return err == nil && held
+}
+
+// lead runs the leader's duties, each on its own ticker, the health loop and the approval mail,
+// and renews the lease on every tick of renew whatever they are doing. When a renewal fails it
+// cancels the duties (a health round in flight stops) and returns once they have: within a
+// third of the lease, before another replica can take the lapsed lease.
+func (e *Engine) lead(ctx context.Context, renew <-chan time.Time) {
+	e.log.InfoContext(ctx, "engine: Leading the health loop and approval mail", "replica", e.cfg.ReplicaID)
+	duties, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	if e.cfg.Notifier != nil {
+		wg.Go(func() { e.every(duties, e.cfg.Lease/3, e.mailPending) })
+	}
+	if e.cfg.HealthLoop {
+		wg.Go(func() {
+			e.every(duties, e.cfg.HealthInterval, func(ctx context.Context) {
+				e.HealthRound(ctx)
+				if ctx.Err() == nil {
+					e.setHealthGauges(ctx)
+				}
+			})
+		})
+	}
+	defer func() {
+		cancel()
+		wg.Wait()
+		if e.cfg.HealthLoop {
+			// Another replica runs the loop and exports the gauges: a sum over replicas stays right.
+			telemetry.SetOperatorHealth(0, 0, 0)
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-renew:
+		}
+		if !e.takeLead(ctx) {
+			if ctx.Err() == nil {
+				e.log.WarnContext(ctx, "engine: Lost the leader lease; stopping the health loop and approval mail", "replica", e.cfg.ReplicaID)
+			}
+			return
+		}
+	}
+}
+
+// every runs duty at once and then every interval (at once again when a run took longer) until
+// ctx ends.
+func (e *Engine) every(ctx context.Context, interval time.Duration, duty func(context.Context)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		duty(ctx)
+		select {
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
