@@ -4,6 +4,8 @@
 // resources already in a cluster against the new schema with the API server's own structural
 // schema validator and names the objects that would become invalid or lose data.
 //
-// It holds no state and does not touch the store: the HTTP server calls it and records the
-// results.
+// It holds no state and writes nothing: the HTTP server calls it and records the results.
+// Digest names a CRD revision the way the store does, and FindApproval reads whether a change
+// (from one digest to another) was approved through POST /api/v1/crds/{name}/approve, which
+// deployment planning honours.
 package crds

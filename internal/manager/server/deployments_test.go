@@ -14,6 +14,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/slipway-dev/slipway/internal/manager/auth"
+	"github.com/slipway-dev/slipway/internal/manager/crds"
+	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
 	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/store"
@@ -47,6 +49,21 @@ func (b *bundle) addOperator(name, namespace string, versions ...string) *store.
 		}
 	}
 	return op
+}
+
+// addLive records, as the engine leaves it, a Completed deployment that put operator's version
+// on clusters as release in namespace: the live release a BlueGreen deployment switches from.
+func (b *bundle) addLive(op *store.Operator, version, namespace, release string, clusters ...string) {
+	b.t.Helper()
+	d := &store.Deployment{OperatorID: op.ID, OperatorName: op.Name, Version: version, Strategy: "Direct",
+		Status: store.DeploymentCompleted, Reason: "completed", RequestedBy: "setup", CreatedAt: time.Now().Add(-time.Hour)}
+	for _, c := range clusters {
+		d.Clusters = append(d.Clusters, &store.DeploymentCluster{ClusterName: c, Environment: store.EnvironmentDev,
+			Status: store.ClusterHealthy, HelmRevision: 1, Namespace: namespace, Release: release})
+	}
+	if _, err := b.store.DeploymentCreate(context.Background(), d); err != nil {
+		b.t.Fatal(err)
+	}
 }
 
 // fleetOf registers the clusters the deployment tests target: two Dev, one Staging, one Production.
@@ -100,7 +117,11 @@ func (b *bundle) submitAll(token string) map[string]Deployment {
 		if err := json.Unmarshal([]byte(designBodies[strategy]), &req); err != nil {
 			b.t.Fatal(err)
 		}
-		b.addOperator(req["operator"].(string), req["operator"].(string)+"-system", "1.13.0", "1.14.0")
+		op := b.addOperator(req["operator"].(string), req["operator"].(string)+"-system", "1.13.0", "1.14.0")
+		if strategy == "BlueGreen" {
+			// BlueGreen switches from the running version: 1.13.0 runs in blueNamespace.
+			b.addLive(op, "1.13.0", "bg-system", "bg-op", "dev-1", "prod-1")
+		}
 		r := b.do("POST", "/api/v1/deployments", token, designBodies[strategy])
 		expect(b.t, strategy, r, http.StatusAccepted)
 		var d Deployment
@@ -167,10 +188,10 @@ func testDeployments(t *testing.T, engine string) {
 		!jsonEqual(t, canary.ValuesByEnvironment, json.RawMessage(`{"Production": {"replicaCount": 3}}`)) {
 		t.Errorf("values %s by environment %s", canary.Values, canary.ValuesByEnvironment)
 	}
-	// Green goes to the configured namespace; blue is where the operator runs now (nothing is
-	// live yet: its own namespace and release).
+	// Green goes to the configured namespace; blue is where the operator runs now, the body's
+	// blueNamespace.
 	for _, c := range deps["BlueGreen"].Clusters {
-		if c.Namespace != "bg-green" || c.BlueNamespace != "bg-op-system" || c.BlueRelease != "bg-op" || c.Release == c.BlueRelease {
+		if c.Namespace != "bg-green" || c.BlueNamespace != "bg-system" || c.BlueRelease != "bg-op" || c.Release == c.BlueRelease {
 			t.Errorf("BlueGreen cluster %+v", c)
 		}
 	}
@@ -190,6 +211,7 @@ func testDeployments(t *testing.T, engine string) {
 		{"unknown strategy", `{"operator": "direct-op", "version": "1.14.0", "environments": ["Dev"], "strategy": "BigBang"}`, "strategy"},
 		{"unknown operator", `{"operator": "nobody", "version": "1.14.0", "environments": ["Dev"], "strategy": "Direct"}`, "operator"},
 		{"unknown version", `{"operator": "direct-op", "version": "9.9.9", "environments": ["Dev"], "strategy": "Direct"}`, "version"},
+		{"BlueGreen where the operator does not run", `{"operator": "direct-op", "version": "1.14.0", "clusters": ["prod-1", "dev-2"], "strategy": "BlueGreen"}`, "clusters[1]"},
 		{"malformed", `{"operator": `, ""},
 		{"empty body", ``, ""},
 	} {
@@ -213,8 +235,9 @@ func testDeployments(t *testing.T, engine string) {
 		`{"operator": "direct-op", "version": "1.13.0", "clusters": ["prod-1"], "strategy": "Direct"}`), http.StatusAccepted)
 
 	// Lists, filters and pages.
-	if n := len(b.listDeployments(t, "").Items); n != 5 {
-		t.Fatalf("%d deployments, want 5", n)
+	// Five requested, and the Completed one that left BlueGreen's blue.
+	if n := len(b.listDeployments(t, "").Items); n != 6 {
+		t.Fatalf("%d deployments, want 6", n)
 	}
 	if l := b.listDeployments(t, "?operator=canary-op"); len(l.Items) != 1 || l.Items[0].ID != canary.ID {
 		t.Fatalf("operator filter: %+v", l)
@@ -244,8 +267,8 @@ func testDeployments(t *testing.T, engine string) {
 		}
 		page = b.listDeployments(t, "?limit=2&continue="+page.Continue)
 	}
-	if len(seen) != 5 {
-		t.Fatalf("pages held %d deployments, want 5", len(seen))
+	if len(seen) != 6 {
+		t.Fatalf("pages held %d deployments, want 6", len(seen))
 	}
 
 	// Unknown deployments.
@@ -332,7 +355,7 @@ func testDeployments(t *testing.T, engine string) {
 	for _, e := range audit.Items {
 		count[e.Action+"/"+e.Result]++
 	}
-	for key, n := range map[string]int{"deployment.create/success": 5, "deployment.create/invalid": 15, "deployment.cancel/success": 1,
+	for key, n := range map[string]int{"deployment.create/success": 5, "deployment.create/invalid": 16, "deployment.cancel/success": 1,
 		"deployment.cancel/invalid": 1, "deployment.rollback/success": 1, "deployment.rollback/invalid": 1, "deployment.switch/success": 1, "deployment.switch/invalid": 2} {
 		if count[key] != n {
 			t.Errorf("audit %s: %d, want %d (%v)", key, count[key], n, count)
@@ -399,4 +422,26 @@ func TestDeploymentRateLimit(t *testing.T) {
 		}
 		expect(t, "another user", b.do("POST", "/api/v1/deployments", otto, "{}"), http.StatusBadRequest)
 	})
+}
+
+// TestCRDDigestsMatchPlanning: the digests the server stores for CRD revisions (and so the
+// from and to of /crds/{name}/approve) are the ones deployment planning computes with
+// crds.Digest to find an approved change.
+func TestCRDDigestsMatchPlanning(t *testing.T) {
+	for _, level := range []charttest.Level{charttest.Base, charttest.Compatible, charttest.Breaking} {
+		crd := charttest.Widget(level)
+		crd.ResourceVersion, crd.Generation = "42", 3
+		crd.Status.AcceptedNames = crd.Spec.Names
+		_, stored, err := crdJSON(crd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		planned, err := crds.Digest(crd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored != planned {
+			t.Errorf("level %d: stored digest %s, planning's %s", level, stored, planned)
+		}
+	}
 }

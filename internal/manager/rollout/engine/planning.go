@@ -18,6 +18,8 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/approvals"
 	"github.com/slipway-dev/slipway/internal/manager/audit"
 	"github.com/slipway-dev/slipway/internal/manager/crds"
+	"github.com/slipway-dev/slipway/internal/manager/install"
+	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 )
@@ -29,9 +31,13 @@ const approvalPoll = 2 * time.Second
 const connectTimeout = 10 * time.Second
 
 // planning validates a deployment before anything is installed: the operator and its chart,
-// every cluster (registered, reachable), the CRD changes against what each cluster stores, and
-// the approvals the policy asks for. Approvals are created with the transition to
-// WaitingApproval in one transaction, so a replica dying here never asks twice.
+// every cluster (registered, not Unhealthy by its stored health check, reachable), the CRD
+// changes against what each cluster stores, BlueGreen's blue (the operator runs on every
+// target, in blueGreenConfig.blueNamespace when given), and the approvals the policy asks for.
+// A breaking CRD change that was approved through POST /api/v1/crds/{name}/approve (exactly
+// that change, from digest to digest, on every cluster it breaks) asks no breakingCRD
+// approval. Approvals are created with the transition to WaitingApproval in one transaction,
+// so a replica dying here never asks twice.
 func (e *Engine) planning(ctx context.Context, d *store.Deployment) (time.Duration, error) {
 	ctx, span := telemetry.Tracer().Start(ctx, telemetry.SpanOperatorValidate)
 	defer span.End()
@@ -42,7 +48,8 @@ func (e *Engine) planning(ctx context.Context, d *store.Deployment) (time.Durati
 	if err != nil {
 		return 0, err
 	}
-	if _, _, err := e.planOf(d, op); err != nil {
+	plan, req, err := e.planOf(d, op)
+	if err != nil {
 		return e.fail(ctx, d, "planning", err.Error())
 	}
 	ch, err := e.chartOf(ctx, op, d.Version)
@@ -55,30 +62,62 @@ func (e *Engine) planning(ctx context.Context, d *store.Deployment) (time.Durati
 		return 0, err
 	}
 	facts := approvals.Facts{Operator: op.Name, Version: d.Version}
-	breaking := map[string][]string{}
-	var problems []string
+	breaking := map[string][]crdChange{}
+	var problems, blue []string
 	for _, c := range d.Clusters {
 		installed := ""
 		if r := live[c.ClusterName]; r != nil {
 			installed = r.Version
 		}
 		facts.Targets = append(facts.Targets, approvals.Target{Cluster: c.ClusterName, Environment: c.Environment, Installed: installed})
+		if msg, err := e.storedHealth(ctx, c.ClusterName); err != nil {
+			return 0, err
+		} else if msg != "" {
+			problems = append(problems, msg)
+			continue
+		}
 		names, err := e.checkCluster(ctx, c.ClusterName, ch)
 		if err != nil {
 			problems = append(problems, err.Error())
 			continue
 		}
 		for _, n := range names {
-			breaking[n] = append(breaking[n], c.ClusterName)
+			breaking[n] = append(breaking[n], e.changeOf(ctx, op, ch, n, c.ClusterName, installed))
+		}
+		if plan.Strategy == request.StrategyBlueGreen {
+			if msg := e.blueProblem(ctx, op, req, c, live[c.ClusterName]); msg != "" {
+				blue = append(blue, msg)
+			}
 		}
 	}
 	if len(problems) > 0 {
 		sort.Strings(problems)
 		return e.fail(ctx, d, "planning", "clusters not ready for the deployment: "+strings.Join(problems, "; "))
 	}
-	for name, on := range breaking {
+	if len(blue) > 0 {
+		sort.Strings(blue)
+		return e.fail(ctx, d, "planning", "BlueGreen has no blue to switch from: "+strings.Join(blue, "; "))
+	}
+	names := make([]string, 0, len(breaking))
+	for name := range breaking {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		on := breaking[name]
+		approved, err := e.crdApproved(ctx, d, name, on)
+		if err != nil {
+			return 0, err
+		}
+		if approved {
+			continue
+		}
 		facts.BreakingCRDs = append(facts.BreakingCRDs, name)
-		e.event(ctx, d.ID, "crd.breaking", "", fmt.Sprintf("CRD %s: the new definition breaks the one stored on %s", name, strings.Join(on, ", ")), nil)
+		clusters := make([]string, 0, len(on))
+		for _, ch := range on {
+			clusters = append(clusters, ch.Cluster)
+		}
+		e.event(ctx, d.ID, "crd.breaking", "", fmt.Sprintf("CRD %s: the new definition breaks the one stored on %s", name, strings.Join(clusters, ", ")), nil)
 	}
 	span.SetAttributes(attribute.Int("crds.breaking", len(facts.BreakingCRDs)))
 	reqs := e.cfg.Policy.Required(facts)
@@ -90,6 +129,125 @@ func (e *Engine) planning(ctx context.Context, d *store.Deployment) (time.Durati
 		return 0, err
 	}
 	return e.askApprovals(ctx, d, reqs)
+}
+
+// storedHealth is why a cluster must not be deployed to by its registered health: "" unless the
+// clusters' health check (the health loop, or GET /clusters/{name}/health?refresh=true) last
+// found it Unhealthy. Planning does not wait for it to recover: the deployment fails at once,
+// naming the stored reason, and is submitted again once the cluster is Healthy.
+func (e *Engine) storedHealth(ctx context.Context, name string) (string, error) {
+	cl, err := e.cfg.Store.ClusterGetByName(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Sprintf("cluster %s is no longer registered", name), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if cl.Health != store.HealthUnhealthy {
+		return "", nil
+	}
+	when := "at an unknown time"
+	if cl.HealthCheckedAt != nil {
+		when = "at " + cl.HealthCheckedAt.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("cluster %s is Unhealthy (checked %s): %s; once it is fixed and its health check passes (GET /api/v1/clusters/%s/health?refresh=true), deploy again",
+		name, when, cl.HealthReason, name), nil
+}
+
+// blueProblem is why BlueGreen cannot switch from blue on cluster c, or "": the operator must
+// run there (a live release the manager deployed, whose Helm release is deployed in the
+// cluster), in blueGreenConfig.blueNamespace when the request gives it, and where the request
+// recorded blue.
+func (e *Engine) blueProblem(ctx context.Context, op *store.Operator, req *request.Request, c *store.DeploymentCluster, r *store.LiveRelease) string {
+	if r == nil {
+		return fmt.Sprintf("%s is not installed on cluster %s: install it first with a Direct deployment, then switch versions with BlueGreen", op.Name, c.ClusterName)
+	}
+	if want := blueNamespaceOf(req); want != "" && r.Namespace != want {
+		return fmt.Sprintf("on cluster %s %s runs in namespace %s (release %s), not in blueGreenConfig.blueNamespace %q: give the namespace it runs in, or leave blueNamespace out",
+			c.ClusterName, op.Name, r.Namespace, r.Release, want)
+	}
+	if r.Namespace != c.BlueNamespace || r.Release != c.BlueRelease {
+		return fmt.Sprintf("on cluster %s %s now runs as %s/%s, not %s/%s as when the deployment was requested: request it again",
+			c.ClusterName, op.Name, r.Namespace, r.Release, c.BlueNamespace, c.BlueRelease)
+	}
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	cfg, err := e.cfg.Clusters.RESTConfig(ctx, c.ClusterName)
+	if err != nil {
+		return fmt.Sprintf("cluster %s: %v", c.ClusterName, err)
+	}
+	rel, err := install.Status(ctx, cfg, c.BlueRelease, c.BlueNamespace)
+	switch {
+	case isNotFound(err):
+		return fmt.Sprintf("%s is not installed on cluster %s (no Helm release %s in namespace %s): install it first with a Direct deployment, then switch versions with BlueGreen",
+			op.Name, c.ClusterName, c.BlueRelease, c.BlueNamespace)
+	case err != nil:
+		return fmt.Sprintf("cluster %s: reading blue's release %s/%s: %v", c.ClusterName, c.BlueNamespace, c.BlueRelease, err)
+	case rel.Status != "deployed":
+		return fmt.Sprintf("on cluster %s blue's release %s/%s is %s, not deployed: fix or redeploy it with a Direct deployment first",
+			c.ClusterName, c.BlueNamespace, c.BlueRelease, rel.Status)
+	}
+	return ""
+}
+
+// blueNamespaceOf is blueGreenConfig.blueNamespace as the request gives it ("" when left out).
+func blueNamespaceOf(req *request.Request) string {
+	if req.BlueGreenConfig == nil {
+		return ""
+	}
+	return req.BlueGreenConfig.BlueNamespace
+}
+
+// crdChange is a breaking CRD change on one cluster: from the definition of the version the
+// cluster runs (From, "" when unknown) to the chart's (To), as stored revision digests.
+type crdChange struct{ Cluster, From, To string }
+
+// changeOf names the change of CRD name on cluster: the digest of the definition the installed
+// version's chart ships (the revision the cluster stores when the manager installed it) and of
+// the new chart's. A digest that cannot be had is "" and matches no approval.
+func (e *Engine) changeOf(ctx context.Context, op *store.Operator, ch *fetched, name, cluster, installed string) crdChange {
+	out := crdChange{Cluster: cluster, To: digestOf(ch, name)}
+	if installed == "" {
+		return out
+	}
+	prev, err := e.chartOf(ctx, op, installed)
+	if err != nil {
+		e.log.WarnContext(ctx, "engine: The installed version's chart could not be read: its CRD change counts as not approved",
+			"operator", op.Name, "version", installed, "cluster", cluster, "error", err)
+		return out
+	}
+	out.From = digestOf(prev, name)
+	return out
+}
+
+func digestOf(ch *fetched, name string) string {
+	for _, def := range ch.defs {
+		if def.Name == name {
+			if d, err := crds.Digest(def); err == nil {
+				return d
+			}
+		}
+	}
+	return ""
+}
+
+// crdApproved reports whether every change of CRD name in on was approved through
+// POST /api/v1/crds/{name}/approve, and records a crd.approved event naming the approvers.
+func (e *Engine) crdApproved(ctx context.Context, d *store.Deployment, name string, on []crdChange) (bool, error) {
+	var who []string
+	for _, c := range on {
+		a, err := crds.FindApproval(ctx, e.cfg.Store, name, c.From, c.To)
+		if err != nil {
+			return false, err
+		}
+		if a == nil {
+			return false, nil
+		}
+		who = append(who, fmt.Sprintf("%s: approved by %s on %s (%s)", c.Cluster, a.ApprovedBy, a.CreatedAt.UTC().Format(time.RFC3339), a.Reason))
+	}
+	e.event(ctx, d.ID, "crd.approved", "", fmt.Sprintf("CRD %s: the breaking change was approved, no breakingCRD approval needed: %s", name, strings.Join(who, "; ")),
+		map[string]any{"from": on[0].From, "to": on[0].To})
+	return true, nil
 }
 
 // askApprovals creates the approvals and moves the deployment to WaitingApproval, atomically.

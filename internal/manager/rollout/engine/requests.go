@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
@@ -66,6 +67,11 @@ func (e *Engine) Submit(ctx context.Context, req *request.Request, requestedBy, 
 	if err != nil {
 		return nil, err
 	}
+	if plan.Strategy == request.StrategyBlueGreen {
+		if err := blueRequired(req, op, plan, live); err != nil {
+			return nil, err
+		}
+	}
 	cfgJSON, err := req.ConfigJSON()
 	if err != nil {
 		return nil, err
@@ -107,6 +113,24 @@ func (e *Engine) Submit(ctx context.Context, req *request.Request, requestedBy, 
 		op.Name, req.Version, len(targets), req.Strategy, requestedBy), map[string]any{"plan": plan.String()})
 	e.Wake()
 	return created, nil
+}
+
+// blueRequired refuses a BlueGreen deployment to a cluster where the store knows the operator
+// does not run (no live release): there is no blue to switch from. Planning checks the cluster
+// itself again (a release removed since, blueGreenConfig.blueNamespace).
+func blueRequired(req *request.Request, op *store.Operator, plan *strategy.Plan, live liveSet) error {
+	for _, t := range plan.Targets {
+		if live[t.Name] != nil {
+			continue
+		}
+		field := "environments"
+		if i := slices.Index(req.Clusters, t.Name); i >= 0 {
+			field = fmt.Sprintf("clusters[%d]", i)
+		}
+		return invalid.Reasoned(field, "notInstalled", nil,
+			"operator %q is not installed on cluster %q: BlueGreen switches from the running version (blue) to the new one; install it first with a Direct deployment (strategy Direct), then use BlueGreen", op.Name, t.Name)
+	}
+	return nil
 }
 
 // activeConflict names the cluster and deployment that refused a new one.

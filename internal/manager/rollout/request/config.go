@@ -32,9 +32,11 @@ type CanaryConfig struct {
 	SuccessThreshold    *float64 `json:"successThreshold,omitempty"`
 }
 
-// BlueGreenConfig is blueGreenConfig. BlueNamespace is where the current version runs (default:
-// the operator's namespace), GreenNamespace where the new one is installed (default: blue +
-// "-green"). AutoSwitch (default true) switches once the green install validated; false waits
+// BlueGreenConfig is blueGreenConfig. BlueNamespace is the namespace where blue (the running
+// version) is: when given, the deployment fails in planning unless the operator's live release
+// on every target cluster is in it; left out, blue is wherever the operator runs. GreenNamespace
+// is where the new one is installed (default: BlueNamespace, or the operator's namespace, +
+// "-green"; a green that would land in blue's namespace goes to the other one of the two). AutoSwitch (default true) switches once the green install validated; false waits
 // for POST /deployments/{id}/switch.
 type BlueGreenConfig struct {
 	BlueNamespace    string `json:"blueNamespace,omitempty"`
