@@ -14,9 +14,11 @@ import (
 )
 
 // advance runs the deployment's next step and persists it. It returns how long until the
-// deployment is due again: 0 at once, < 0 never (until something asks).
+// deployment is due again: 0 at once, < 0 never (until something asks). The step's span is a
+// child of the request that created the deployment (its stored trace context): a deployment is
+// one trace, across steps and replicas.
 func (e *Engine) advance(ctx context.Context, d *store.Deployment) (time.Duration, error) {
-	ctx, span := telemetry.Tracer().Start(ctx, telemetry.SpanOperatorDeploy)
+	ctx, span := telemetry.Tracer().Start(telemetry.WithTraceContext(ctx, d.TraceContext), telemetry.SpanOperatorDeploy)
 	defer span.End()
 	span.SetAttributes(attribute.String("deployment", d.ID), attribute.String("operator", d.OperatorName),
 		attribute.String("version", d.Version), attribute.String("strategy", d.Strategy), attribute.String("status", string(d.Status)))
