@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/slipway-dev/slipway/internal/manager/install"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
 	"github.com/slipway-dev/slipway/internal/manager/store"
@@ -123,4 +125,76 @@ func (e *Engine) completedWork(ctx context.Context, d *store.Deployment) (time.D
 	}
 	_, err := e.update(ctx, d.ID, func(d *store.Deployment) error { d.BlueDeleted = true; return nil })
 	return -1, err
+}
+
+// restoreOntoGreen rolls back a BlueGreen deployment whose blue was deleted after its retention:
+// green is the live release, so it goes back as an upgrade does, to the chart version and values
+// of the release blue was (the deployment that installed it). That deployment's record then
+// points to green, where its version now runs, so the health loop and the next deployment find
+// it there. Without that deployment (planning refuses a BlueGreen without one, so only a record
+// changed meanwhile) it is an error: nothing says what blue ran.
+func (e *Engine) restoreOntoGreen(ctx context.Context, cfg *rest.Config, d *store.Deployment, op *store.Operator, c *store.DeploymentCluster) (string, restoredRelease, error) {
+	prev, err := e.releaseBefore(ctx, d, c.ClusterName)
+	if err != nil {
+		return "", restoredRelease{}, err
+	}
+	if prev == nil {
+		return "", restoredRelease{}, fmt.Errorf("blue %s/%s was deleted after its retention and no earlier deployment of the manager installed it, so its version and values are unknown: deploy the version wanted instead",
+			c.BlueNamespace, c.BlueRelease)
+	}
+	back := restoredRelease{namespace: c.Namespace, release: c.Release, version: prev.Version}
+	req, err := requestOf(prev)
+	if err != nil {
+		return "", back, err
+	}
+	values, err := req.ValuesFor(string(c.Environment))
+	if err != nil {
+		return "", back, err
+	}
+	ch, err := e.chartOf(ctx, op, prev.Version)
+	if err != nil {
+		return "", back, err
+	}
+	e.warnIncompatible(ctx, cfg, d, op, c, prev.Version)
+	res, err := install.Install(ctx, cfg, install.Release{Name: c.Release, Namespace: c.Namespace, Chart: ch.chart, Values: values, Timeout: e.cfg.InstallTimeout})
+	if err != nil {
+		return "", back, err
+	}
+	if _, err := e.cfg.Store.DeploymentUpdate(context.WithoutCancel(ctx), prev.ID, func(p *store.Deployment) error {
+		if pc := clusterByName(p, c.ClusterName); pc != nil {
+			pc.Namespace, pc.Release, pc.HelmRevision = c.Namespace, c.Release, res.Revision
+			pc.Message = fmt.Sprintf("moved to %s/%s (revision %d) by the rollback of deployment %s, after blue was deleted", c.Namespace, c.Release, res.Revision, d.ID)
+		}
+		return nil
+	}); err != nil {
+		return "", back, fmt.Errorf("recording that deployment %s's release now is %s/%s: %w", prev.ID, c.Namespace, c.Release, err)
+	}
+	return fmt.Sprintf("blue was deleted after its retention: %s/%s rolled back to %s with the values of deployment %s (revision %d)",
+		c.Namespace, c.Release, prev.Version, prev.ID, res.Revision), back, nil
+}
+
+// releaseBefore is the deployment whose release on cluster was live before d: the newest one
+// created before d with a healthy row there (nil: none).
+func (e *Engine) releaseBefore(ctx context.Context, d *store.Deployment, cluster string) (*store.Deployment, error) {
+	seen := false
+	p := &store.DeploymentListParams{OperatorID: d.OperatorID, Limit: 100}
+	for {
+		page, err := e.cfg.Store.DeploymentList(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range page {
+			if x.ID == d.ID {
+				seen = true
+				continue
+			}
+			if c := clusterByName(x, cluster); seen && c != nil && c.Status == store.ClusterHealthy {
+				return x, nil
+			}
+		}
+		if len(page) < p.Limit {
+			return nil, nil
+		}
+		p.Before = page[len(page)-1].ID
+	}
 }

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
 
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/store"
@@ -100,4 +103,65 @@ func summary(h health.ClusterHealth) string {
 		return string(h.Health)
 	}
 	return strings.Join(msgs, "; ")
+}
+
+// restoredRelease is what a cluster went back to: the release to check and the version it runs.
+type restoredRelease struct {
+	namespace, release, version string
+}
+
+// checkRestored checks the release a cluster went back to. A check that could not run (the
+// version's chart not fetched, the check refused, or no part of it ran) is no pass: it is tried
+// again every restoreCheckEvery until --install-timeout has passed. ran is false when it never
+// ran, with why; otherwise h is the result (the caller refuses Unhealthy).
+func (e *Engine) checkRestored(ctx context.Context, cfg *rest.Config, op *store.Operator, cluster string, r restoredRelease) (h health.ClusterHealth, ran bool, why string, err error) {
+	every := min(e.cfg.HealthInterval, restoreCheckEvery)
+	deadline := time.Now().Add(e.cfg.InstallTimeout)
+	for attempt := 1; ; attempt++ {
+		h, why = e.tryCheck(ctx, cfg, op, cluster, r)
+		if why == "" {
+			return h, true, "", nil
+		}
+		if time.Now().Add(every).After(deadline) {
+			return h, false, fmt.Sprintf("%s (%d attempt(s) in %s)", why, attempt, e.cfg.InstallTimeout), nil
+		}
+		select {
+		case <-ctx.Done():
+			return h, false, why, ctx.Err()
+		case <-time.After(every):
+		}
+	}
+}
+
+// restoreCheckEvery is the longest wait between attempts at a restored release's check.
+const restoreCheckEvery = 2 * time.Second
+
+// tryCheck runs one check of a restored release; why says what kept it from running.
+func (e *Engine) tryCheck(ctx context.Context, cfg *rest.Config, op *store.Operator, cluster string, r restoredRelease) (health.ClusterHealth, string) {
+	if r.version == "" {
+		return health.ClusterHealth{}, "the version " + r.namespace + "/" + r.release + " runs is not known"
+	}
+	ch, err := e.chartOf(ctx, op, r.version)
+	if err != nil {
+		return health.ClusterHealth{}, err.Error()
+	}
+	h, err := e.cfg.Checker.Check(ctx, cluster, cfg, health.Target{OperatorName: op.Name, Namespace: r.namespace, Release: r.release, CRDs: ch.crds})
+	if err != nil {
+		return h, "checking: " + err.Error()
+	}
+	if notRun(h) {
+		return h, summary(h)
+	}
+	return h, ""
+}
+
+// notRun reports a result in which no part of the check ran (health.NotCheckedOn's shape: an
+// unreachable cluster, no client).
+func notRun(h health.ClusterHealth) bool {
+	for _, msgs := range [][]string{h.ControllerPods.Messages, h.WebhookStatus.Messages, h.CRDReconciliation.Messages} {
+		if len(msgs) == 0 || !strings.HasPrefix(msgs[0], "not checked: ") {
+			return false
+		}
+	}
+	return h.Health == health.Degraded
 }

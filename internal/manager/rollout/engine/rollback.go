@@ -53,8 +53,9 @@ func (e *Engine) startRollback(ctx context.Context, d *store.Deployment, reason 
 }
 
 // rollingBack restores every cluster the deployment touched: a BlueGreen switch is switched
-// back, an upgrade rolled back to the revision before it, a first install uninstalled (CRDs and
-// custom resources are never deleted or rewritten). Then the restored releases are checked.
+// back (or, once blue was deleted, the previous version restored onto green), an upgrade rolled
+// back to the revision before it, a first install uninstalled (CRDs and custom resources are
+// never deleted or rewritten). Then the restored releases are checked.
 func (e *Engine) rollingBack(ctx context.Context, d *store.Deployment) (time.Duration, error) {
 	ctx, span := telemetry.Tracer().Start(ctx, "operator.rollback")
 	defer span.End()
@@ -63,7 +64,7 @@ func (e *Engine) rollingBack(ctx context.Context, d *store.Deployment) (time.Dur
 	if err != nil {
 		return 0, err
 	}
-	var failed []string
+	var failed, notChecked []string
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, checkConcurrency)
@@ -84,10 +85,13 @@ func (e *Engine) rollingBack(ctx context.Context, d *store.Deployment) (time.Dur
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := e.restore(ctx, d, op, c); err != nil {
-				mu.Lock()
+			checked, err := e.restore(ctx, d, op, c)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
 				failed = append(failed, c.ClusterName+": "+err.Error())
-				mu.Unlock()
+			} else if !checked {
+				notChecked = append(notChecked, c.ClusterName)
 			}
 		})
 	}
@@ -99,110 +103,157 @@ func (e *Engine) rollingBack(ctx context.Context, d *store.Deployment) (time.Dur
 		sort.Strings(failed)
 		return e.finishRollback(ctx, d, store.DeploymentFailed, "rollback failed on "+strings.Join(failed, "; "))
 	}
-	return e.finishRollback(ctx, d, store.DeploymentRolledBack, "rolled back: "+d.RollbackReason)
+	reason := "rolled back: " + d.RollbackReason
+	if len(notChecked) > 0 {
+		sort.Strings(notChecked)
+		reason += "; health of the restored release not checked on " + strings.Join(notChecked, ", ")
+	}
+	return e.finishRollback(ctx, d, store.DeploymentRolledBack, reason)
 }
 
-// restore puts one cluster back and checks the restored release.
-func (e *Engine) restore(ctx context.Context, d *store.Deployment, op *store.Operator, c *store.DeploymentCluster) error {
+// restore puts one cluster back and checks the restored release. checked is false when that
+// check could not run within --install-timeout: the cluster is rolled back, its health not
+// checked (message and a rollback.notChecked event say so).
+func (e *Engine) restore(ctx context.Context, d *store.Deployment, op *store.Operator, c *store.DeploymentCluster) (checked bool, err error) {
 	cfg, err := e.cfg.Clusters.RESTConfig(ctx, c.ClusterName)
 	if err != nil {
-		return e.restoreFailed(ctx, d, c, err)
+		return false, e.restoreFailed(ctx, d, c, err)
 	}
-	free, err := e.slot(ctx)
+	msg, back, err := e.putBack(ctx, cfg, d, op, c)
 	if err != nil {
-		return err
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return false, e.restoreFailed(ctx, d, c, err)
 	}
-	defer free()
-	rctx, cancel := context.WithTimeout(ctx, e.cfg.InstallTimeout)
-	defer cancel()
-	var msg string
-	switch {
-	case d.SwitchedAt != nil && c.BlueRelease != "":
-		// BlueGreen after the switch: blue is still there; switch back, then remove green.
-		if _, err := install.SwitchBack(rctx, cfg, install.Side{Namespace: c.BlueNamespace, Release: c.BlueRelease},
-			install.Side{Namespace: c.Namespace, Release: c.Release}); err != nil {
-			return e.restoreFailed(ctx, d, c, err)
+	checked = true
+	if back.release != "" {
+		h, ran, why, err := e.checkRestored(ctx, cfg, op, c.ClusterName, back)
+		switch {
+		case err != nil:
+			return false, err
+		case !ran:
+			checked = false
+			msg += "; health not checked: " + why
+		case h.Health == health.Unhealthy:
+			return false, e.restoreFailed(ctx, d, c, fmt.Errorf("%s, but the restored release is unhealthy: %s", msg, summary(h)))
 		}
-		if err := install.Uninstall(rctx, cfg, c.Release, c.Namespace); err != nil {
-			return e.restoreFailed(ctx, d, c, err)
-		}
-		msg = fmt.Sprintf("switched back to %s/%s; green removed", c.BlueNamespace, c.BlueRelease)
-	case c.PreviousRevision > 0:
-		e.warnIncompatible(ctx, cfg, d, op, c)
-		cur, err := install.Status(rctx, cfg, c.Release, c.Namespace)
-		if err != nil {
-			return e.restoreFailed(ctx, d, c, err)
-		}
-		if cur.ChartVersion == c.PreviousVersion && cur.Status == "deployed" && cur.Revision > c.HelmRevision && c.HelmRevision > 0 {
-			msg = fmt.Sprintf("already back at %s (revision %d)", c.PreviousVersion, cur.Revision)
-			break
-		}
-		res, err := install.Rollback(rctx, cfg, c.Release, c.Namespace, c.PreviousRevision)
-		if err != nil {
-			return e.restoreFailed(ctx, d, c, err)
-		}
-		msg = fmt.Sprintf("rolled back to %s (revision %d as %d)", c.PreviousVersion, c.PreviousRevision, res.Revision)
-	default:
-		if err := install.Uninstall(rctx, cfg, c.Release, c.Namespace); err != nil {
-			return e.restoreFailed(ctx, d, c, err)
-		}
-		msg = "first install removed (CRDs and custom resources kept)"
-	}
-	if h, ok := e.checkRestored(ctx, cfg, d, op, c); !ok {
-		return e.restoreFailed(ctx, d, c, fmt.Errorf("%s, but the restored release is unhealthy: %s", msg, summary(h)))
 	}
 	_, err = e.update(ctx, d.ID, func(d *store.Deployment) error {
 		cur := clusterByName(d, c.ClusterName)
 		cur.Status, cur.Message = store.ClusterRolledBack, msg
 		return nil
 	})
-	if err == nil {
-		e.clusterEvent(ctx, d, c, "cluster.rolledBack", msg)
+	if err != nil {
+		return false, err
 	}
-	return err
+	if !checked {
+		e.clusterEvent(ctx, d, c, "rollback.notChecked", fmt.Sprintf("%s/%s (%s) restored, but its health could not be checked: it is not known to be healthy",
+			back.namespace, back.release, back.version))
+	}
+	e.clusterEvent(ctx, d, c, "cluster.rolledBack", msg)
+	return checked, nil
 }
 
-// checkRestored checks the release a cluster went back to (none after an uninstall): it must
-// not be Unhealthy. A check that cannot run does not fail the rollback.
-func (e *Engine) checkRestored(ctx context.Context, cfg *rest.Config, d *store.Deployment, op *store.Operator, c *store.DeploymentCluster) (health.ClusterHealth, bool) {
-	ns, rel, version := c.Namespace, c.Release, c.PreviousVersion
-	if d.SwitchedAt != nil && c.BlueRelease != "" {
-		ns, rel = c.BlueNamespace, c.BlueRelease
+// putBack does one cluster's Helm work of a rollback, in a slot of --max-parallel-installs and
+// within --install-timeout, and returns what it did and the release to check (none after an
+// uninstall).
+func (e *Engine) putBack(ctx context.Context, cfg *rest.Config, d *store.Deployment, op *store.Operator, c *store.DeploymentCluster) (string, restoredRelease, error) {
+	free, err := e.slot(ctx)
+	if err != nil {
+		return "", restoredRelease{}, err
 	}
+	defer free()
+	rctx, cancel := context.WithTimeout(ctx, e.cfg.InstallTimeout)
+	defer cancel()
+	switch {
+	case d.SwitchedAt != nil && c.BlueRelease != "" && d.BlueDeleted:
+		// BlueGreen after blue's retention: green is the live release; roll it back as an upgrade.
+		return e.restoreOntoGreen(rctx, cfg, d, op, c)
+	case d.SwitchedAt != nil && c.BlueRelease != "":
+		// BlueGreen after the switch: blue is still there; switch back, then remove green.
+		blue := install.Side{Namespace: c.BlueNamespace, Release: c.BlueRelease}
+		if _, err := install.SwitchBack(rctx, cfg, blue, install.Side{Namespace: c.Namespace, Release: c.Release}); err != nil {
+			return "", restoredRelease{}, err
+		}
+		if err := install.Uninstall(rctx, cfg, c.Release, c.Namespace); err != nil {
+			return "", restoredRelease{}, err
+		}
+		back := restoredRelease{namespace: c.BlueNamespace, release: c.BlueRelease}
+		if st, err := install.Status(rctx, cfg, c.BlueRelease, c.BlueNamespace); err == nil {
+			back.version = st.ChartVersion
+		}
+		return fmt.Sprintf("switched back to %s/%s; green removed", c.BlueNamespace, c.BlueRelease), back, nil
+	case c.PreviousRevision > 0:
+		e.warnIncompatible(rctx, cfg, d, op, c, c.PreviousVersion)
+		back := restoredRelease{namespace: c.Namespace, release: c.Release, version: c.PreviousVersion}
+		cur, err := install.Status(rctx, cfg, c.Release, c.Namespace)
+		if err != nil {
+			return "", back, err
+		}
+		if cur.ChartVersion == c.PreviousVersion && cur.Status == "deployed" && cur.Revision > c.HelmRevision && c.HelmRevision > 0 {
+			return fmt.Sprintf("already back at %s (revision %d)", c.PreviousVersion, cur.Revision), back, nil
+		}
+		res, err := install.Rollback(rctx, cfg, c.Release, c.Namespace, c.PreviousRevision)
+		if err != nil {
+			return "", back, err
+		}
+		return fmt.Sprintf("rolled back to %s (revision %d as %d)", c.PreviousVersion, c.PreviousRevision, res.Revision), back, nil
+	default:
+		if err := install.Uninstall(rctx, cfg, c.Release, c.Namespace); err != nil {
+			return "", restoredRelease{}, err
+		}
+		return "first install removed (CRDs and custom resources kept)", restoredRelease{}, nil
+	}
+}
+
+// warnIncompatible checks the custom resources stored now against version's CRD schemas (the
+// version a cluster goes back to). CRDs are not changed by a rollback (the newer schema stays,
+// so nothing stored becomes invalid), but an older controller may not understand what the newer
+// one wrote: a rollback.crdWarning event names the CRD and the objects. A check that cannot run
+// says so in the same event: it is not a pass.
+func (e *Engine) warnIncompatible(ctx context.Context, cfg *rest.Config, d *store.Deployment, op *store.Operator, c *store.DeploymentCluster, version string) {
 	if version == "" {
-		return health.ClusterHealth{}, true
+		return
 	}
 	ch, err := e.chartOf(ctx, op, version)
 	if err != nil {
-		return health.ClusterHealth{}, true
-	}
-	h, err := e.cfg.Checker.Check(ctx, c.ClusterName, cfg, health.Target{OperatorName: op.Name, Namespace: ns, Release: rel, CRDs: ch.crds})
-	if err != nil {
-		return health.ClusterHealth{}, true
-	}
-	return h, h.Health != health.Unhealthy
-}
-
-// warnIncompatible checks the custom resources stored now against the previous version's CRD
-// schemas. CRDs are not changed by a rollback (the newer schema stays, so nothing stored
-// becomes invalid), but an older controller may not understand what the newer one wrote: an
-// event says so.
-func (e *Engine) warnIncompatible(ctx context.Context, cfg *rest.Config, d *store.Deployment, op *store.Operator, c *store.DeploymentCluster) {
-	if c.PreviousVersion == "" {
-		return
-	}
-	ch, err := e.chartOf(ctx, op, c.PreviousVersion)
-	if err != nil {
+		e.clusterEvent(ctx, d, c, "rollback.crdWarning", fmt.Sprintf("custom resources not checked against %s's CRD schemas: %v", version, err))
 		return
 	}
 	for _, def := range ch.defs {
 		ex, err := crds.ValidateExisting(ctx, cfg, def)
-		if err != nil || ex == nil || len(ex.Invalid) == 0 {
+		if err != nil {
+			e.clusterEvent(ctx, d, c, "rollback.crdWarning", fmt.Sprintf("%s: custom resources not checked against %s's schema: %v", def.Name, version, err))
 			continue
 		}
-		e.clusterEvent(ctx, d, c, "rollback.crdWarning", fmt.Sprintf("%d of %d %s would not validate against %s's schema; the CRD keeps the newer schema",
-			len(ex.Invalid), ex.Objects, def.Name, c.PreviousVersion))
+		if ex == nil || len(ex.Invalid) == 0 {
+			continue
+		}
+		e.clusterEvent(ctx, d, c, "rollback.crdWarning", fmt.Sprintf("%d of %d %s would not validate against %s's schema: %s; the CRD keeps the newer schema and the objects are not changed",
+			len(ex.Invalid), ex.Objects, def.Name, version, invalidObjects(ex.Invalid)))
 	}
+}
+
+// invalidObjects names the first objects of a crdWarning and their first finding.
+func invalidObjects(objs []crds.InvalidObject) string {
+	const shown = 10
+	var out []string
+	for i, o := range objs {
+		if i == shown {
+			out = append(out, fmt.Sprintf("and %d more", len(objs)-shown))
+			break
+		}
+		name := o.Name
+		if o.Namespace != "" {
+			name = o.Namespace + "/" + o.Name
+		}
+		if len(o.Errors) > 0 {
+			name += " (" + o.Errors[0] + ")"
+		}
+		out = append(out, name)
+	}
+	return strings.Join(out, ", ")
 }
 
 func (e *Engine) restoreFailed(ctx context.Context, d *store.Deployment, c *store.DeploymentCluster, cause error) error {
