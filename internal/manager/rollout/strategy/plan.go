@@ -70,8 +70,10 @@ type Plan struct {
 	// Targets sorted by environment then name.
 	Targets []Target
 	Stages  []Stage
-	// BlueGreen only: where the current version runs, where the new one goes, and whether the
-	// switch is automatic.
+	// BlueGreen only: blueGreenConfig.blueNamespace (else the operator's namespace), the
+	// namespace green goes to by default, and whether the switch is automatic. Where blue really
+	// is comes from the live release on each cluster; planning checks it is in a given
+	// blueNamespace.
 	BlueNamespace  string
 	GreenNamespace string
 	AutoSwitch     bool
@@ -79,7 +81,8 @@ type Plan struct {
 
 // Options are the engine's settings that shape plans. The zero value (or nil) is the defaults.
 type Options struct {
-	// OperatorNamespace is the operator's namespace: BlueGreen's default blue namespace.
+	// OperatorNamespace is the operator's namespace: BlueGreen's blue namespace when the
+	// request gives none (green then defaults to it + "-green").
 	OperatorNamespace string
 	// SwitchMonitor is the hold of BlueGreen's switch stage; 0 means DefaultSwitchMonitor.
 	SwitchMonitor time.Duration
