@@ -148,7 +148,7 @@ func TestLeader_SlowRoundKeepsLeaseAndMail(t *testing.T) {
 	if n := b.checks.Load(); n != 0 {
 		t.Errorf("replica-b ran %d health checks while replica-a led: two health loops ran", n)
 	}
-	t.Logf("replica-a ran %d checks of 4 s under a 1.2 s lease; replica-b none", a.checks.Load())
+	t.Logf("replica-a ran %d checks of 4 s under a 1.2 s lease, replica-b %d", a.checks.Load(), b.checks.Load())
 	mailed := 0
 	for _, ev := range h.events(pending.DeploymentID) {
 		var d struct{ Replica string }
