@@ -2,34 +2,29 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"os"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/slipway-dev/slipway/internal/controller/catalyst"
-	"github.com/slipway-dev/slipway/internal/controller/webapp"
-	"github.com/slipway-dev/slipway/internal/controller/werfbundle"
 	"github.com/slipway-dev/slipway/internal/operator"
+	"github.com/slipway-dev/slipway/internal/operator/command"
 	"github.com/slipway-dev/slipway/internal/scheme"
 )
 
-// controllers lists every system the operator can host.
-var controllers = []operator.Controller{
-	werfbundle.Controller(),
-	webapp.Controller(),
-	catalyst.Controller(),
-}
-
 func main() {
-	var opts operator.Options
-	opts.BindFlags(flag.CommandLine, controllers)
-	zapOpts := zap.Options{Development: false}
-	zapOpts.BindFlags(flag.CommandLine)
-	flag.Parse()
+	// The same flag set the tests parse the chart's and config/'s arguments with.
+	fs, flags := command.NewFlagSet(os.Args[0], flag.ContinueOnError)
+	if err := command.Parse(fs, os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		os.Exit(2)
+	}
+	opts, controllers := flags.Options, flags.Controllers
 	// Not zap.New: it samples, and every note standing in for a dropped Event must be logged.
-	ctrl.SetLogger(operator.NewLogger(zapOpts))
+	ctrl.SetLogger(operator.NewLogger(flags.Zap))
 	log := ctrl.Log.WithName("setup")
 	if limit := operator.SetMemoryLimit(0.9); limit > 0 {
 		log.Info("Set the Go memory limit from the container's", "bytes", limit)

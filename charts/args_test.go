@@ -1,0 +1,128 @@
+package charts_test
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/slipway-dev/slipway/internal/operator/command"
+)
+
+// renderNS is the namespace render installs into, which $(POD_NAMESPACE) becomes.
+const renderNS = "slipway"
+
+// TestChart_ArgsAreFlagsTheOperatorAccepts renders the chart for values sets that between them
+// set every values-driven argument, and parses the Deployment's arguments with the operator's own
+// flag set (internal/operator/command, as cmd/operator does): an unknown flag, a value the flag
+// refuses, or an argument that is not a flag fails. Each set also checks that the values reach the
+// flags they are meant for.
+func TestChart_ArgsAreFlagsTheOperatorAccepts(t *testing.T) {
+	rendered := map[string]bool{}
+	for _, tc := range []struct {
+		name   string
+		values string
+		// want are flag values after parsing; absent flags keep the operator's default.
+		want map[string]string
+	}{
+		{"defaults (every controller)", "", map[string]string{
+			"namespace": renderNS, "leader-elect": "true", "leader-election-lease-duration": "15s",
+			"leader-election-renew-deadline": "10s", "leader-election-retry-period": "2s", "metrics-bind-address": ":8443",
+			"metrics-secure": "true", "webhook-port": "9443", "webhook-cert-self-managed": "true", "zap-log-level": "info",
+			"catalyst-build-namespace": "slipway-builds", "werfbundle-webhook-bind-address": "",
+			"werfbundle-allow-cross-namespace": "false",
+		}},
+		{"WerfBundle and WebApp with the receiver (the install test's)", "controllers: [werfbundle, webapp]\nreplicas: 1\nreceiver: {enabled: true}\n",
+			map[string]string{"werfbundle-webhook-bind-address": ":9292", "werfbundle-webhook-secret-file": "/etc/slipway/receiver/secret"}},
+		{"receiver on another port, cross-namespace bundles", "controllers: [werfbundle]\nreceiver: {enabled: true, port: 8080}\nwerfbundle: {allowCrossNamespace: true}\n",
+			map[string]string{"werfbundle-webhook-bind-address": ":8080", "werfbundle-allow-cross-namespace": "true"}},
+		{"Catalyst alone with its own build namespace", "controllers: [catalyst]\ncatalyst: {buildNamespace: {name: team-builds, podSecurity: privileged}}\n",
+			map[string]string{"catalyst-build-namespace": "team-builds"}},
+		{"cert-manager", "webhook: {port: 10250, certManager: {enabled: true, issuerRef: {name: ca, kind: ClusterIssuer}}}\n",
+			map[string]string{"webhook-cert-self-managed": "false", "webhook-port": "10250"}},
+		{"API and event rate limits", "kubeAPIQPS: 50\nkubeAPIBurst: 100\neventQPS: 5\neventBurst: 20\n",
+			map[string]string{"kube-api-qps": "50", "kube-api-burst": "100", "event-qps": "5", "event-burst": "20"}},
+		{"fractional and unlimited rates", "kubeAPIQPS: -1\neventQPS: 0.5\n",
+			map[string]string{"kube-api-qps": "-1", "event-qps": "0.5"}},
+		{"large bursts", "kubeAPIQPS: 1000\nkubeAPIBurst: 200000\neventBurst: 100000\n",
+			map[string]string{"kube-api-burst": "200000", "event-burst": "100000"}},
+		{"leader election, metrics and logging", "leaderElection: {enabled: false, leaseDuration: 1m, renewDeadline: 40s, retryPeriod: 5s}\n" +
+			"metrics: {port: 9090, secure: false}\nlogLevel: debug\n",
+			map[string]string{"leader-elect": "false", "leader-election-lease-duration": "1m0s", "leader-election-renew-deadline": "40s",
+				"leader-election-retry-period": "5s", "metrics-bind-address": ":9090", "metrics-secure": "false", "zap-log-level": "debug"}},
+		{"extra arguments", "extraArgs: [--webapp-resync-period=1m, --graceful-shutdown-timeout=20s]\n",
+			map[string]string{"webapp-resync-period": "1m0s", "graceful-shutdown-timeout": "20s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := deployment(t, render(t, tc.values))
+			args := d.Spec.Template.Spec.Containers[0].Args
+			fs, flags := parseArgs(t, args, renderNS)
+			for name, want := range tc.want {
+				if got := fs.Lookup(name).Value.String(); got != want {
+					t.Errorf("--%s = %q, want %q", name, got, want)
+				}
+			}
+			if _, err := flags.Options.Select(flags.Controllers); err != nil {
+				t.Errorf("--controllers: %v", err)
+			}
+			for _, a := range args {
+				if m := argName.FindStringSubmatch(a); m != nil {
+					rendered[m[1]] = true
+				}
+			}
+		})
+	}
+	// Every flag the template can write was rendered by some values set above, so none escapes
+	// the parse.
+	tmpl, err := os.ReadFile("slipway/templates/deployment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range templateArg.FindAllStringSubmatch(string(tmpl), -1) {
+		if !rendered[m[1]] {
+			t.Errorf("--%s is in the template but no values set above renders it; add one", m[1])
+		}
+	}
+}
+
+var (
+	argName     = regexp.MustCompile(`^--([a-z0-9-]+)`)
+	templateArg = regexp.MustCompile(`(?m)^\s*- --([a-z0-9-]+)`)
+)
+
+// TestChart_ExtraArgsAreParsedToo: an extraArgs entry the operator does not know is caught by the
+// same parse, so the test above would catch a wrong flag in any template.
+func TestChart_ExtraArgsAreParsedToo(t *testing.T) {
+	d := deployment(t, render(t, "extraArgs: [--webapp-resync=1m]\n"))
+	fs, _ := command.NewFlagSet("operator", flag.ContinueOnError)
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	err := command.Parse(fs, expandEnv(d.Spec.Template.Spec.Containers[0].Args, renderNS))
+	if err == nil || !strings.Contains(err.Error(), "webapp-resync") {
+		t.Errorf("parsing an unknown extra argument: %v, want it refused", err)
+	}
+}
+
+// parseArgs parses a container's args as the operator would, after the kubelet has expanded
+// $(POD_NAMESPACE), and fails the test on any error.
+func parseArgs(t *testing.T, args []string, namespace string) (*flag.FlagSet, *command.Flags) {
+	t.Helper()
+	fs, flags := command.NewFlagSet("operator", flag.ContinueOnError)
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	if err := command.Parse(fs, expandEnv(args, namespace)); err != nil {
+		t.Fatalf("the operator refuses its arguments %q: %v", args, err)
+	}
+	return fs, flags
+}
+
+// expandEnv replaces $(POD_NAMESPACE), the one variable the operator's args use.
+func expandEnv(args []string, namespace string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = strings.ReplaceAll(a, "$(POD_NAMESPACE)", namespace)
+	}
+	return out
+}
