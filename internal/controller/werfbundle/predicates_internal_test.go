@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 )
 
 // TestManagedJobs_PassOnlyWhatABundleActsOn: a managed Job's end, removal and start of removal
@@ -46,6 +48,36 @@ func TestManagedJobs_PassOnlyWhatABundleActsOn(t *testing.T) {
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s: passed %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+// TestBundleChanges_PassThePushAnnotation: the push receiver's annotation, written by whichever
+// replica took the delivery, reaches the leader's controller; status writes do not.
+func TestBundleChanges_PassThePushAnnotation(t *testing.T) {
+	bundle := func(gen int64, annotations map[string]string, phase werfv1.Phase) *werfv1.WerfBundle {
+		return &werfv1.WerfBundle{
+			ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team", Generation: gen, Annotations: annotations},
+			Status:     werfv1.WerfBundleStatus{Phase: phase},
+		}
+	}
+	plain := bundle(1, nil, werfv1.PhaseSynced)
+	pushed := bundle(1, map[string]string{werfv1.PushReceivedAnnotation: "2026-03-02T10:15:04.118220631Z"}, werfv1.PhaseSynced)
+	pushedAgain := bundle(1, map[string]string{werfv1.PushReceivedAnnotation: "2026-03-02T10:16:00.000000001Z"}, werfv1.PhaseSynced)
+
+	for _, tc := range []struct {
+		name     string
+		old, new *werfv1.WerfBundle
+		want     bool
+	}{
+		{"first push", plain, pushed, true},
+		{"another push", pushed, pushedAgain, true},
+		{"reconcile-now", plain, bundle(1, map[string]string{werfv1.ReconcileNowAnnotation: "1"}, werfv1.PhaseSynced), true},
+		{"spec change", plain, bundle(2, nil, werfv1.PhaseSynced), true},
+		{"status only", pushed, bundle(1, pushed.Annotations, werfv1.PhaseSyncing), false},
+	} {
+		if got := bundleChanges.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {
+			t.Errorf("%s: passed %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/controller/werfbundle/receiver"
@@ -28,8 +27,8 @@ func repositoryKeys(o client.Object) []string {
 // it sets werfv1.PushReceivedAnnotation to the time of arrival with a merge patch, and the
 // leader's reconcile makes the poll due when it sees a new value. It runs on every replica: the
 // bundles come from the cache, and once Trigger returns without an error the push is in the API
-// server, so it survives the leader's death. A failed patch is logged and returned, so the
-// receiver answers 5xx and the sender retries; the other bundles are still marked.
+// server, so it survives the leader's death. A failed patch is returned (the receiver logs it and
+// answers 503, so the sender retries); the other bundles are still marked.
 //
 // The tag is not trusted: the poll asks the registry, so a forged push cannot deploy anything.
 func (r *Reconciler) Trigger(ctx context.Context, repository, _ string) (int, error) {
@@ -57,8 +56,6 @@ func (r *Reconciler) Trigger(ctx context.Context, repository, _ string) (int, er
 		case apierrors.IsNotFound(err):
 			// Deleted since the cache saw it: nothing to poll for.
 		default:
-			log.FromContext(ctx).Error(err, "Recording a push on a WerfBundle failed; the sender is told to retry",
-				"bundle", b.Name, "namespace", b.Namespace)
 			errs = append(errs, fmt.Errorf("marking WerfBundle %s/%s: %w", b.Namespace, b.Name, err))
 		}
 	}
