@@ -13,20 +13,26 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
-// Digest is the sha256 digest under which the manager stores a revision of a CRD as a chart
-// ships it ("sha256:<hex>" of its JSON without status and server-set metadata): the digests
-// POST /api/v1/crds/{name}/approve records as an approved change's from and to.
-func Digest(crd *apiextensionsv1.CustomResourceDefinition) (string, error) {
+// Encode is the form in which the manager stores a revision of a CRD as a chart ships it (its
+// JSON without status and server-set metadata) and that form's digest, "sha256:<hex>": the
+// digests POST /api/v1/crds/{name}/approve records as an approved change's from and to.
+func Encode(crd *apiextensionsv1.CustomResourceDefinition) (stored []byte, digest string, err error) {
 	c := crd.DeepCopy()
 	c.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
 	c.ResourceVersion, c.UID, c.Generation, c.ManagedFields = "", "", 0, nil
 	c.CreationTimestamp = metav1.Time{}
 	b, err := json.Marshal(c)
 	if err != nil {
-		return "", fmt.Errorf("encoding CRD %s: %w", crd.Name, err)
+		return nil, "", fmt.Errorf("encoding CRD %s: %w", crd.Name, err)
 	}
 	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	return b, "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// Digest is the digest of Encode: what deployment planning compares with approved changes.
+func Digest(crd *apiextensionsv1.CustomResourceDefinition) (string, error) {
+	_, d, err := Encode(crd)
+	return d, err
 }
 
 // ApprovalLister reads the recorded approvals of a CRD's changes (store.Executor has it).

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/slipway-dev/slipway/internal/manager/audit"
+	"github.com/slipway-dev/slipway/internal/manager/crds"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
@@ -227,7 +228,7 @@ func (s *Server) resolveCandidate(ctx context.Context, name string, req Validate
 		if crd.Name != name {
 			return nil, errInvalid("definition.metadata.name", "is %q but the request is for %q", crd.Name, name)
 		}
-		_, digest, err := crdJSON(crd)
+		_, digest, err := crds.Encode(crd)
 		if err != nil {
 			return nil, err
 		}

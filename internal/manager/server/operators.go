@@ -2,19 +2,15 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/google/uuid"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/slipway-dev/slipway/internal/manager/audit"
+	"github.com/slipway-dev/slipway/internal/manager/crds"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
 	"github.com/slipway-dev/slipway/internal/manager/store"
@@ -107,7 +103,7 @@ func (s *Server) registerOperator(ctx context.Context, req OperatorRequest) (*Op
 
 // insertCRDSchema stores one revision of a CRD, keyed by the digest of its JSON.
 func insertCRDSchema(ctx context.Context, exec store.Executor, crd *apiextensionsv1.CustomResourceDefinition, operatorID, version string, now time.Time) (*store.CRDSchema, error) {
-	def, digest, err := crdJSON(crd)
+	def, digest, err := crds.Encode(crd)
 	if err != nil {
 		return nil, err
 	}
@@ -115,20 +111,6 @@ func insertCRDSchema(ctx context.Context, exec store.Executor, crd *apiextension
 		Name: crd.Name, Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind, Scope: string(crd.Spec.Scope),
 		OperatorID: operatorID, Version: version, Digest: digest, Definition: def, Now: now.UTC(),
 	})
-}
-
-// crdJSON is a CRD's stored form (JSON without status) and its sha256 digest.
-func crdJSON(crd *apiextensionsv1.CustomResourceDefinition) ([]byte, string, error) {
-	c := crd.DeepCopy()
-	c.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
-	c.ResourceVersion, c.UID, c.Generation, c.ManagedFields = "", "", 0, nil
-	c.CreationTimestamp = metav1.Time{}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return nil, "", fmt.Errorf("encoding CRD %s: %w", crd.Name, err)
-	}
-	sum := sha256.Sum256(b)
-	return b, "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
 func (s *Server) listOperators(w http.ResponseWriter, r *http.Request) error {
