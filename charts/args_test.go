@@ -46,8 +46,8 @@ func TestChart_ArgsAreFlagsTheOperatorAccepts(t *testing.T) {
 			map[string]string{"kube-api-qps": "50", "kube-api-burst": "100", "event-qps": "5", "event-burst": "20"}},
 		{"fractional and unlimited rates", "kubeAPIQPS: -1\neventQPS: 0.5\n",
 			map[string]string{"kube-api-qps": "-1", "event-qps": "0.5"}},
-		{"large bursts", "kubeAPIQPS: 1000\nkubeAPIBurst: 200000\neventBurst: 100000\n",
-			map[string]string{"kube-api-burst": "200000", "event-burst": "100000"}},
+		{"large numbers", "kubeAPIQPS: 1000000\nkubeAPIBurst: 2000000\neventQPS: 1500000.5\neventBurst: 1000000\n",
+			map[string]string{"kube-api-qps": "1e+06", "kube-api-burst": "2000000", "event-qps": "1.5000005e+06", "event-burst": "1000000"}},
 		{"leader election, metrics and logging", "leaderElection: {enabled: false, leaseDuration: 1m, renewDeadline: 40s, retryPeriod: 5s}\n" +
 			"metrics: {port: 9090, secure: false}\nlogLevel: debug\n",
 			map[string]string{"leader-elect": "false", "leader-election-lease-duration": "1m0s", "leader-election-renew-deadline": "40s",

@@ -152,7 +152,7 @@ func TestChart_InstallsIntoFullControlPlane(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: "slipway-webhook-cert"}, &corev1.Secret{}); err != nil {
 		t.Errorf("webhook certificate Secret: %v", err)
 	}
-	// The receiver is on (the leader serves it) and takes a push.
+	// The receiver is on (every replica serves it) and takes a push.
 	testenv.Eventually(ctx, t, "the receiver accepts a push", func() (bool, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+receiverAddr+"/hook",
 			bytes.NewReader([]byte(`{"repository": "registry.example.com/app", "tag": "1.0.0"}`)))

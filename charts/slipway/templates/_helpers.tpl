@@ -54,3 +54,11 @@ name; a webhook's Service reference to the release namespace.
   name: {{ .Values.serviceAccount.name }}
   namespace: {{ .Release.Namespace }}
 {{- end -}}
+
+{{/*
+A number as the operator's flags read it: YAML numbers arrive as float64, which the template
+would print as 1e+06; whole numbers are printed as integers, others as they are.
+*/}}
+{{- define "slipway.number" -}}
+{{- if and (kindIs "float64" .) (eq . (floor .)) -}}{{ int64 . }}{{- else -}}{{ . }}{{- end -}}
+{{- end -}}
