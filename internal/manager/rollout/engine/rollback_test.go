@@ -36,6 +36,7 @@ func TestRollback_FailedUpgradeRestoresPreviousAndKeepsCustomResources(t *testin
 	h.goodThenBad("rb", "dev-1", unschedulable)
 
 	crs := createWidgets(t, h.admin["dev-1"], "op-rb", 3)
+	before := rollbackMetrics(t, "install", "rolledBack")
 	d := h.submit(`{"operator": "rb", "version": "1.0.1", "clusters": ["dev-1"], "strategy": "Rolling",
 		"rollingConfig": {"validationPeriod": "PT0S", "pauseBetweenClusters": "PT0S"}}`)
 	d = h.waitStatus(d.ID, store.DeploymentRolledBack)
@@ -54,6 +55,7 @@ func TestRollback_FailedUpgradeRestoresPreviousAndKeepsCustomResources(t *testin
 		t.Fatalf("release after the rollback: %+v, want 1.0.0 deployed as revision 3", rel)
 	}
 	assertWidgetsUnchanged(t, h.admin["dev-1"], "op-rb", crs)
+	assertRollbackMetrics(t, before, "install", "rolledBack")
 	if d.RollbackStartedAt == nil || d.RollbackFinishedAt == nil {
 		t.Fatalf("rollback times not recorded: %+v", d)
 	}

@@ -86,14 +86,22 @@ func TestCanary_StagesByEnvironmentWithApproval(t *testing.T) {
 }
 
 // TestCanary_FailedStageRollsBackEverything: the first stage of a Canary fails its evaluation
-// (its pods restart), so the whole deployment rolls back and the later stages are never touched.
+// (its pods restart: 3 failed checks in a row), so the whole deployment rolls back and the later
+// stages are never touched.
 func TestCanary_FailedStageRollsBackEverything(t *testing.T) {
 	h := newHarness(t, threeEnvironments(t), nil)
 	h.operator("canfail", restarting(charttest.OperatorChart(chartName, "1.0.0", charttest.Compatible)))
 	h.start()
+	before := rollbackMetrics(t, "healthcheck", "rolledBack")
 	d := h.submit(`{"operator": "canfail", "version": "1.0.0", "clusters": ["dev-1", "staging-1"],
 		"strategy": "Canary", "canaryConfig": {"evaluationPeriod": "PT8S", "successThreshold": 1}}`)
 	d = h.waitStatus(d.ID, store.DeploymentRolledBack)
+	// Three failed checks in a row come before the end of the 8 s evaluation period (checks every
+	// 2 s): that, not the stage's verdict (TestCanary_StageBelowThresholdRollsBack), rolls back.
+	if !strings.HasPrefix(d.RollbackReason, "health check: dev-1 failed 3 checks in a row") {
+		t.Errorf("rollback reason %q, want 3 failed health checks of dev-1", d.RollbackReason)
+	}
+	assertRollbackMetrics(t, before, "healthcheck", "rolledBack")
 	if c := clusterByName(d, "dev-1"); c.Status != store.ClusterRolledBack {
 		t.Errorf("dev-1 %+v, want rolled back", c)
 	}
