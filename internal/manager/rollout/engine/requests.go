@@ -12,6 +12,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
 	"github.com/slipway-dev/slipway/internal/manager/store"
+	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 )
 
 // ConflictError is a request the deployment's state refuses (cancel a finished deployment,
@@ -87,7 +88,8 @@ func (e *Engine) Submit(ctx context.Context, req *request.Request, requestedBy, 
 		OperatorID: op.ID, OperatorName: op.Name, Version: req.Version, Strategy: string(req.Strategy),
 		Config: cfgJSON, Values: req.Values, ValuesByEnvironment: byEnv, Status: store.DeploymentQueued,
 		Reason: fmt.Sprintf("queued: at most %d deployments run at once", e.cfg.MaxConcurrent), RequestedBy: requestedBy, RequestID: requestID,
-		CreatedAt: now, // not due: admission (DeploymentAdmit) makes it due when a slot is free
+		TraceContext: telemetry.TraceContext(ctx), // every step's operator.deploy is a child of the request's span
+		CreatedAt:    now,                         // not due: admission (DeploymentAdmit) makes it due when a slot is free
 	}
 	for _, t := range plan.Targets {
 		loc := live.at(t.Name, op)
