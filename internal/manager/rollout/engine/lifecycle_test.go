@@ -132,16 +132,7 @@ func TestTakeover_AnotherReplicaFinishes(t *testing.T) {
 	h.wait(d.ID, "t-1 validating", func(d *store.Deployment) bool { return clusterByName(d, "t-1").Status == store.ClusterValidating })
 	h.eng.Stop()
 
-	cfg := h.cfg
-	cfg.ReplicaID = "replica-b"
-	b, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Stop)
+	h.replica("replica-b")
 	d = h.waitStatus(d.ID, store.DeploymentCompleted)
 	for _, c := range d.Clusters {
 		if c.InstallAttempts != 1 || c.HelmRevision != 1 {

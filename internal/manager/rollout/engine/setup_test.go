@@ -123,6 +123,23 @@ func (h *harness) start() {
 	}
 }
 
+// replica starts a second engine, named id, over the harness's store and clusters (another
+// replica taking over), stopped when the test ends.
+func (h *harness) replica(id string) *Engine {
+	h.t.Helper()
+	cfg := h.cfg
+	cfg.ReplicaID = id
+	e, err := New(cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := e.Start(context.Background()); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(e.Stop)
+	return e
+}
+
 // operator registers an operator whose chart versions are published in the harness's repository.
 func (h *harness) operator(name string, versions ...charttest.ChartFiles) *store.Operator {
 	h.t.Helper()

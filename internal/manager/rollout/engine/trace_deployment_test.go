@@ -46,16 +46,7 @@ func TestTrace_OneTracePerDeployment(t *testing.T) {
 	h.eng.Stop()
 	before := len(deploySpans(rec.Ended(), d.ID))
 
-	cfg := h.cfg
-	cfg.ReplicaID = "replica-b"
-	b, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Stop)
+	b := h.replica("replica-b")
 	h.waitStatus(d.ID, store.DeploymentCompleted)
 	b.Stop()
 
