@@ -1,14 +1,17 @@
 package engine
 
 import (
+	"context"
 	"slices"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry/spantest"
+	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
 // TestRollback_SpansAndMetrics rolls an upgrade back on request with an in-memory span recorder:
@@ -83,14 +86,21 @@ func rollbackMetrics(t *testing.T, trigger, result string) rollbackCounts {
 
 // assertRollbackMetrics checks that one rollback of trigger ended with result since before: the
 // counter and the duration histogram moved by one, and operators_failed_total{step="rollback"}
-// by one when it failed (else not at all).
+// by one when it failed (else not at all). The engine counts a rollback just after it stores its
+// end, so a test that saw the end waits (briefly) for the counters to catch up.
 func assertRollbackMetrics(t *testing.T, before rollbackCounts, trigger, result string) {
 	t.Helper()
-	now := rollbackMetrics(t, trigger, result)
 	wantFailed := before.failed
 	if result == "failed" {
 		wantFailed++
 	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var now rollbackCounts
+	testenv.Eventually(ctx, t, "the rollback metrics count the rollback", func() (bool, error) {
+		now = rollbackMetrics(t, trigger, result)
+		return now.total >= before.total+1 && now.durations >= before.durations+1 && now.failed >= wantFailed, nil
+	})
 	if now.total != before.total+1 || now.durations != before.durations+1 || now.failed != wantFailed {
 		t.Errorf("operators_rollback_total{trigger=%s,result=%s} %v → %v, operator_rollback_duration_seconds{result=%s} count %v → %v, operators_failed_total{step=rollback} %v → %v; want +1, +1, %v",
 			trigger, result, before.total, now.total, result, before.durations, now.durations, before.failed, now.failed, wantFailed)
