@@ -9,6 +9,7 @@ import (
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/notes"
+	"github.com/slipway-dev/slipway/internal/registry"
 )
 
 // envScope carries one reconcile's facts from the steps to computeStatus.
@@ -128,12 +129,7 @@ func (s *envScope) result(resync time.Duration) ctrl.Result {
 }
 
 // jitter spreads d by ±10 % so objects created together do not come back together.
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return d
-	}
-	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
-}
+func jitter(d time.Duration) time.Duration { return registry.Spread(d, rand.Float64()) }
 
 // backoff is the wait after n failures in a row: base, doubling, at most max.
 func backoff(n int, base, max time.Duration) time.Duration {

@@ -1,7 +1,6 @@
 package crds
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -35,26 +34,18 @@ func Digest(crd *apiextensionsv1.CustomResourceDefinition) (string, error) {
 	return d, err
 }
 
-// ApprovalLister reads the recorded approvals of a CRD's changes (store.Executor has it).
-type ApprovalLister interface {
-	CRDApprovalList(ctx context.Context, crdName string) ([]*store.CRDApproval, error)
-}
-
-// FindApproval returns the approval recorded for exactly the change of CRD name from the
-// revision with digest from to the one with digest to (the oldest one when several), or nil
-// when nobody approved that change. An empty from or to never matches.
-func FindApproval(ctx context.Context, l ApprovalLister, name, from, to string) (*store.CRDApproval, error) {
+// FindApproval returns the approval among list (the recorded approvals of one CRD,
+// store.Executor.CRDApprovalList) of exactly the change from the revision with digest from to the
+// one with digest to (the first when several), or nil when nobody approved that change. An empty
+// from or to never matches.
+func FindApproval(list []*store.CRDApproval, from, to string) *store.CRDApproval {
 	if from == "" || to == "" {
-		return nil, nil
-	}
-	list, err := l.CRDApprovalList(ctx, name)
-	if err != nil {
-		return nil, fmt.Errorf("reading the approvals of CRD %s: %w", name, err)
+		return nil
 	}
 	for _, a := range list {
 		if a.FromDigest == from && a.ToDigest == to {
-			return a, nil
+			return a
 		}
 	}
-	return nil, nil
+	return nil
 }

@@ -5,7 +5,7 @@
 // schema validator and names the objects that would become invalid or lose data.
 //
 // It holds no state and writes nothing: the HTTP server calls it and records the results.
-// Digest names a CRD revision the way the store does, and FindApproval reads whether a change
-// (from one digest to another) was approved through POST /api/v1/crds/{name}/approve, which
-// deployment planning honours.
+// Encode and Digest name a CRD revision the way the store does, and FindApproval finds among a
+// CRD's recorded approvals the one of a change (from one digest to another) approved through
+// POST /api/v1/crds/{name}/approve, which deployment planning honours.
 package crds

@@ -24,6 +24,7 @@ package health
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -268,6 +269,17 @@ func (c *Checker) runCRDs(ctx context.Context, cl *clients, t Target) CRDStatus 
 }
 
 func notChecked(why string) string { return "not checked: " + why }
+
+// Ran reports whether any part of the check ran: false for NotCheckedOn's result (every part
+// Degraded with only its "not checked" message), true otherwise.
+func (h ClusterHealth) Ran() bool {
+	for _, msgs := range [][]string{h.ControllerPods.Messages, h.WebhookStatus.Messages, h.CRDReconciliation.Messages} {
+		if len(msgs) == 0 || !strings.HasPrefix(msgs[0], notChecked("")) {
+			return true
+		}
+	}
+	return h.Health != Degraded
+}
 
 // NotCheckedOn is the result of a check that could not run on cluster at all (no client, no
 // connection): every part Degraded with "not checked: why", nothing passed.

@@ -116,13 +116,13 @@ type restoredRelease struct {
 // ran, with why; otherwise h is the result (the caller refuses Unhealthy).
 func (e *Engine) checkRestored(ctx context.Context, cfg *rest.Config, op *store.Operator, cluster string, r restoredRelease) (h health.ClusterHealth, ran bool, why string, err error) {
 	every := min(e.cfg.HealthInterval, restoreCheckEvery)
-	deadline := time.Now().Add(e.cfg.InstallTimeout)
+	deadline := e.now().Add(e.cfg.InstallTimeout)
 	for attempt := 1; ; attempt++ {
 		h, why = e.tryCheck(ctx, cfg, op, cluster, r)
 		if why == "" {
 			return h, true, "", nil
 		}
-		if time.Now().Add(every).After(deadline) {
+		if e.now().Add(every).After(deadline) {
 			return h, false, fmt.Sprintf("%s (%d attempt(s) in %s)", why, attempt, e.cfg.InstallTimeout), nil
 		}
 		select {
@@ -149,19 +149,8 @@ func (e *Engine) tryCheck(ctx context.Context, cfg *rest.Config, op *store.Opera
 	if err != nil {
 		return h, "checking: " + err.Error()
 	}
-	if notRun(h) {
+	if !h.Ran() {
 		return h, summary(h)
 	}
 	return h, ""
-}
-
-// notRun reports a result in which no part of the check ran (health.NotCheckedOn's shape: an
-// unreachable cluster, no client).
-func notRun(h health.ClusterHealth) bool {
-	for _, msgs := range [][]string{h.ControllerPods.Messages, h.WebhookStatus.Messages, h.CRDReconciliation.Messages} {
-		if len(msgs) == 0 || !strings.HasPrefix(msgs[0], "not checked: ") {
-			return false
-		}
-	}
-	return h.Health == health.Degraded
 }

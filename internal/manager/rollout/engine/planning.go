@@ -234,12 +234,13 @@ func digestOf(ch *fetched, name string) string {
 // crdApproved reports whether every change of CRD name in on was approved through
 // POST /api/v1/crds/{name}/approve, and records a crd.approved event naming the approvers.
 func (e *Engine) crdApproved(ctx context.Context, d *store.Deployment, name string, on []crdChange) (bool, error) {
+	list, err := e.cfg.Store.CRDApprovalList(ctx, name)
+	if err != nil {
+		return false, fmt.Errorf("reading the approvals of CRD %s: %w", name, err)
+	}
 	var who []string
 	for _, c := range on {
-		a, err := crds.FindApproval(ctx, e.cfg.Store, name, c.From, c.To)
-		if err != nil {
-			return false, err
-		}
+		a := crds.FindApproval(list, c.From, c.To)
 		if a == nil {
 			return false, nil
 		}
