@@ -17,6 +17,9 @@ BENCH_FLAGS   ?= -benchtime=1x -timeout=60m
 CHAOS_FLAGS   ?= -count=1 -timeout=120m -v
 # The operator's controllers, each with its own generated role under config/rbac/<name>.
 CONTROLLERS   := werfbundle webapp catalyst
+# Markers a controller's role takes beyond its own package: the admission webhooks' serving
+# certificate is WebApp's, the one system that serves webhooks (docs/operator.md, RBAC).
+RBAC_PATHS_webapp := paths=./internal/webhookcert/...
 
 .PHONY: help
 help: ## Show the targets
@@ -76,14 +79,16 @@ manifests: ## Generate CRDs, RBAC and webhook configurations from markers into c
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true webhook paths=./api/... paths=./internal/... \
 		output:crd:artifacts:config=config/crd/bases output:webhook:artifacts:config=config/webhook
 	@# One role per controller, and the common one every operator needs (docs/operator.md, RBAC).
-	$(CONTROLLER_GEN) rbac:roleName=slipway-common paths=./internal/operator/... paths=./internal/webhookcert/... \
-		output:rbac:artifacts:config=config/rbac/common
-	for c in $(CONTROLLERS); do \
-		$(CONTROLLER_GEN) rbac:roleName=slipway-$$c paths=./internal/controller/$$c/... output:rbac:artifacts:config=config/rbac/$$c; \
-	done
+	$(CONTROLLER_GEN) rbac:roleName=slipway-common paths=./internal/operator/... output:rbac:artifacts:config=config/rbac/common
+	$(foreach c,$(CONTROLLERS),$(CONTROLLER_GEN) rbac:roleName=slipway-$(c) paths=./internal/controller/$(c) $(RBAC_PATHS_$(c)) \
+		output:rbac:artifacts:config=config/rbac/$(c) && ) true
+	@# What a preview environment's own ServiceAccount may do in its namespace (docs/catalyst.md, Security model).
+	$(CONTROLLER_GEN) rbac:roleName=slipway-catalyst-deployer paths=./internal/controller/catalyst/deployerrole/... \
+		output:rbac:artifacts:config=config/rbac/catalyst/deployer
 	@# The chart ships the same generated files (docs/chart.md; TestChart_MatchesConfig checks them).
 	rm -f charts/slipway/crds/*.yaml && cp config/crd/bases/*.yaml charts/slipway/crds/
-	for c in common $(CONTROLLERS); do mkdir -p charts/slipway/files/rbac/$$c && cp config/rbac/$$c/role.yaml charts/slipway/files/rbac/$$c/; done
+	rm -rf charts/slipway/files/rbac
+	cd config && for f in $$(find rbac -name role.yaml); do mkdir -p ../charts/slipway/files/$$(dirname $$f) && cp $$f ../charts/slipway/files/$$f; done
 	mkdir -p charts/slipway/files/webhook && cp config/webhook/manifests.yaml charts/slipway/files/webhook/
 
 .PHONY: verify

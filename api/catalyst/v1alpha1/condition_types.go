@@ -92,10 +92,15 @@ const (
 	// RenderFailedReason: the chart, manifests or kustomization at the commit could not be
 	// rendered (invalid YAML, a template error, a missing file); the message says where.
 	RenderFailedReason = "RenderFailed"
-	// ObjectRefusedReason: the deployment holds an object an environment may not have: a
-	// cluster-scoped one, one for another namespace, a quota, limit range or network policy (the
-	// operator's guard rails), a name the operator keeps, or a kind the cluster does not serve.
+	// ObjectRefusedReason: the deployment holds objects an environment may not have: cluster-scoped
+	// ones, ones for another namespace, a quota, limit range or network policy (the operator's
+	// guard rails), a name the operator keeps, a kind the cluster does not serve, a kind the
+	// Project does not allow, or a RoleBinding to a ClusterRole the Project does not allow. The
+	// message names every refused object; nothing of the deployment was applied.
 	ObjectRefusedReason = "ObjectRefused"
+	// DeployerNotBoundReason: the environment's deployer ServiceAccount could not be bound to the
+	// Project's ClusterRole (it does not exist, or the operator may not bind it).
+	DeployerNotBoundReason = "DeployerNotBound"
 	// DeploymentFailedReason: the rendered objects could not be applied, or the workloads did not
 	// become available in time (a Deployment past its progress deadline); the message says why
 	// their pods are not coming when the cluster says (quota, Pod Security, admission, image

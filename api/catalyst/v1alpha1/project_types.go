@@ -123,6 +123,54 @@ type DeploymentSpec struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
 	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+
+	// ClusterRole is what the deployment may do in its environment namespace: the environment's
+	// own ServiceAccount (catalyst-deployer), which renders and applies the repository's chart,
+	// manifests or overlay, is bound to it by a RoleBinding in that namespace only. Empty means
+	// the operator's default (--catalyst-deployer-cluster-role, slipway-catalyst-deployer). The
+	// operator must be allowed to bind the ClusterRole (RBAC verb bind); it binds only its
+	// default unless the cluster's administrator allows more (docs/catalyst.md, Security model).
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.:]*[a-z0-9])?$`
+	// +optional
+	ClusterRole string `json:"clusterRole,omitempty"`
+
+	// AllowedKinds, when set, are the only kinds the deployment may hold; anything else is
+	// refused before anything is applied. Kind "*" allows every kind of a group. Kinds the
+	// operator always refuses (cluster-scoped kinds, the environment's guard rails) stay refused.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	AllowedKinds []GroupKind `json:"allowedKinds,omitempty"`
+
+	// DeniedKinds are refused besides those the operator always refuses. Kind "*" denies every
+	// kind of a group.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	DeniedKinds []GroupKind `json:"deniedKinds,omitempty"`
+
+	// AllowedClusterRoles are the ClusterRoles a RoleBinding of the deployment may refer to.
+	// A RoleBinding to any other ClusterRole is refused; RoleBindings to Roles of the namespace
+	// are allowed (the API server lets the deployer grant only what it holds itself).
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	AllowedClusterRoles []string `json:"allowedClusterRoles,omitempty"`
+}
+
+// GroupKind names a kind of object: its API group ("" for the core group) and kind.
+type GroupKind struct {
+	// Group is the API group, "" for the core group (ConfigMap, Service, ...).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Group string `json:"group"`
+
+	// Kind, e.g. Deployment, or "*" for every kind of the group.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	Kind string `json:"kind"`
 }
 
 // ProjectResources are the defaults of the environments' namespaces.

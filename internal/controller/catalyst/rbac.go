@@ -1,8 +1,15 @@
 package catalyst
 
-// The operator's permissions for Catalyst, each with its reason (docs/catalyst.md lists them too).
-// `make manifests` generates the role slipway-catalyst from the markers of this package alone into
+// The operator's own permissions for Catalyst, each with its reason (docs/operator.md lists them
+// in its rights table, which TestRights checks against the API server). `make manifests`
+// generates the role slipway-catalyst from the markers of this file alone into
 // config/rbac/catalyst/role.yaml; it is installed when --controllers runs catalyst.
+//
+// What an application deploys into its environment namespace is not here: the deploy engine
+// renders and applies a pull request's chart, manifests or overlay as the environment's own
+// ServiceAccount (DeployerServiceAccount), bound in that namespace to the ClusterRole the Project
+// names (default slipway-catalyst-deployer, internal/controller/catalyst/deployerrole). The
+// operator only creates that ServiceAccount and its RoleBinding, and impersonates it.
 
 // Projects and Environments: read both; write Environment status, the finalizer and the TTL
 // annotation; delete expired Environments; write Project status.
@@ -12,39 +19,38 @@ package catalyst
 // +kubebuilder:rbac:groups=catalyst.catalyst.dev,resources=projects,verbs=get;list;watch
 // +kubebuilder:rbac:groups=catalyst.catalyst.dev,resources=projects/status,verbs=get;update;patch
 
-// Environment namespaces (created, labelled, deleted), their ResourceQuota, LimitRange,
-// NetworkPolicy and Ingress.
+// Environment namespaces (created, labelled, deleted) and the guard rails the operator keeps in
+// them: ResourceQuota, LimitRange, NetworkPolicy; and the environment's Ingress.
 // +kubebuilder:rbac:groups=core,resources=namespaces,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=core,resources=resourcequotas,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=core,resources=limitranges,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
 
-// Secrets: read the ones Projects name (credentials, secretRefs, the wildcard certificate),
-// copy them into environment namespaces, write build Jobs' Secrets; Helm keeps its releases in
-// Secrets too.
+// Secrets: read the ones Projects name (credentials, secretRefs, the wildcard certificate) and
+// copy them into environment namespaces; write build Jobs' Secrets.
 // +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;list;watch;create;update;patch;delete
 
-// The image pull Secret goes on each environment namespace's default ServiceAccount.
-// +kubebuilder:rbac:groups=core,resources=serviceaccounts,verbs=get;patch
+// The environment's deployer ServiceAccount (created in each environment namespace) and the
+// image pull Secret on the namespace's default ServiceAccount.
+// +kubebuilder:rbac:groups=core,resources=serviceaccounts,verbs=get;create;patch
+
+// Deploy as the environment's ServiceAccount: impersonation of that one name only.
+// +kubebuilder:rbac:groups=core,resources=serviceaccounts,verbs=impersonate,resourceNames=catalyst-deployer
+
+// The deployer's RoleBinding in each environment namespace (its roleRef cannot change: a Project
+// naming another ClusterRole deletes and creates it), to the one ClusterRole the operator may
+// bind.
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;create;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=slipway-catalyst-deployer
 
 // Build Jobs, and the log of a failed build's pod.
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=core,resources=pods,verbs=list
 // +kubebuilder:rbac:groups=core,resources=pods/log,verbs=get
 
-// Why a deployment's pods are not coming: its pods' statuses (the pods rule above) and the
-// FailedCreate events of StatefulSets and DaemonSets.
+// Readiness: the environment's Deployments are watched (a rollout's progress reconciles the
+// Environment), and why pods are not coming is read from its pods (above) and the FailedCreate
+// events of StatefulSets and DaemonSets. The other deployed objects are read as the deployer.
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch
 // +kubebuilder:rbac:groups=core,resources=events,verbs=list
-
-// What an application deploys into its environment namespace (the deploy package applies it with
-// server-side apply, prunes what a new revision drops, and Helm reads and waits for it): the
-// kinds a web application's preview needs. An application with other kinds needs a rule added to
-// the ClusterRole; cluster-scoped kinds and other namespaces are refused by the deploy package
-// whatever the ClusterRole says. RBAC objects are deliberately absent: the operator could only
-// grant what it holds itself.
-// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=core,resources=services;configmaps;serviceaccounts;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete

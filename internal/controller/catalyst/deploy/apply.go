@@ -246,12 +246,15 @@ func (e *Engine) uninstallInventory(ctx context.Context, namespace, release stri
 	return nil
 }
 
-// namespaced asks the REST mapper about a kind's scope.
+// errNotServed: the cluster does not serve a kind (its CRD is not installed).
+var errNotServed = errors.New("kind not served")
+
+// namespaced asks the REST mapper about a kind's scope; errNotServed for a kind the cluster
+// does not serve.
 func (e *Engine) namespaced(gvk schema.GroupVersionKind) (bool, error) {
 	mapping, err := e.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
-		return false, fmt.Errorf("%w: kind %s of apiVersion %s is not served by the cluster (is its CRD installed?)",
-			ErrRefusedObject, gvk.Kind, gvk.GroupVersion())
+		return false, fmt.Errorf("%w: %s", errNotServed, gvk)
 	}
 	if err != nil {
 		return false, fmt.Errorf("looking up kind %s: %w", gvk, err)

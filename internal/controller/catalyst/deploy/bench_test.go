@@ -63,7 +63,7 @@ func BenchmarkDeploy_Manifest(b *testing.B) {
 	}
 	request := func(ns, tag string) deploy.Request {
 		return deploy.Request{
-			Namespace: ns, Release: "pr-1", Type: manifestType, Source: src, Path: "deploy",
+			Namespace: ns, Release: "pr-1", Type: manifestType, Source: src, Path: "deploy", ServiceAccount: deployerSA,
 			Image: deploy.Image{Repository: "registry.example.dev/org/app", Tag: tag},
 			Host:  "pr-1.preview.example.dev", Env: testEnv,
 			Labels: map[string]string{"catalyst.dev/environment": "pr-1"},
@@ -74,6 +74,7 @@ func BenchmarkDeploy_Manifest(b *testing.B) {
 		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			b.Fatal(err)
 		}
+		bindDeployer(ctx, b, env.Client, ns, deployerRole)
 		return ns
 	}
 	// Warm the REST mapper's discovery cache, as a running operator has it.

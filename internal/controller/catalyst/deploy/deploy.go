@@ -57,6 +57,13 @@ type Request struct {
 	// Reserved are objects of the namespace that belong to the caller (its Ingress, the Secrets
 	// it copies in): a deploy that renders one of them is refused rather than taking it over.
 	Reserved []Reserved
+	// ServiceAccount names the ServiceAccount of Namespace that the deploy acts as: everything
+	// the source renders and applies (Helm's install, upgrade, hooks and lookup, manifests,
+	// kustomize output, pruning) goes to the API server impersonating it, so the deploy can do
+	// no more than its RoleBinding in the namespace grants. Required.
+	ServiceAccount string
+	// Policy says which kinds the deploy may hold besides the built-in refusals.
+	Policy Policy
 }
 
 // Reserved names one object a deploy must not touch.
@@ -127,9 +134,13 @@ type Deployer interface {
 	// the caller checks Result.Objects. Deploy must not run concurrently for the same release.
 	Deploy(ctx context.Context, req Request) (Result, error)
 	// Uninstall deletes what the release deployed, whatever its type: the Helm release (its
-	// objects and its release Secrets) and the inventory's objects and inventory. It returns once
-	// the deletes are accepted; an absent release is not an error.
-	Uninstall(ctx context.Context, namespace, release string) error
+	// objects and its release Secrets) and the inventory's objects and inventory, acting as the
+	// ServiceAccount serviceAccount of the namespace. It returns once the deletes are accepted;
+	// an absent release is not an error.
+	Uninstall(ctx context.Context, namespace, serviceAccount, release string) error
+	// Reader reads objects of the namespace as its ServiceAccount serviceAccount: what a deploy
+	// applied, for the caller's readiness checks, with no more rights than the deploy had.
+	Reader(namespace, serviceAccount string) (client.Reader, error)
 }
 
 // Defaults of Options.
@@ -138,6 +149,12 @@ const (
 	DefaultHelmMaxHistory = 5
 	DefaultHelmTimeout    = 5 * time.Minute
 	DefaultMaxSourceBytes = 256 << 20
+	// DefaultRenderTimeout, DefaultRenderMaxBytes, DefaultRenderMaxMemory and
+	// DefaultRenderConcurrency bound the rendering of a chart's templates (RenderLimits).
+	DefaultRenderTimeout     = 30 * time.Second
+	DefaultRenderMaxBytes    = 16 << 20
+	DefaultRenderMaxMemory   = 512 << 20
+	DefaultRenderConcurrency = 2
 )
 
 // Options configure an Engine. The zero value is usable.
@@ -150,6 +167,23 @@ type Options struct {
 	MaxSourceBytes int64
 	// Helm configures the helm type.
 	Helm HelmOptions
+	// Render bounds the rendering of a chart's templates.
+	Render RenderLimits
+}
+
+// RenderLimits bound the rendering of a Helm chart's templates, which come from a pull request
+// and may loop or expand without end. Templates run in a child process of the operator (the same
+// binary), one CPU and low priority, killed when it passes a limit; the operator never runs them
+// itself. The zero value of each field takes its default.
+type RenderLimits struct {
+	// Timeout bounds one rendering (default 30 s).
+	Timeout time.Duration
+	// MaxBytes bounds the rendered output, every template together (default 16 MiB).
+	MaxBytes int64
+	// MaxMemory bounds the renderer's heap (default 512 MiB).
+	MaxMemory int64
+	// Concurrency bounds the renderings in flight across all environments (default 2).
+	Concurrency int
 }
 
 // HelmOptions configure Helm installs and upgrades.
@@ -168,13 +202,21 @@ type HelmOptions struct {
 
 // Engine is the Deployer for the three deployment types. It is safe for concurrent use by
 // different releases.
+//
+// Its own credentials (those New is given) serve discovery alone; every request about an
+// environment's objects impersonates the environment's ServiceAccount (see impersonating).
 type Engine struct {
 	opts      Options
 	config    *rest.Config
 	client    client.Client
 	mapper    meta.RESTMapper
 	clientset kubernetes.Interface
+	discovery discovery.CachedDiscoveryInterface
 	helm      *helmKit
+	renders   chan struct{}
+	caps      *capabilities
+	// user is the impersonated user of an Engine made by impersonating, "" for New's.
+	user string
 }
 
 var _ Deployer = (*Engine)(nil)
@@ -194,6 +236,7 @@ func New(cfg *rest.Config, opts Options) (*Engine, error) {
 	if opts.Helm.MaxHistory <= 0 {
 		opts.Helm.MaxHistory = DefaultHelmMaxHistory
 	}
+	opts.Render = opts.Render.withDefaults()
 	cfg = rest.CopyConfig(cfg)
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -219,8 +262,10 @@ func newEngine(cfg *rest.Config, httpClient *http.Client, opts Options) (*Engine
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{opts: opts, config: cfg, client: c, mapper: mapper, clientset: clientset}
-	e.helm = newHelmKit(cfg, memory.NewMemCacheClient(dc), mapper)
+	e := &Engine{opts: opts, config: cfg, client: c, mapper: mapper, clientset: clientset,
+		discovery: memory.NewMemCacheClient(dc), renders: make(chan struct{}, opts.Render.Concurrency)}
+	e.helm = newHelmKit(cfg, e.discovery, mapper)
+	e.caps = &capabilities{discovery: e.discovery}
 	return e, nil
 }
 
@@ -234,21 +279,41 @@ func (e *Engine) Deploy(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	defer func() { _ = root.Close() }()
+	as, err := e.impersonating(req.Namespace, req.ServiceAccount)
+	if err != nil {
+		return Result{}, err
+	}
 	switch req.Type {
 	case catalystv1alpha1.DeploymentTypeHelm:
-		return e.deployHelm(ctx, req, root)
+		return as.deployHelm(ctx, req, root)
 	case catalystv1alpha1.DeploymentTypeManifest, catalystv1alpha1.DeploymentTypeKustomize:
-		return e.deployObjects(ctx, req, root)
+		return as.deployObjects(ctx, req, root)
 	}
 	return Result{}, fmt.Errorf("%w: unknown deployment type %q", ErrInvalidRequest, req.Type)
 }
 
 // Uninstall implements Deployer.
-func (e *Engine) Uninstall(ctx context.Context, namespace, release string) error {
-	if namespace == "" || release == "" {
-		return fmt.Errorf("%w: namespace and release are required", ErrInvalidRequest)
+func (e *Engine) Uninstall(ctx context.Context, namespace, serviceAccount, release string) error {
+	if namespace == "" || release == "" || serviceAccount == "" {
+		return fmt.Errorf("%w: namespace, ServiceAccount and release are required", ErrInvalidRequest)
 	}
-	return errors.Join(e.uninstallHelm(ctx, namespace, release), e.uninstallInventory(ctx, namespace, release))
+	as, err := e.impersonating(namespace, serviceAccount)
+	if err != nil {
+		return err
+	}
+	return errors.Join(as.uninstallHelm(ctx, namespace, release), as.uninstallInventory(ctx, namespace, release))
+}
+
+// Reader implements Deployer.
+func (e *Engine) Reader(namespace, serviceAccount string) (client.Reader, error) {
+	if errs := validation.IsDNS1123Subdomain(serviceAccount); len(errs) > 0 {
+		return nil, fmt.Errorf("%w: ServiceAccount %q: %s", ErrInvalidRequest, serviceAccount, strings.Join(errs, "; "))
+	}
+	as, err := e.impersonating(namespace, serviceAccount)
+	if err != nil {
+		return nil, err
+	}
+	return as.client, nil
 }
 
 // maxReleaseName is Helm's bound on release names.
@@ -272,6 +337,9 @@ func (r *Request) validate() error {
 	}
 	if r.Source == "" {
 		problems = append(problems, "no source directory")
+	}
+	if errs := validation.IsDNS1123Subdomain(r.ServiceAccount); len(errs) > 0 {
+		problems = append(problems, fmt.Sprintf("ServiceAccount %q to deploy as: %s", r.ServiceAccount, strings.Join(errs, "; ")))
 	}
 	if _, err := cleanRepoPath(r.Path); err != nil {
 		problems = append(problems, err.Error())

@@ -7,14 +7,18 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
+	"text/template"
 
 	"github.com/go-logr/logr"
 	"helm.sh/helm/v4/pkg/action"
 	ci "helm.sh/helm/v4/pkg/chart"
+	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	chartloader "helm.sh/helm/v4/pkg/chart/v2/loader"
@@ -67,10 +71,35 @@ func (e *Engine) actionConfig(ctx context.Context, namespace string) *action.Con
 	return cfg
 }
 
+// renderedChart is the chart Helm installs: the templates' output as rendered by the renderer
+// (renderTemplates), under the same template paths, so hooks, NOTES.txt and the release's
+// manifest come out as Helm makes them, while Helm executes none of the pull request's templates.
+// Each template calls renderedFunc with its index in the returned list; the chart's metadata is
+// the original's, without dependencies (they are rendered in).
+func renderedChart(orig *chart.Chart, rendered map[string]string) (*chart.Chart, []string) {
+	md := *orig.Metadata
+	md.Dependencies = nil
+	out := &chart.Chart{Metadata: &md}
+	contents := make([]string, 0, len(rendered))
+	for _, key := range slices.Sorted(maps.Keys(rendered)) {
+		name := key
+		if _, rest, ok := strings.Cut(key, "/"); ok {
+			name = rest // the path below the chart's own name, as allTemplates joins it back
+		}
+		out.Templates = append(out.Templates, &common.File{Name: name,
+			Data: []byte("{{ " + renderedFunc + " " + strconv.Itoa(len(contents)) + " }}")})
+		contents = append(contents, rendered[key])
+	}
+	return out, contents
+}
+
+// renderedFunc is the template function of renderedChart's templates.
+const renderedFunc = "slipwayRendered"
+
 // deployHelm installs the chart at req.Path, or upgrades the release when it exists.
 func (e *Engine) deployHelm(ctx context.Context, req Request, root *os.Root) (Result, error) {
 	dir, _ := cleanRepoPath(req.Path)
-	chrt, err := loadChart(root, dir, newBudget(e.opts.MaxSourceBytes))
+	chrt, files, err := loadChart(root, dir, newBudget(e.opts.MaxSourceBytes))
 	if err != nil {
 		return Result{}, err
 	}
@@ -80,6 +109,9 @@ func (e *Engine) deployHelm(ctx context.Context, req Request, root *os.Root) (Re
 		return Result{}, err
 	}
 	cfg := e.actionConfig(ctx, req.Namespace)
+	if cfg.Capabilities, err = e.caps.get(); err != nil {
+		return Result{}, err
+	}
 	post := &postRenderer{req: req, scope: e.namespaced}
 	wait := kube.HookOnlyStrategy
 	if e.opts.Helm.Wait {
@@ -98,8 +130,20 @@ func (e *Engine) deployHelm(ctx context.Context, req Request, root *os.Root) (Re
 		}
 	}
 
+	install := last == nil || last.Info.Status == rcommon.StatusUninstalled
+	opts := common.ReleaseOptions{Name: req.Release, Namespace: req.Namespace, Revision: 1, IsInstall: true}
+	if !install {
+		opts = common.ReleaseOptions{Name: req.Release, Namespace: req.Namespace, Revision: last.Version + 1, IsUpgrade: true}
+	}
+	rendered, err := e.renderTemplates(ctx, files, values, opts)
+	if err != nil {
+		return Result{}, helmError("rendering", req.Release, err)
+	}
+	chrt, contents := renderedChart(chrt, rendered)
+	cfg.CustomTemplateFuncs = template.FuncMap{renderedFunc: func(i int) string { return contents[i] }}
+
 	var relR ri.Releaser
-	if last == nil || last.Info.Status == rcommon.StatusUninstalled {
+	if install {
 		in := action.NewInstall(cfg)
 		in.ReleaseName = req.Release
 		in.Namespace = req.Namespace
@@ -240,18 +284,18 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 // loadChart loads the chart in dir through root, honouring .helmignore like Helm's directory
 // loader, but reading nothing outside the checkout. Dependencies must be vendored in charts/
 // (directories or .tgz archives); nothing is downloaded. Charts with CRDs (crds/) are refused.
-func loadChart(root *os.Root, dir string, b *budget) (*chart.Chart, error) {
+func loadChart(root *os.Root, dir string, b *budget) (*chart.Chart, []*archive.BufferedFile, error) {
 	fsys := root.FS()
 	if st, err := fs.Stat(fsys, path.Join(dir, "Chart.yaml")); err != nil || st.IsDir() {
 		if _, derr := fs.Stat(fsys, dir); derr != nil {
-			return nil, fmt.Errorf("%w: %q does not exist in the repository", ErrPathNotFound, dir)
+			return nil, nil, fmt.Errorf("%w: %q does not exist in the repository", ErrPathNotFound, dir)
 		}
-		return nil, fmt.Errorf("%w: no Helm chart at %q (no Chart.yaml)", ErrPathNotFound, dir)
+		return nil, nil, fmt.Errorf("%w: no Helm chart at %q (no Chart.yaml)", ErrPathNotFound, dir)
 	}
 	rules := ignore.Empty()
 	if data, err := fs.ReadFile(fsys, path.Join(dir, ignore.HelmIgnore)); err == nil {
 		if rules, err = ignore.Parse(bytes.NewReader(data)); err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrInvalidChart, path.Join(dir, ignore.HelmIgnore), err)
+			return nil, nil, fmt.Errorf("%w: %s: %w", ErrInvalidChart, path.Join(dir, ignore.HelmIgnore), err)
 		}
 	}
 	rules.AddDefaults()
@@ -259,7 +303,7 @@ func loadChart(root *os.Root, dir string, b *budget) (*chart.Chart, error) {
 		return !rules.Ignore(rel, info)
 	})
 	if err != nil {
-		return nil, wrapAs(ErrInvalidChart, err)
+		return nil, nil, wrapAs(ErrInvalidChart, err)
 	}
 	buffered := make([]*archive.BufferedFile, len(files))
 	for i, f := range files {
@@ -267,30 +311,30 @@ func loadChart(root *os.Root, dir string, b *budget) (*chart.Chart, error) {
 	}
 	chrt, err := chartloader.LoadFiles(buffered)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidChart, dir, err)
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrInvalidChart, dir, err)
 	}
 	if err := chrt.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidChart, dir, err)
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrInvalidChart, dir, err)
 	}
 	if chrt.Metadata.Type != "" && chrt.Metadata.Type != "application" {
-		return nil, fmt.Errorf("%w: %s: a %s chart cannot be installed", ErrInvalidChart, dir, chrt.Metadata.Type)
+		return nil, nil, fmt.Errorf("%w: %s: a %s chart cannot be installed", ErrInvalidChart, dir, chrt.Metadata.Type)
 	}
 	deps := make([]ci.Dependency, len(chrt.Metadata.Dependencies))
 	for i, d := range chrt.Metadata.Dependencies {
 		deps[i] = d
 	}
 	if err := action.CheckDependencies(chrt, deps); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w (vendor them: helm dependency build, then commit charts/)", ErrInvalidChart, dir, err)
+		return nil, nil, fmt.Errorf("%w: %s: %w (vendor them: helm dependency build, then commit charts/)", ErrInvalidChart, dir, err)
 	}
 	if crds := chrt.CRDObjects(); len(crds) > 0 {
 		names := make([]string, len(crds))
 		for i, c := range crds {
 			names[i] = c.Filename
 		}
-		return nil, fmt.Errorf("%w: chart %s has CustomResourceDefinitions (%s), which are cluster-scoped; install them with the cluster, not with an environment",
+		return nil, nil, fmt.Errorf("%w: chart %s has CustomResourceDefinitions (%s), which are cluster-scoped; install them with the cluster, not with an environment",
 			ErrRefusedObject, dir, strings.Join(names, ", "))
 	}
-	return chrt, nil
+	return chrt, buffered, nil
 }
 
 // postRenderer checks and labels what a chart renders, hooks included: every object must be
@@ -307,6 +351,12 @@ func (p *postRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
 	ms, err := parseManifests("the rendered chart", rendered.Bytes())
 	if err != nil {
 		return nil, err
+	}
+	for i := range ms {
+		// Helm names each document's template in an annotation it removes after this.
+		if name := ms[i].obj.GetAnnotations()[helmFilenameAnnotation]; name != "" {
+			ms[i].origin = name
+		}
 	}
 	n, err := prepare(ms, p.req, p.scope, prepareOptions{injectEnv: true})
 	if err != nil {

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"path"
@@ -34,47 +35,20 @@ type prepareOptions struct {
 	reserved string
 }
 
-// prepare makes objects fit for req's namespace, in place: it refuses cluster-scoped objects,
-// objects of other namespaces, kinds the cluster does not serve, the environment's guard rails
-// (quotas, limit ranges, network policies) and req.Reserved objects (ErrRefusedObject) and
-// duplicates (ErrInvalidManifest); sets metadata.namespace; merges req.Labels over the objects'
-// labels; and with o.inject, sets the image and env on the containers of workloads (with
-// o.injectEnv env alone). It returns how many containers (init containers included) received env.
+// prepare makes objects fit for req's namespace, in place. First it checks every object and
+// refuses the whole render (ErrRefusedObject, every refused object named) when one is
+// cluster-scoped, of another namespace, of a kind the cluster does not serve, a guard rail of
+// the environment (quotas, limit ranges, network policies), one of req.Reserved, or refused by
+// req.Policy; a duplicate is ErrInvalidManifest. Then it sets metadata.namespace, merges
+// req.Labels over the objects' labels and, with o.inject, sets the image and env on the
+// containers of workloads (with o.injectEnv env alone). It returns how many containers (init
+// containers included) received env.
 func prepare(ms []manifest, req Request, scope scopeFunc, o prepareOptions) (envContainers int, err error) {
-	seen := make(map[string]string, len(ms))
+	if err := check(ms, req, scope, o); err != nil {
+		return 0, err
+	}
 	for _, m := range ms {
 		ref := m.ref()
-		gvk := m.obj.GroupVersionKind()
-		namespaced, err := scope(gvk)
-		if err != nil {
-			return 0, err
-		}
-		if !namespaced {
-			return 0, fmt.Errorf("%w: %s (%s) is cluster-scoped; an environment holds only objects of its namespace %s",
-				ErrRefusedObject, ref, m.origin, req.Namespace)
-		}
-		if ns := m.obj.GetNamespace(); ns != "" && ns != req.Namespace {
-			return 0, fmt.Errorf("%w: %s (%s) is for namespace %s; an environment holds only objects of its namespace %s",
-				ErrRefusedObject, ref, m.origin, ns, req.Namespace)
-		}
-		key := gvk.GroupKind().String() + "/" + ref.Name
-		if prev, dup := seen[key]; dup {
-			return 0, fmt.Errorf("%w: %s is defined twice (%s and %s)", ErrInvalidManifest, ref, prev, m.origin)
-		}
-		seen[key] = m.origin
-		if guardRail(gvk.GroupKind()) {
-			return 0, fmt.Errorf("%w: %s (%s): the environment's quota, limits and network policy are the operator's (set them in the Project); remove it from the deployment",
-				ErrRefusedObject, ref, m.origin)
-		}
-		if o.reserved != "" && gvk.GroupKind() == (schema.GroupKind{Kind: "ConfigMap"}) && ref.Name == o.reserved {
-			return 0, fmt.Errorf("%w: ConfigMap/%s (%s): the name is reserved for the deploy's inventory", ErrRefusedObject, ref.Name, m.origin)
-		}
-		for _, r := range req.Reserved {
-			if r.GroupKind == gvk.GroupKind() && r.Name == ref.Name {
-				return 0, fmt.Errorf("%w: %s (%s): the operator keeps an object of this name in the environment; rename it in the deployment",
-					ErrRefusedObject, ref, m.origin)
-			}
-		}
 		m.obj.SetNamespace(req.Namespace)
 		if len(req.Labels) > 0 {
 			labels := m.obj.GetLabels()
@@ -105,6 +79,67 @@ func prepare(ms []manifest, req Request, scope scopeFunc, o prepareOptions) (env
 		}
 	}
 	return envContainers, nil
+}
+
+// check looks at every object before anything is changed or applied and refuses the render
+// when any object may not be deployed, naming them all.
+func check(ms []manifest, req Request, scope scopeFunc, o prepareOptions) error {
+	seen := make(map[string]string, len(ms))
+	var refused []string
+	for _, m := range ms {
+		ref := m.ref()
+		gk := m.obj.GroupVersionKind().GroupKind()
+		key := gk.String() + "/" + ref.Name
+		if prev, dup := seen[key]; dup {
+			return fmt.Errorf("%w: %s is defined twice (%s and %s)", ErrInvalidManifest, ref, prev, m.origin)
+		}
+		seen[key] = m.origin
+		why, err := refusal(m, req, scope, o)
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			refused = append(refused, fmt.Sprintf("%s (%s) %s", ref, m.origin, why))
+		}
+	}
+	if len(refused) > 0 {
+		return refusedError(req.Namespace, refused)
+	}
+	return nil
+}
+
+// refusal says why m may not be deployed, "" when it may. An error is for a failed lookup of
+// the kind's scope.
+func refusal(m manifest, req Request, scope scopeFunc, o prepareOptions) (string, error) {
+	gvk := m.obj.GroupVersionKind()
+	name := m.obj.GetName()
+	namespaced, err := scope(gvk)
+	switch {
+	case errors.Is(err, errNotServed):
+		return fmt.Sprintf("is of kind %s of apiVersion %s, which the cluster does not serve (is its CRD installed?)", gvk.Kind, gvk.GroupVersion()), nil
+	case err != nil:
+		return "", err
+	case !namespaced:
+		return "is cluster-scoped; an environment holds only objects of its namespace " + req.Namespace, nil
+	}
+	if ns := m.obj.GetNamespace(); ns != "" && ns != req.Namespace {
+		return fmt.Sprintf("is for namespace %s; an environment holds only objects of its namespace %s", ns, req.Namespace), nil
+	}
+	if guardRail(gvk.GroupKind()) {
+		return "is a guard rail: the environment's quota, limits and network policy are the operator's (set them in the Project); remove it from the deployment", nil
+	}
+	if why := req.Policy.refusal(m.obj); why != "" {
+		return why, nil
+	}
+	if o.reserved != "" && gvk.GroupKind() == (schema.GroupKind{Kind: "ConfigMap"}) && name == o.reserved {
+		return "takes the name reserved for the deploy's inventory", nil
+	}
+	for _, r := range req.Reserved {
+		if r.GroupKind == gvk.GroupKind() && r.Name == name {
+			return "takes a name the operator keeps in the environment; rename it in the deployment", nil
+		}
+	}
+	return "", nil
 }
 
 // isTestHook reports a Helm test hook: run by `helm test` only, never by the operator, so it gets

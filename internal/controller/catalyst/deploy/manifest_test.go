@@ -142,7 +142,7 @@ func TestManifest_RefusesObjectsOutsideTheNamespace(t *testing.T) {
 		{"foreign namespace", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: kube-system}\n",
 			"ConfigMap/x (deploy/zz.yaml, document 1) is for namespace kube-system"},
 		{"unknown kind", "apiVersion: example.dev/v1\nkind: Widget\nmetadata: {name: w}\n",
-			"kind Widget of apiVersion example.dev/v1 is not served by the cluster"},
+			"Widget.example.dev/w (deploy/zz.yaml, document 1) is of kind Widget of apiVersion example.dev/v1, which the cluster does not serve"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -263,7 +263,7 @@ func TestUninstall_ManifestRemovesObjectsAndInventory(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := f.engine.Uninstall(f.ctx, f.ns, "pr-1"); err != nil {
+	if err := f.engine.Uninstall(f.ctx, f.ns, deployerSA, "pr-1"); err != nil {
 		t.Fatal(err)
 	}
 	f.gone("app", &appsv1.Deployment{})

@@ -7,15 +7,18 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/controller/catalyst/deploy"
@@ -84,6 +87,7 @@ func newFixture(t *testing.T, opts ...func(*deploy.Options)) *fixture {
 	if err := f.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}); err != nil {
 		t.Fatal(err)
 	}
+	bindDeployer(ctx, t, f.c, f.ns, deployerRole)
 	srv := gittest.NewServer(t)
 	f.repo = srv.NewRepository(t, "app")
 	return f
@@ -111,7 +115,7 @@ func (f *fixture) commit(files gittest.Files) string {
 // request is a deploy of release "pr-1" into the fixture's namespace with the test injections.
 func (f *fixture) request(typ catalystv1alpha1.DeploymentType, source, path string) deploy.Request {
 	return deploy.Request{
-		Namespace: f.ns, Release: "pr-1", Type: typ, Source: source, Path: path,
+		Namespace: f.ns, Release: "pr-1", Type: typ, Source: source, Path: path, ServiceAccount: deployerSA,
 		Image: testImage, Host: "pr-1.preview.example.dev", Env: testEnv,
 		Labels: map[string]string{"catalyst.dev/environment": "pr-1", "catalyst.dev/project": "app"},
 	}
@@ -199,4 +203,46 @@ func refNames(refs []deploy.ObjectRef) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// The environment's identity in these tests: the ServiceAccount every deploy acts as, bound in
+// the fixture's namespace to the shipped deployer ClusterRole, as the Environment controller
+// binds it.
+const (
+	deployerSA   = "deployer"
+	deployerRole = "slipway-catalyst-deployer"
+)
+
+var installRoleOnce sync.Once
+
+// bindDeployer creates the ServiceAccount deployerSA in ns and binds it there to clusterRole
+// (the shipped deployer ClusterRole is installed first).
+func bindDeployer(ctx context.Context, t testing.TB, c client.Client, ns, clusterRole string) {
+	t.Helper()
+	installRoleOnce.Do(func() { installDeployerRole(ctx, t, c) })
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: deployerSA, Namespace: ns}}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: deployerSA, Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: deployerSA, Namespace: ns}}}
+	for _, o := range []client.Object{sa, rb} {
+		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// installDeployerRole creates the deployer ClusterRole as make manifests generated it.
+func installDeployerRole(ctx context.Context, t testing.TB, c client.Client) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "config", "rbac", "catalyst", "deployer", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := sigsyaml.Unmarshal(data, role); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 }

@@ -1,0 +1,78 @@
+package deploy
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// impersonating returns a copy of the Engine whose every request about objects goes to the API
+// server as the ServiceAccount sa of namespace (impersonation: the operator's RBAC allows it for
+// that one ServiceAccount name only). Discovery, the REST mapper and the capabilities stay the
+// Engine's: they are the same for every identity. The copy shares the HTTP transport of New's
+// config (client-go caches it by TLS configuration); building it costs no request.
+func (e *Engine) impersonating(namespace, sa string) (*Engine, error) {
+	cfg := rest.CopyConfig(e.config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceaccount.MakeUsername(namespace, sa)}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{HTTPClient: hc, Mapper: e.mapper})
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, err
+	}
+	as := *e
+	as.config, as.client, as.clientset, as.user = cfg, c, cs, cfg.Impersonate.UserName
+	as.helm = newHelmKit(cfg, e.discovery, e.mapper)
+	return &as, nil
+}
+
+// capsTTL is how long the cluster's capabilities (version, API versions) are reused before
+// discovery is asked again: a CRD installed meanwhile shows in .Capabilities after at most that.
+const capsTTL = time.Minute
+
+// capabilities are the cluster's Kubernetes version and API versions, as Helm's templates see them
+// (.Capabilities), read through discovery once per capsTTL rather than once per deploy.
+type capabilities struct {
+	discovery discovery.CachedDiscoveryInterface
+	mu        sync.Mutex
+	value     *common.Capabilities
+	read      time.Time
+}
+
+func (c *capabilities) get() (*common.Capabilities, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.value != nil && time.Since(c.read) < capsTTL {
+		return c.value, nil
+	}
+	c.discovery.Invalidate()
+	v, err := c.discovery.ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("reading the cluster's version: %w", err)
+	}
+	apis, err := action.GetVersionSet(c.discovery)
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return nil, fmt.Errorf("reading the cluster's API versions: %w", err)
+	}
+	c.value = &common.Capabilities{
+		APIVersions: apis,
+		KubeVersion: common.KubeVersion{Version: v.GitVersion, Major: v.Major, Minor: v.Minor},
+		HelmVersion: common.DefaultCapabilities.HelmVersion,
+	}
+	c.read = time.Now()
+	return c.value, nil
+}

@@ -1,0 +1,103 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"syscall"
+	"time"
+
+	"helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
+	chartloader "helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/engine"
+)
+
+// A process started with renderChildEnv=1 is a renderer: it renders the chart it reads on stdin,
+// writes the result on stdout and exits, before the program's main or TestMain runs. Any binary
+// that links this package (the operator, its tests) can be one.
+func init() {
+	if os.Getenv(renderChildEnv) == "1" {
+		os.Exit(renderChild(os.Stdin, os.Stdout))
+	}
+}
+
+// renderChild is the renderer's whole life; it returns the exit code.
+func renderChild(stdin io.Reader, stdout io.Writer) int {
+	// Low priority: the operator's other work (and every other process) goes first.
+	_ = syscall.Setpriority(syscall.PRIO_PROCESS, 0, 10)
+	var req renderRequest
+	if err := json.NewDecoder(stdin).Decode(&req); err != nil {
+		return answer(stdout, renderResponse{Error: "reading the render request: " + err.Error()})
+	}
+	debug.SetMemoryLimit(req.MaxMemory)
+	go watchHeap(req.MaxMemory, stdout)
+	files, err := renderChart(req)
+	if err != nil {
+		return answer(stdout, renderResponse{Error: err.Error()})
+	}
+	var size int64
+	for _, f := range files {
+		size += int64(len(f))
+	}
+	if size > req.MaxBytes {
+		return answer(stdout, renderResponse{Limit: true,
+			Error: fmt.Sprintf("the chart's templates rendered %d bytes, more than the limit of %d", size, req.MaxBytes)})
+	}
+	return answer(stdout, renderResponse{Files: files})
+}
+
+func renderChart(req renderRequest) (map[string]string, error) {
+	buffered := make([]*archive.BufferedFile, len(req.Files))
+	for i, f := range req.Files {
+		buffered[i] = &archive.BufferedFile{Name: f.Name, Data: f.Data}
+	}
+	chrt, err := chartloader.LoadFiles(buffered)
+	if err != nil {
+		return nil, err
+	}
+	if req.Values == nil {
+		req.Values = map[string]any{}
+	}
+	if err := chartutil.ProcessDependencies(chrt, req.Values); err != nil {
+		return nil, fmt.Errorf("chart dependencies processing failed: %w", err)
+	}
+	values, err := util.ToRenderValuesWithSchemaValidation(chrt, req.Values, req.Release, req.Caps, false)
+	if err != nil {
+		return nil, err
+	}
+	e := engine.New(req.Kube.config())
+	e.EnableDNS = false
+	return e.RenderWithContext(context.Background(), chrt, values)
+}
+
+var answerOnce sync.Once
+
+// answer writes the one response of the renderer and returns its exit code.
+func answer(w io.Writer, resp renderResponse) int {
+	code := 0
+	if resp.Error != "" {
+		code = 2
+	}
+	answerOnce.Do(func() { _ = json.NewEncoder(w).Encode(resp) })
+	return code
+}
+
+// watchHeap ends the renderer when its heap passes max: the limit a template that expands
+// without end reaches first.
+func watchHeap(max int64, stdout io.Writer) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	for range time.Tick(10 * time.Millisecond) {
+		metrics.Read(sample)
+		if v := sample[0].Value; v.Kind() == metrics.KindUint64 && int64(v.Uint64()) > max {
+			os.Exit(answer(stdout, renderResponse{Limit: true,
+				Error: fmt.Sprintf("rendering the chart's templates used more than %d MiB of memory (the render memory limit); a template expands without end", max>>20)}))
+		}
+	}
+}
