@@ -47,10 +47,11 @@ devenv:
 deps: ## Install the Debian packages the tests and make dev need, when missing (hack/deps.sh)
 	hack/deps.sh
 
-# make test and make dev check their packages first and fail at once with the command to run.
+# make test and make dev install the packages they use when one is missing (apt-get, through sudo
+# when not root), saying which; with nothing missing this takes some 20 ms and prints nothing.
 .PHONY: deps-test deps-dev
 deps-test deps-dev: deps-%:
-	@hack/deps.sh --check $*
+	@hack/deps.sh $*
 
 .PHONY: test
 test: deps-test controlplane ## Run every test (unit, envtest and full control plane) against real binaries

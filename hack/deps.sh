@@ -1,24 +1,30 @@
 #!/usr/bin/env bash
 # The Debian packages slipway needs besides Go, in one list, installed only when missing.
 #
-#   hack/deps.sh                  install the missing packages (apt-get; through sudo when not root)
+#   hack/deps.sh                  install every missing package (apt-get; through sudo when not root)
+#   hack/deps.sh NEED             install the missing packages NEED needs, saying which; nothing
+#                                 printed when none is missing (NEED: test, dev or ci)
 #   hack/deps.sh --check [NEED]   only check: exit 1 with the command to run when a package NEED
-#                                 needs is missing (NEED: test, dev or ci; default: every package)
+#                                 needs is missing (default: every package)
 #
-# `make deps` runs the first, `make test` and `make dev` the second, .ci/run the first.
+# `make deps` and .ci/run run the first, `make test` and `make dev` the second (hack/deps.sh test,
+# hack/deps.sh dev). With nothing missing each takes some 20 ms.
 set -euo pipefail
 
 # One line per package: the Debian package, what shows it is installed (a command in PATH or in
 # /usr/bin, /usr/sbin; or a path glob), and what needs it. A new dependency is one more line.
-PACKAGES='
+# setpriv starts etcd and kube-apiserver with a parent-death signal (internal/controlplane).
+# SLIPWAY_DEPS_PACKAGES replaces the list (the script's own tests use it).
+PACKAGES=${SLIPWAY_DEPS_PACKAGES:-'
 git              git                 test dev ci
 make             make                ci
+util-linux       setpriv             test dev ci
 docker-registry  docker-registry     test ci
 postgresql       /usr/lib/postgresql/*/bin/initdb test ci
-'
+'}
 
 usage() {
-  sed -n '2,8s/^# \{0,1\}//p' "$0" >&2
+  sed -n '2,11s/^# \{0,1\}//p' "$0" >&2
   exit 2
 }
 
@@ -48,9 +54,13 @@ apt_command() {
   echo "${sudo}apt-get update && ${sudo}apt-get install -y $*"
 }
 
+valid_need() {
+  case $1 in "" | test | dev | ci) ;; *) echo "deps.sh: unknown need '$1' (test, dev or ci)" >&2; exit 2 ;; esac
+}
+
 check() {
   local need=${1:-}
-  case $need in "" | test | dev | ci) ;; *) echo "deps.sh: unknown need '$need' (test, dev or ci)" >&2; exit 2 ;; esac
+  valid_need "$need"
   local -a pkgs
   mapfile -t pkgs < <(missing "$need")
   ((${#pkgs[@]} == 0)) && return 0
@@ -62,11 +72,15 @@ check() {
   exit 1
 }
 
+# install [NEED]: install the missing packages NEED needs ("" for all). Without NEED it also says
+# when nothing is missing; with one (make test, make dev) it is silent then.
 install() {
+  local need=${1:-}
+  valid_need "$need"
   local -a pkgs
-  mapfile -t pkgs < <(missing "")
+  mapfile -t pkgs < <(missing "$need")
   if ((${#pkgs[@]} == 0)); then
-    echo "==> Debian packages: all installed"
+    [[ -n $need ]] || echo "==> Debian packages: all installed"
     return 0
   fi
   if ! command -v apt-get >/dev/null 2>&1; then
@@ -78,15 +92,17 @@ install() {
     command -v sudo >/dev/null 2>&1 || { echo "deps.sh: not root and no sudo; run as root: $(apt_command "${pkgs[*]}")" >&2; exit 1; }
     sudo=(sudo)
   fi
-  echo "==> apt-get install ${pkgs[*]}"
+  echo "==> missing Debian package(s)${need:+ for make $need}: ${pkgs[*]}; installing: ${sudo[*]}${sudo:+ }apt-get install ${pkgs[*]}"
   "${sudo[@]}" apt-get update -qq
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >/dev/null
   # What apt-get installed must satisfy the check, or the list's probe is wrong.
-  check ""
+  check "$need"
+  echo "==> installed ${pkgs[*]}"
 }
 
 case ${1:-} in
   "") install ;;
+  test | dev | ci) install "$1" ;;
   --check) check "${2:-}" ;;
   -h | --help) usage ;;
   *) echo "deps.sh: unknown argument '$1'" >&2; usage ;;
