@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -47,14 +48,18 @@ for p in "$@"; do case $p in -*) ;; *) touch "$DEPS_ROOT/$p" ;; esac; done
 	return string(b), string(c), cmd.ProcessState.ExitCode()
 }
 
-// fakeRoot is the directory whose files stand for installed packages, one per test.
+// fakeRoots holds each test's directory whose files stand for installed packages.
+var fakeRoots sync.Map // *testing.T -> string
+
+// fakeRoot is the test's directory whose files stand for installed packages.
 func fakeRoot(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(os.TempDir(), "slipway-deps-"+strings.NewReplacer("/", "_").Replace(t.Name()))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
+	if dir, ok := fakeRoots.Load(t); ok {
+		return dir.(string)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dir := t.TempDir()
+	fakeRoots.Store(t, dir)
+	t.Cleanup(func() { fakeRoots.Delete(t) })
 	return dir
 }
 
