@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -93,16 +92,19 @@ type ControlPlane struct {
 	assets string
 	procs  []*process
 	files  []*os.File
-	guard  *guard
 	// certDir holds kube-apiserver's serving certificate, client CA and service-account key. It is
 	// ours, not envtest's, so a restart of the apiserver finds the same ones (see RestartAPIServer).
 	certDir string
-	// etcdPIDs and apiserverPIDs are the processes the guard watches.
+	// binDir holds the wrappers that start etcd and kube-apiserver with a parent-death signal
+	// (dieWithParent).
+	binDir string
+	// etcdPIDs and apiserverPIDs are etcd's and kube-apiserver's processes, for reading only.
 	etcdPIDs, apiserverPIDs []int
 }
 
 // Start brings the control plane up and returns once it is usable: the apiserver serves, the CRDs
-// are established and, in full mode, the fake nodes are Ready.
+// are established and, in full mode, the fake nodes are Ready and kube-controller-manager runs its
+// controllers.
 func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	assets := opts.AssetsDir
 	if assets == "" {
@@ -132,6 +134,20 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		}
 	}()
 
+	// etcd and kube-apiserver through wrappers that give them a parent-death signal: envtest starts
+	// them with a SysProcAttr of its own.
+	if cp.binDir, err = os.MkdirTemp("", "slipway-controlplane-bin-"); err != nil {
+		return cp, err
+	}
+	etcdPath, err := dieWithParent(cp.binDir, filepath.Join(assets, "etcd"))
+	if err != nil {
+		return cp, err
+	}
+	apiserverPath, err := dieWithParent(cp.binDir, filepath.Join(assets, "kube-apiserver"))
+	if err != nil {
+		return cp, err
+	}
+
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
 		CRDs:                     opts.CRDs,
@@ -145,6 +161,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		env.Scheme = defaultScheme()
 	}
 	apiserver := env.ControlPlane.GetAPIServer()
+	apiserver.Path = apiserverPath
 	apiserver.Out, apiserver.Err = cp.logFile("kube-apiserver.log"), cp.logFile("kube-apiserver.log")
 	// A directory envtest did not make: envtest deletes its own on Stop, and a restarted apiserver
 	// would then serve a new certificate that no kubeconfig written before trusts.
@@ -160,6 +177,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		etcd = &envtest.Etcd{}
 		env.ControlPlane.Etcd = etcd
 	}
+	etcd.Path = etcdPath
 	etcd.Out, etcd.Err = cp.logFile("etcd.log"), cp.logFile("etcd.log")
 	// Objects the test suites and benchmarks create add up; give etcd room.
 	etcd.Configure().Set("quota-backend-bytes", "8589934592")
@@ -168,13 +186,15 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	etcd.Configure().Set("unsafe-no-fsync", "true")
 	cp.Env = env
 
-	etcdBefore, apiserverBefore := children("etcd"), children("kube-apiserver")
-	cfg, err := env.Start()
+	var cfg *rest.Config
+	spawnThread(func() {
+		etcdBefore, apiserverBefore := children("etcd"), children("kube-apiserver")
+		cfg, err = env.Start()
+		cp.etcdPIDs, cp.apiserverPIDs = newChildren(etcdBefore, "etcd"), newChildren(apiserverBefore, "kube-apiserver")
+	})
 	if err != nil {
 		return cp, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
 	}
-	cp.etcdPIDs, cp.apiserverPIDs = newChildren(etcdBefore, "etcd"), newChildren(apiserverBefore, "kube-apiserver")
-	cp.guard = startGuard(slices.Concat(cp.etcdPIDs, cp.apiserverPIDs))
 	cfg.QPS, cfg.Burst = 200, 400
 	cp.Config = cfg
 	if cp.Client, err = client.New(cfg, client.Options{Scheme: env.Scheme}); err != nil {
@@ -233,7 +253,38 @@ func (cp *ControlPlane) startFull(ctx context.Context, nodes int) error {
 			return fmt.Errorf("creating fake node: %w", err)
 		}
 	}
-	return cp.waitNodesReady(ctx, nodes)
+	if err := cp.waitNodesReady(ctx, nodes); err != nil {
+		return err
+	}
+	return cp.waitControllersRunning(ctx)
+}
+
+// waitControllersRunning waits until kube-controller-manager runs its controllers: it builds them
+// all first (the resource-quota controller's discovery among them) and exits if the API server
+// goes away meanwhile, which an API server restart right after Start would otherwise hit. The
+// ServiceAccount "default" of namespace "default", made by its serviceaccount controller, shows
+// that building is over.
+func (cp *ControlPlane) waitControllersRunning(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		var sa corev1.ServiceAccount
+		err := cp.Client.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "default"}, &sa)
+		if err == nil {
+			return nil
+		}
+		for _, p := range cp.procs {
+			if exited, perr := p.exited(); exited {
+				return fmt.Errorf("%s exited while waiting for kube-controller-manager's controllers (see %s): %w", p.name, cp.LogDir, perr)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for kube-controller-manager's controllers (the default ServiceAccount): %w (logs in %s)",
+				errors.Join(ctx.Err(), err), cp.LogDir)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // FakeNode returns a Node that kwok manages, with room for many pods.
@@ -300,8 +351,6 @@ func countReady(nodes []corev1.Node) int {
 // Stop stops every process in reverse start order, then the apiserver and etcd. It is safe to call
 // more than once and on a partly started control plane.
 func (cp *ControlPlane) Stop() error {
-	cp.guard.stop()
-	cp.guard = nil
 	var errs []error
 	for i := len(cp.procs) - 1; i >= 0; i-- {
 		errs = append(errs, cp.procs[i].stop(10*time.Second))
@@ -315,9 +364,11 @@ func (cp *ControlPlane) Stop() error {
 		_ = f.Close()
 	}
 	cp.files = nil
-	if cp.certDir != "" {
-		errs = append(errs, os.RemoveAll(cp.certDir))
-		cp.certDir = ""
+	for _, dir := range []*string{&cp.certDir, &cp.binDir} {
+		if *dir != "" {
+			errs = append(errs, os.RemoveAll(*dir))
+			*dir = ""
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -43,9 +43,11 @@ type Fleet struct {
 	Servers []*FleetServer
 
 	mu       sync.Mutex
-	guard    *guard
 	etcdPIDs []int
 	files    []*os.File
+	// binDir holds the wrappers that start etcd and the kube-apiservers with a parent-death signal
+	// (dieWithParent).
+	binDir string
 }
 
 // FleetServer is one kube-apiserver of a Fleet.
@@ -97,15 +99,29 @@ func StartFleet(ctx context.Context, opts FleetOptions) (f *Fleet, err error) {
 		}
 	}()
 
+	if f.binDir, err = os.MkdirTemp("", "slipway-fleet-bin-"); err != nil {
+		return f, err
+	}
+	etcdPath, err := dieWithParent(f.binDir, filepath.Join(assets, "etcd"))
+	if err != nil {
+		return f, err
+	}
+	apiserverPath, err := dieWithParent(f.binDir, filepath.Join(assets, "kube-apiserver"))
+	if err != nil {
+		return f, err
+	}
 	etcdLog := f.logFile(opts.LogDir, "etcd.log")
-	f.Etcd = &envtest.Etcd{Path: filepath.Join(assets, "etcd"), Out: etcdLog, Err: etcdLog, StartTimeout: 2 * time.Minute}
+	f.Etcd = &envtest.Etcd{Path: etcdPath, Out: etcdLog, Err: etcdLog, StartTimeout: 2 * time.Minute}
 	f.Etcd.Configure().Set("quota-backend-bytes", "8589934592")
 	f.Etcd.Configure().Set("unsafe-no-fsync", "true")
-	before := children("etcd")
-	if err := f.Etcd.Start(); err != nil {
+	spawnThread(func() {
+		before := children("etcd")
+		err = f.Etcd.Start()
+		f.etcdPIDs = newChildren(before, "etcd")
+	})
+	if err != nil {
 		return f, fmt.Errorf("starting etcd: %w", err)
 	}
-	f.setGuard(newChildren(before, "etcd"))
 
 	for i := range opts.Servers {
 		s := &FleetServer{Name: fmt.Sprintf("cluster-%d", i), Prefix: fmt.Sprintf("/fleet/cluster-%d", i), fleet: f}
@@ -118,18 +134,20 @@ func StartFleet(ctx context.Context, opts FleetOptions) (f *Fleet, err error) {
 		f.Servers = append(f.Servers, s)
 		out := f.logFile(opts.LogDir, fmt.Sprintf("kube-apiserver-%d.log", i))
 		api := &envtest.APIServer{
-			Path: filepath.Join(assets, "kube-apiserver"), CertDir: s.certDir, EtcdURL: f.Etcd.URL,
+			Path: apiserverPath, CertDir: s.certDir, EtcdURL: f.Etcd.URL,
 			Out: out, Err: out, StartTimeout: 2 * time.Minute, StopTimeout: time.Minute,
 		}
 		api.Configure().Set("etcd-prefix", s.Prefix)
 		api.Configure().Set("shutdown-watch-termination-grace-period", "5s")
 		s.plane = &envtest.ControlPlane{APIServer: api, Etcd: f.Etcd}
-		before := children("kube-apiserver")
-		if err := api.Start(); err != nil {
+		spawnThread(func() {
+			before := children("kube-apiserver")
+			err = api.Start()
+			s.pids = newChildren(before, "kube-apiserver")
+		})
+		if err != nil {
 			return f, fmt.Errorf("starting kube-apiserver %d: %w", i, err)
 		}
-		s.pids = newChildren(before, "kube-apiserver")
-		f.setGuard(nil)
 		admin, err := s.plane.AddUser(envtest.User{Name: "slipway-admin", Groups: []string{"system:masters"}}, nil)
 		if err != nil {
 			return f, fmt.Errorf("adding the admin user of kube-apiserver %d: %w", i, err)
@@ -177,7 +195,6 @@ func (s *FleetServer) stopLocked() error {
 	s.stopped = true
 	werr := s.stopWorkloads()
 	err := s.plane.APIServer.Stop()
-	s.fleet.guardLocked()
 	return errors.Join(werr, err, os.RemoveAll(s.certDir))
 }
 
@@ -193,34 +210,15 @@ func (f *Fleet) Stop() error {
 		errs = append(errs, f.Etcd.Stop())
 		f.Etcd = nil
 	}
-	f.guard.stop()
-	f.guard = nil
 	for _, file := range f.files {
 		_ = file.Close()
 	}
 	f.files = nil
+	if f.binDir != "" {
+		errs = append(errs, os.RemoveAll(f.binDir))
+		f.binDir = ""
+	}
 	return errors.Join(errs...)
-}
-
-// setGuard guards etcd (given its PIDs the first time) and every running server.
-func (f *Fleet) setGuard(etcdPIDs []int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if etcdPIDs != nil {
-		f.etcdPIDs = etcdPIDs
-	}
-	f.guardLocked()
-}
-
-func (f *Fleet) guardLocked() {
-	pids := slices.Clone(f.etcdPIDs)
-	for _, s := range f.Servers {
-		if !s.stopped {
-			pids = append(pids, s.pids...)
-		}
-	}
-	f.guard.stop()
-	f.guard = startGuard(pids)
 }
 
 func (f *Fleet) logFile(dir, name string) *os.File {

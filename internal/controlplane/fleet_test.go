@@ -23,7 +23,7 @@ import (
 func TestFleetServersAreIndependentClusters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	f, err := StartFleet(ctx, FleetOptions{Servers: 2, LogDir: t.TempDir()})
+	f, err := StartFleet(ctx, FleetOptions{Servers: 2, LogDir: testLogDir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestWorkloadFleet_DeploymentsBecomeAvailableInEachCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	started := time.Now()
-	f, err := StartFleet(ctx, FleetOptions{Servers: 2, LogDir: t.TempDir(), Workloads: true})
+	f, err := StartFleet(ctx, FleetOptions{Servers: 2, LogDir: testLogDir(t), Workloads: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,8 +264,8 @@ func logFleetMemory(t *testing.T, f *Fleet) {
 }
 
 // A process that starts a workload fleet and dies without stopping it (a panic, a test timeout)
-// leaves nothing behind: the guard ends etcd and kube-apiserver, the parent-death signal the
-// workload processes.
+// leaves nothing behind: every process, etcd and kube-apiserver included, has a parent-death
+// signal.
 func TestWorkloadFleet_CrashedParentLeavesNoProcess(t *testing.T) {
 	if os.Getenv("SLIPWAY_FLEET_CRASH_HELPER") == "1" {
 		if _, err := StartFleet(context.Background(), FleetOptions{Servers: 1, LogDir: os.Getenv("SLIPWAY_FLEET_CRASH_LOGS"), Workloads: true}); err != nil {

@@ -69,7 +69,7 @@ func workloadProcesses(assets, kubeconfig, stages string, t workloadTuning) []*p
 		"--concurrent-namespace-syncs=" + syncs,
 		"--kube-api-qps=" + qps,
 		"--kube-api-burst=" + burst,
-	}}
+	}, restarts: componentRestarts}
 	sched := &process{name: "kube-scheduler", path: filepath.Join(assets, "kube-scheduler"), args: []string{
 		"--kubeconfig=" + kubeconfig,
 		"--authentication-kubeconfig=" + kubeconfig,
@@ -79,21 +79,25 @@ func workloadProcesses(assets, kubeconfig, stages string, t workloadTuning) []*p
 		"--secure-port=0",
 		"--kube-api-qps=" + qps,
 		"--kube-api-burst=" + burst,
-	}}
+	}, restarts: componentRestarts}
 	kwok := &process{name: "kwok", path: filepath.Join(assets, "kwok"), args: []string{
 		"--kubeconfig=" + kubeconfig,
 		"--config=" + stages,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=" + FakeNodeAnnotation + "=fake",
 		"--server-address=127.0.0.1:0",
-	}, restarts: 3}
+	}, restarts: componentRestarts}
 	return []*process{kcm, sched, kwok}
 }
 
+// componentRestarts is how many times in a row kube-controller-manager, kube-scheduler and kwok
+// are started again when they exit on their own (process.restarts): with the pauses between them,
+// enough to ride out an API server that is away for a minute.
+const componentRestarts = 10
+
 // startWorkloads starts kube-controller-manager, kube-scheduler and kwok for every server, creates
 // each server's fake node and waits until every node is Ready. The processes get SIGKILL when this
-// process dies (process.spawn), so the guard, which covers the two envtest starts without that,
-// needs not know them.
+// process dies (process.spawn).
 func (f *Fleet) startWorkloads(ctx context.Context, assets, logDir string) error {
 	stages := filepath.Join(logDir, "kwok-stages.yaml")
 	if err := os.WriteFile(stages, kwokStages, 0o644); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -25,14 +24,15 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context) (time.Duration, er
 	if err := apiserver.Stop(); err != nil {
 		return 0, fmt.Errorf("stopping kube-apiserver: %w", err)
 	}
-	before := children("kube-apiserver")
-	if err := apiserver.Start(); err != nil {
+	var err error
+	spawnThread(func() {
+		before := children("kube-apiserver")
+		err = apiserver.Start()
+		cp.apiserverPIDs = newChildren(before, "kube-apiserver")
+	})
+	if err != nil {
 		return time.Since(stopped), fmt.Errorf("starting kube-apiserver again: %w", err)
 	}
-	// The guard must stop the new process, not the old one's PID (which the kernel may reuse).
-	cp.apiserverPIDs = newChildren(before, "kube-apiserver")
-	cp.guard.stop()
-	cp.guard = startGuard(slices.Concat(cp.etcdPIDs, cp.apiserverPIDs))
 	if err := cp.waitReady(ctx); err != nil {
 		return time.Since(stopped), err
 	}

@@ -92,7 +92,7 @@ func StopFleet(code int) int {
 	}
 	if fleetLogs != "" {
 		if code != 0 {
-			fmt.Fprintf(os.Stderr, "fleet logs kept in %s\n", fleetLogs)
+			fmt.Fprintf(os.Stderr, "fleet logs kept in %s\n%s", fleetLogs, controlplane.LogTails(fleetLogs, 15))
 		} else {
 			_ = os.RemoveAll(fleetLogs)
 		}

@@ -11,7 +11,8 @@
 // WithPodDuration do that for a Job.
 //
 // Every process is stopped when the test (or TestMain) ends, even on failure. Component logs are
-// removed after a passing run and kept after a failing one; the path is printed.
+// removed after a passing run and kept after a failing one; the path and the last lines of each
+// (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok) are printed.
 package testenv
 
 import (
@@ -54,7 +55,11 @@ func New(t testing.TB, mode controlplane.Mode) *Env {
 		if err := env.Stop(); err != nil {
 			t.Errorf("stopping control plane: %v", err)
 		}
-		finish(logDir, t.Failed())
+		if t.Failed() {
+			t.Logf("control-plane logs kept in %s\n%s", logDir, controlplane.LogTails(logDir, logTailLines))
+			return
+		}
+		_ = os.RemoveAll(logDir)
 	})
 	return env
 }
@@ -116,9 +121,14 @@ func logDir(name string) string {
 	return dir
 }
 
+// logTailLines is how many of each component log's last lines a failed test prints.
+const logTailLines = 40
+
+// finish removes the logs of a passing run, and keeps those of a failing one, printing their
+// path and last lines.
 func finish(dir string, failed bool) {
 	if failed {
-		fmt.Fprintf(os.Stderr, "control-plane logs kept in %s\n", dir)
+		fmt.Fprintf(os.Stderr, "control-plane logs kept in %s\n%s", dir, controlplane.LogTails(dir, logTailLines))
 		return
 	}
 	_ = os.RemoveAll(dir)

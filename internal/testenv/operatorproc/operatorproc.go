@@ -36,11 +36,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/slipway-dev/slipway/internal/controlplane"
 	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
@@ -133,9 +135,12 @@ type Process struct {
 	args []string
 	env  []string
 
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	exited  chan struct{}
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	// gone is set, under mu, once the current process has ended and before it is reaped: until
+	// then its PID, and so its process group's ID, cannot name another process (see Signal).
+	gone    bool
 	err     error
 	starts  int
 	peakRSS int64 // the highest peak RSS of the processes that have ended
@@ -225,13 +230,18 @@ func (p *Process) start() error {
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	// Its own process group, so a kill reaches anything it starts; SIGKILL when the test binary
 	// dies without cleaning up (a panic, a timeout).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := controlplane.StartDyingWithParent(cmd); err != nil {
 		return fmt.Errorf("starting %s: %w", p.Name, err)
 	}
 	exited := make(chan struct{})
-	p.cmd, p.exited, p.err = cmd, exited, nil
+	p.cmd, p.exited, p.err, p.gone = cmd, exited, nil, false
 	go func() {
+		// Learn of the end without reaping, and mark it before the reap frees the PID.
+		waitExited(cmd.Process.Pid)
+		p.mu.Lock()
+		p.gone = true
+		p.mu.Unlock()
 		err := cmd.Wait()
 		p.mu.Lock()
 		p.err = err
@@ -290,16 +300,33 @@ func (p *Process) Err() error {
 	return p.err
 }
 
-// Signal sends sig to the operator's process group.
+// Signal sends sig to the operator's process group; nothing once the operator has ended. The group
+// is named by the operator's PID, which the kernel hands to another process once the operator is
+// reaped: the signal goes out under mu while the operator is not yet reaped (gone is false), so it
+// reaches the operator's group or no one.
 func (p *Process) Signal(sig syscall.Signal) error {
-	cmd, exited := p.current()
-	if cmd == nil || isClosed(exited) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.gone {
 		return nil
 	}
-	if err := syscall.Kill(-cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := syscall.Kill(-p.cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("signalling %s: %w", p.Name, err)
 	}
 	return nil
+}
+
+// waitExited blocks until the child pid has ended, leaving it unreaped (waitid with WNOWAIT).
+func waitExited(pid int) {
+	const pPID, wNoWait = 1, 0x1000000
+	var info [128]byte // siginfo_t
+	for {
+		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info[0])),
+			syscall.WEXITED|wNoWait, 0, 0)
+		if errno != syscall.EINTR {
+			return
+		}
+	}
 }
 
 // Kill ends the operator with SIGKILL, as a crash does (no Lease release, no cleanup), and waits
