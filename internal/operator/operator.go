@@ -207,9 +207,12 @@ func NewManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 		return nil, err
 	}
 	opts.eventLimiter = newEventLimiter(opts.EventQPS, opts.EventBurst)
+	// The controllers are set up on a manager that lets their running reconciles finish on
+	// shutdown (finishingManager).
+	setupMgr := finishingManager{Manager: mgr, grace: opts.GracefulShutdownTimeout}
 	var errs []error
 	for _, c := range selected {
-		if err := c.Setup(ctx, mgr, opts); err != nil {
+		if err := c.Setup(ctx, setupMgr, opts); err != nil {
 			errs = append(errs, fmt.Errorf("setting up %s controller: %w", c.Name, err))
 		}
 	}
