@@ -31,7 +31,7 @@ type process struct {
 	//   - kwok v0.8.0 can crash with "concurrent map writes" while two of its controllers build
 	//     their CEL environments at once (a race in its type registry).
 	//
-	// Neither keeps state (no leader election), so a restart is safe.
+	// None of them keeps state (no leader election), so a restart is safe.
 	restarts int
 
 	out      *os.File
@@ -110,10 +110,12 @@ func (p *process) supervise(cmd *exec.Cmd) {
 			case <-p.stopped:
 			case <-time.After(backoff):
 				backoff = min(2*backoff, maxBackoff)
-				if next, serr := p.spawn(); serr == nil {
+				next, serr := p.spawn()
+				if serr == nil {
 					cmd = next
 					continue
 				}
+				err = serr
 			}
 		} else if !stopping {
 			_, _ = fmt.Fprintf(p.out, "\n[controlplane] %s %s exited (%v); no restart left\n", time.Now().UTC().Format(time.RFC3339Nano), p.name, err)
