@@ -172,11 +172,17 @@ func describe(ws syscall.WaitStatus) string {
 	return "exit status " + strconv.Itoa(ws.ExitStatus())
 }
 
-// startWithPID starts `sleep` with PID pid, which must be free: it sets the kernel's last PID to
-// the one before (root), or else starts short-lived processes until the counter gets there.
+// startWithPID starts `sleep` with PID pid: it sets the kernel's last PID to the one before (as
+// root), or else starts short-lived processes until the counter gets there (as a user: a lap of the
+// PID space takes some 30 s). It gives up after 3 minutes, for instance when another process holds
+// pid all along.
 func startWithPID(pid int) (*exec.Cmd, error) {
 	const lastPID = "/proc/sys/kernel/ns_last_pid"
-	for range 200_000 {
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); {
+		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); err == nil {
+			time.Sleep(10 * time.Millisecond) // another process holds it for now
+			continue
+		}
 		last, err := os.ReadFile(lastPID)
 		if err != nil {
 			return nil, err
@@ -199,7 +205,7 @@ func startWithPID(pid int) (*exec.Cmd, error) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	}
-	return nil, fmt.Errorf("could not start a process with PID %d", pid)
+	return nil, fmt.Errorf("could not start a process with PID %d within 3 minutes", pid)
 }
 
 // carriers lists the running processes (not zombies) whose environment holds token.
