@@ -123,8 +123,14 @@ func TestDeps_CheckInstallsNothing(t *testing.T) {
 // make test, make dev and make dev-up run the installing form first, not --check.
 func TestDeps_MakeTestAndMakeDevInstall(t *testing.T) {
 	for target, want := range map[string]string{"test": "hack/deps.sh test", "dev": "hack/deps.sh dev", "dev-up": "hack/deps.sh dev"} {
-		cmd := exec.Command("make", "-n", target)
+		cmd := exec.Command("make", "-n", "--no-print-directory", target)
 		cmd.Dir = filepath.Join("..", "..")
+		// Run by make test, the test inherits make's flags and variables: leave them out.
+		for _, kv := range os.Environ() {
+			if k, _, _ := strings.Cut(kv, "="); k != "MAKEFLAGS" && k != "MFLAGS" && k != "MAKELEVEL" && k != "MAKEOVERRIDES" {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("make -n %s: %v\n%s", target, err, out)
