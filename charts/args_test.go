@@ -15,16 +15,18 @@ import (
 const renderNS = "slipway"
 
 // TestChart_ArgsAreFlagsTheOperatorAccepts renders the chart for values sets that between them
-// set every values-driven argument, and parses the Deployment's arguments with the operator's own
-// flag set (internal/operator/command, as cmd/operator does): an unknown flag, a value the flag
-// refuses, or an argument that is not a flag fails. Each set also checks that the values reach the
-// flags they are meant for.
+// set every values-driven argument, in both forms (a Deployment per controller, and the single
+// Deployment), and parses every Deployment's arguments with the operator's own flag set
+// (internal/operator/command, as cmd/operator does): an unknown flag, a value the flag refuses, or
+// an argument that is not a flag fails. Each set also checks that the values reach the flags they
+// are meant for, on every Deployment that renders the flag.
 func TestChart_ArgsAreFlagsTheOperatorAccepts(t *testing.T) {
 	rendered := map[string]bool{}
 	for _, tc := range []struct {
 		name   string
 		values string
-		// want are flag values after parsing; absent flags keep the operator's default.
+		// want are flag values after parsing, on every Deployment that renders the flag (at
+		// least one must); absent flags keep the operator's default.
 		want map[string]string
 	}{
 		{"defaults (every controller)", "", map[string]string{
@@ -54,22 +56,44 @@ func TestChart_ArgsAreFlagsTheOperatorAccepts(t *testing.T) {
 				"leader-election-retry-period": "5s", "metrics-bind-address": ":9090", "metrics-secure": "false", "zap-log-level": "debug"}},
 		{"extra arguments", "extraArgs: [--webapp-resync-period=1m, --graceful-shutdown-timeout=20s]\n",
 			map[string]string{"webapp-resync-period": "1m0s", "graceful-shutdown-timeout": "20s"}},
+		{"single Deployment (every controller)", "singleDeployment: true\nreceiver: {enabled: true}\n", map[string]string{
+			"leader-election-id": "slipway-operator.slipway.dev", "webhook-port": "9443", "werfbundle-webhook-bind-address": ":9292",
+			"catalyst-build-namespace": "slipway-builds"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := deployment(t, render(t, tc.values))
-			args := d.Spec.Template.Spec.Containers[0].Args
-			fs, flags := parseArgs(t, args, renderNS)
-			for name, want := range tc.want {
-				if got := fs.Lookup(name).Value.String(); got != want {
-					t.Errorf("--%s = %q, want %q", name, got, want)
+			seen := map[string]bool{}
+			for _, d := range deployments(t, render(t, tc.values)) {
+				args := d.Spec.Template.Spec.Containers[0].Args
+				fs, flags := parseArgs(t, args, renderNS)
+				given := map[string]bool{}
+				for _, a := range args {
+					if m := argName.FindStringSubmatch(a); m != nil {
+						given[m[1]], rendered[m[1]] = true, true
+					}
+				}
+				for name, want := range tc.want {
+					if !given[name] {
+						continue
+					}
+					seen[name] = true
+					if got := fs.Lookup(name).Value.String(); got != want {
+						t.Errorf("%s: --%s = %q, want %q", d.Name, name, got, want)
+					}
+				}
+				if got := fs.Lookup("leader-election-id").Value.String(); got != d.Name+".slipway.dev" {
+					t.Errorf("%s: --leader-election-id = %q, want a Lease of its own", d.Name, got)
+				}
+				selected, err := flags.Options.Select(flags.Controllers)
+				if err != nil {
+					t.Errorf("%s: --controllers: %v", d.Name, err)
+				}
+				if n := len(selected); d.Name != "slipway-operator" && n != 1 {
+					t.Errorf("%s runs %d controllers, want its own alone", d.Name, n)
 				}
 			}
-			if _, err := flags.Options.Select(flags.Controllers); err != nil {
-				t.Errorf("--controllers: %v", err)
-			}
-			for _, a := range args {
-				if m := argName.FindStringSubmatch(a); m != nil {
-					rendered[m[1]] = true
+			for name := range tc.want {
+				if !seen[name] {
+					t.Errorf("no Deployment renders --%s", name)
 				}
 			}
 		})
@@ -95,7 +119,7 @@ var (
 // TestChart_ExtraArgsAreParsedToo: an extraArgs entry the operator does not know is caught by the
 // same parse, so the test above would catch a wrong flag in any template.
 func TestChart_ExtraArgsAreParsedToo(t *testing.T) {
-	d := deployment(t, render(t, "extraArgs: [--webapp-resync=1m]\n"))
+	d := deployment(t, render(t, "extraArgs: [--webapp-resync=1m]\n"), "slipway-webapp")
 	fs, _ := command.NewFlagSet("operator", flag.ContinueOnError)
 	var out bytes.Buffer
 	fs.SetOutput(&out)

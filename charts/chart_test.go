@@ -19,6 +19,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -42,12 +43,16 @@ func TestChart_MatchesConfig(t *testing.T) {
 	for _, f := range crds {
 		pairs[f] = filepath.Join(chartDir, "crds", filepath.Base(f))
 	}
-	roles, err := filepath.Glob("../config/rbac/*/role.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range roles {
-		pairs[f] = filepath.Join(chartDir, "files", "rbac", filepath.Base(filepath.Dir(f)), "role.yaml")
+	// Each controller's roles (rbac/<controller>/role.yaml) and those it ships unbound
+	// (rbac/<controller>/<name>/role.yaml: Catalyst's deployer).
+	for _, pattern := range []string{"../config/rbac/*/role.yaml", "../config/rbac/*/*/role.yaml"} {
+		roles, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range roles {
+			pairs[f] = filepath.Join(chartDir, "files", strings.TrimPrefix(f, "../config/"))
+		}
 	}
 	for src, dst := range pairs {
 		want, err := os.ReadFile(src)
@@ -64,7 +69,7 @@ func TestChart_MatchesConfig(t *testing.T) {
 		}
 	}
 	// Nothing in the chart that config/ no longer generates.
-	for _, pattern := range []string{"slipway/crds/*.yaml", "slipway/files/rbac/*/role.yaml"} {
+	for _, pattern := range []string{"slipway/crds/*.yaml", "slipway/files/rbac/*/role.yaml", "slipway/files/rbac/*/*/role.yaml"} {
 		shipped, err := filepath.Glob(pattern)
 		if err != nil {
 			t.Fatal(err)
@@ -102,14 +107,44 @@ func TestChart_MatchesConfig(t *testing.T) {
 		t.Errorf("values.schema.json accepts controllers %v, config/rbac has roles for %v", enum, controllers)
 	}
 	objs := render(t, "")
-	if got := deployment(t, objs).Spec.Template.Spec.Containers[0].Args[0]; got != "--controllers=werfbundle,webapp,catalyst" {
-		t.Errorf("default --controllers: got %s", got)
+	// One Deployment per controller by default, each running its own.
+	var names []string
+	for _, d := range deployments(t, objs) {
+		names = append(names, d.Name)
+		if got, want := d.Spec.Template.Spec.Containers[0].Args[0], "--controllers="+strings.TrimPrefix(d.Name, "slipway-"); got != want {
+			t.Errorf("Deployment %s: first argument %s, want %s", d.Name, got, want)
+		}
 	}
-	// The rendered roles carry the generated rules, whatever the templates do to their metadata.
+	var want []string
+	for _, c := range controllers {
+		want = append(want, "slipway-"+c)
+	}
+	if slices.Sort(names); !slices.Equal(names, want) {
+		t.Errorf("default Deployments %v, want one per controller %v", names, want)
+	}
+	// The rendered roles carry the generated rules, whatever the templates do to their metadata;
+	// the unbound ones too, bound by nothing the chart renders.
 	clusterRoles, nsRoles, err := config.Roles(controllers...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	unbound, err := config.UnboundRoles(controllers...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(unbound) == 0 {
+		t.Error("no unbound ClusterRole shipped (slipway-catalyst-deployer)")
+	}
+	for _, u := range unbound {
+		for _, o := range objs {
+			if k := o.GetKind(); k == "ClusterRoleBinding" || k == "RoleBinding" {
+				if ref, _, _ := unstructured.NestedString(o.Object, "roleRef", "name"); ref == u.Name {
+					t.Errorf("%s %s binds %s, which ships unbound", k, o.GetName(), u.Name)
+				}
+			}
+		}
+	}
+	clusterRoles = append(clusterRoles, unbound...)
 	for _, want := range clusterRoles {
 		got := &rbacv1.ClusterRole{}
 		convert(t, find(t, objs, "ClusterRole", want.Name), got)
@@ -132,53 +167,141 @@ func TestChart_MatchesConfig(t *testing.T) {
 func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 	t.Run("defaults", func(t *testing.T) {
 		objs := render(t, "")
-		d := deployment(t, objs)
-		c := d.Spec.Template.Spec.Containers[0]
-		for _, arg := range []string{"--leader-elect=true", "--namespace=$(POD_NAMESPACE)", "--webhook-cert-self-managed=true",
-			"--werfbundle-webhook-bind-address=", "--werfbundle-allow-cross-namespace=false",
-			"--catalyst-build-namespace=slipway-builds", "--metrics-secure=true"} {
-			if !slices.Contains(c.Args, arg) {
-				t.Errorf("args %v: want %s", c.Args, arg)
+		// Every Deployment: its own controller, ServiceAccount and Lease, the shared settings.
+		for _, d := range deployments(t, objs) {
+			c := d.Spec.Template.Spec.Containers[0]
+			system := strings.TrimPrefix(d.Name, "slipway-")
+			for _, arg := range []string{"--controllers=" + system, "--leader-elect=true", "--leader-election-id=" + d.Name + ".slipway.dev",
+				"--namespace=$(POD_NAMESPACE)", "--metrics-secure=true"} {
+				if !slices.Contains(c.Args, arg) {
+					t.Errorf("%s args %v: want %s", d.Name, c.Args, arg)
+				}
+			}
+			if sa := d.Spec.Template.Spec.ServiceAccountName; sa != d.Name {
+				t.Errorf("%s runs as ServiceAccount %s, want its own, %s", d.Name, sa, d.Name)
+			}
+			find(t, objs, "ServiceAccount", d.Name)
+			if *d.Spec.Replicas != 3 || d.Spec.Template.Spec.Affinity == nil || d.Spec.Template.Spec.Affinity.PodAntiAffinity == nil {
+				t.Errorf("%s: want 3 replicas spread by pod anti-affinity, got %d replicas, affinity %+v", d.Name, *d.Spec.Replicas, d.Spec.Template.Spec.Affinity)
+			}
+			sc := c.SecurityContext
+			if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Capabilities == nil ||
+				!slices.Contains(sc.Capabilities.Drop, "ALL") || d.Spec.Template.Spec.SecurityContext.RunAsNonRoot == nil {
+				t.Errorf("%s: want a restricted security context, got %+v", d.Name, sc)
+			}
+			// Only the webapp Deployment serves webhooks, only werfbundle's the receiver, only
+			// catalyst's builds.
+			for prefix, owner := range map[string]string{"--webhook-": "webapp", "--werfbundle-": "werfbundle", "--catalyst-": "catalyst"} {
+				if has := slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, prefix) }); has != (system == owner) {
+					t.Errorf("%s args %v: %s flags %t, want them on %s only", d.Name, c.Args, prefix, has, owner)
+				}
+			}
+			selects(t, find(t, objs, "Service", d.Name+"-metrics"), d)
+			pdb := find(t, objs, "PodDisruptionBudget", d.Name)
+			if sel, _, _ := unstructured.NestedStringMap(pdb.Object, "spec", "selector", "matchLabels"); !equality.Semantic.DeepEqual(sel, d.Spec.Selector.MatchLabels) {
+				t.Errorf("PodDisruptionBudget %s selects %v, want %v", d.Name, sel, d.Spec.Selector.MatchLabels)
 			}
 		}
-		if *d.Spec.Replicas != 3 || d.Spec.Template.Spec.Affinity == nil || d.Spec.Template.Spec.Affinity.PodAntiAffinity == nil {
-			t.Errorf("want 3 replicas spread by pod anti-affinity, got %d replicas, affinity %+v", *d.Spec.Replicas, d.Spec.Template.Spec.Affinity)
+		for _, arg := range []string{"--webhook-cert-self-managed=true"} {
+			if c := deployment(t, objs, "slipway-webapp").Spec.Template.Spec.Containers[0]; !slices.Contains(c.Args, arg) {
+				t.Errorf("slipway-webapp args %v: want %s", c.Args, arg)
+			}
 		}
-		sc := c.SecurityContext
-		if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Capabilities == nil ||
-			!slices.Contains(sc.Capabilities.Drop, "ALL") || d.Spec.Template.Spec.SecurityContext.RunAsNonRoot == nil {
-			t.Errorf("want a restricted security context, got %+v", sc)
+		for _, arg := range []string{"--werfbundle-webhook-bind-address=", "--werfbundle-allow-cross-namespace=false"} {
+			if c := deployment(t, objs, "slipway-werfbundle").Spec.Template.Spec.Containers[0]; !slices.Contains(c.Args, arg) {
+				t.Errorf("slipway-werfbundle args %v: want %s", c.Args, arg)
+			}
 		}
-		for _, name := range []string{"slipway-common", "slipway-werfbundle", "slipway-webapp", "slipway-catalyst", "slipway-metrics-reader"} {
+		if c := deployment(t, objs, "slipway-catalyst").Spec.Template.Spec.Containers[0]; !slices.Contains(c.Args, "--catalyst-build-namespace=slipway-builds") {
+			t.Errorf("slipway-catalyst args %v: want its build namespace", c.Args)
+		}
+		// The common roles are bound to every ServiceAccount, each controller's to its own alone.
+		everyone := []string{"slipway-werfbundle", "slipway-webapp", "slipway-catalyst"}
+		for _, name := range []string{"slipway-common", "slipway-werfbundle", "slipway-webapp", "slipway-catalyst", "slipway-catalyst-deployer", "slipway-metrics-reader"} {
 			find(t, objs, "ClusterRole", name)
 		}
-		for _, name := range []string{"slipway-common", "slipway-werfbundle"} {
+		for kind, bindings := range map[string]map[string][]string{
+			"ClusterRoleBinding": {"slipway-common": everyone, "slipway-werfbundle": {"slipway-werfbundle"}, "slipway-webapp": {"slipway-webapp"}, "slipway-catalyst": {"slipway-catalyst"}},
+			"RoleBinding":        {"slipway-common": everyone, "slipway-werfbundle": {"slipway-werfbundle"}, "slipway-webapp": {"slipway-webapp"}},
+		} {
+			for name, want := range bindings {
+				if got := subjects(t, find(t, objs, kind, name), "slipway"); !slices.Equal(got, want) {
+					t.Errorf("%s %s binds %v, want %v", kind, name, got, want)
+				}
+			}
+		}
+		for _, name := range []string{"slipway-common", "slipway-werfbundle", "slipway-webapp"} {
 			if r := find(t, objs, "Role", name); r.GetNamespace() != "slipway" {
 				t.Errorf("Role %s in namespace %q, want the release namespace", name, r.GetNamespace())
 			}
-			find(t, objs, "RoleBinding", name)
+		}
+		if has(objs, "ClusterRoleBinding", "slipway-catalyst-deployer") || has(objs, "RoleBinding", "slipway-catalyst-deployer") {
+			t.Error("slipway-catalyst-deployer is bound: only Catalyst binds it, in each environment namespace")
 		}
 		m := find(t, objs, "MutatingWebhookConfiguration", "slipway-mutating-webhook-configuration")
 		if ns, _, _ := unstructured.NestedString(m.Object["webhooks"].([]any)[0].(map[string]any), "clientConfig", "service", "namespace"); ns != "slipway" {
 			t.Errorf("webhook Service namespace %q, want the release namespace", ns)
 		}
-		find(t, objs, "Service", "slipway-webhook-service")
-		find(t, objs, "Service", "slipway-operator-metrics")
+		selects(t, find(t, objs, "Service", "slipway-webhook-service"), deployment(t, objs, "slipway-webapp"))
 		find(t, objs, "Namespace", "slipway-builds")
-		find(t, objs, "PodDisruptionBudget", "slipway-operator")
 		for _, kind := range []string{"Certificate", "Issuer", "ServiceMonitor"} {
 			if has(objs, kind, "") {
 				t.Errorf("unexpected %s by default", kind)
 			}
 		}
-		if has(objs, "Service", "slipway-werfbundle-receiver") {
-			t.Error("receiver Service rendered while the receiver is off")
+		for _, name := range []string{"slipway-werfbundle-receiver", "slipway-operator-metrics"} {
+			if has(objs, "Service", name) {
+				t.Errorf("Service %s rendered by default", name)
+			}
+		}
+		if has(objs, "Deployment", "slipway-operator") || has(objs, "ServiceAccount", "slipway-operator") {
+			t.Error("the single Deployment's objects rendered by default")
+		}
+	})
+
+	t.Run("single Deployment", func(t *testing.T) {
+		objs := render(t, "singleDeployment: true\nserviceAccount: {name: ops}\n")
+		ds := deployments(t, objs)
+		if len(ds) != 1 || ds[0].Name != "slipway-operator" {
+			t.Fatalf("Deployments %d, want the one slipway-operator", len(ds))
+		}
+		d := ds[0]
+		c := d.Spec.Template.Spec.Containers[0]
+		for _, arg := range []string{"--controllers=werfbundle,webapp,catalyst", "--leader-election-id=slipway-operator.slipway.dev",
+			"--webhook-cert-self-managed=true", "--werfbundle-webhook-bind-address=", "--catalyst-build-namespace=slipway-builds"} {
+			if !slices.Contains(c.Args, arg) {
+				t.Errorf("args %v: want %s", c.Args, arg)
+			}
+		}
+		if d.Spec.Template.Spec.ServiceAccountName != "ops" {
+			t.Errorf("runs as %s, want serviceAccount.name", d.Spec.Template.Spec.ServiceAccountName)
+		}
+		find(t, objs, "ServiceAccount", "ops")
+		for _, o := range objs {
+			if k := o.GetKind(); k == "ClusterRoleBinding" || k == "RoleBinding" {
+				if got := subjects(t, o, "slipway"); !slices.Equal(got, []string{"ops"}) {
+					t.Errorf("%s %s binds %v, want the one ServiceAccount", k, o.GetName(), got)
+				}
+			}
+		}
+		for _, name := range []string{"slipway-webhook-service", "slipway-operator-metrics"} {
+			selects(t, find(t, objs, "Service", name), d)
+		}
+		find(t, objs, "PodDisruptionBudget", "slipway-operator")
+		for _, name := range []string{"slipway-werfbundle", "slipway-webapp", "slipway-catalyst"} {
+			if has(objs, "Deployment", name) || has(objs, "ServiceAccount", name) {
+				t.Errorf("%s rendered in the single-Deployment form", name)
+			}
 		}
 	})
 
 	t.Run("werfbundle only with the receiver", func(t *testing.T) {
 		objs := render(t, "controllers: [werfbundle]\nreceiver: {enabled: true}\nwerfbundle: {allowCrossNamespace: true}\n")
-		c := deployment(t, objs).Spec.Template.Spec.Containers[0]
+		if ds := deployments(t, objs); len(ds) != 1 {
+			t.Errorf("%d Deployments, want werfbundle's alone", len(ds))
+		}
+		d := deployment(t, objs, "slipway-werfbundle")
+		c := d.Spec.Template.Spec.Containers[0]
 		for _, arg := range []string{"--controllers=werfbundle", "--werfbundle-webhook-bind-address=:9292", "--werfbundle-allow-cross-namespace=true"} {
 			if !slices.Contains(c.Args, arg) {
 				t.Errorf("args %v: want %s", c.Args, arg)
@@ -202,11 +325,15 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 		if port, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports"); len(port) != 1 || port[0].(map[string]any)["targetPort"] != "receiver" {
 			t.Errorf("receiver Service ports %v, want the receiver port", port)
 		}
+		selects(t, svc, d)
+		if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "receiver" && p.ContainerPort == 9292 }) {
+			t.Errorf("ports %v: want the receiver's", c.Ports)
+		}
 	})
 
 	t.Run("cert-manager and ServiceMonitor", func(t *testing.T) {
 		objs := render(t, "webhook: {certManager: {enabled: true}}\nmetrics: {serviceMonitor: {enabled: true}}\n")
-		c := deployment(t, objs).Spec.Template.Spec.Containers[0]
+		c := deployment(t, objs, "slipway-webapp").Spec.Template.Spec.Containers[0]
 		if !slices.Contains(c.Args, "--webhook-cert-self-managed=false") {
 			t.Errorf("args %v: want the operator to leave the certificate to cert-manager", c.Args)
 		}
@@ -215,7 +342,16 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 			t.Errorf("Certificate secretName %q, want the Secret the pods mount", name)
 		}
 		find(t, objs, "Issuer", "slipway-selfsigned")
-		find(t, objs, "ServiceMonitor", "slipway-operator")
+		sm := find(t, objs, "ServiceMonitor", "slipway-operator")
+		// It selects every Deployment's metrics Service.
+		if sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels"); sel["app.kubernetes.io/component"] != "metrics" {
+			t.Errorf("ServiceMonitor selects %v", sel)
+		}
+		for _, name := range []string{"slipway-werfbundle-metrics", "slipway-webapp-metrics", "slipway-catalyst-metrics"} {
+			if l := find(t, objs, "Service", name).GetLabels(); l["app.kubernetes.io/component"] != "metrics" || l["app.kubernetes.io/instance"] != "slipway" {
+				t.Errorf("Service %s labels %v: the ServiceMonitor does not select it", name, l)
+			}
+		}
 		for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
 			w := find(t, objs, kind, "")
 			if got := w.GetAnnotations()["cert-manager.io/inject-ca-from"]; got != "slipway/slipway-webhook-cert" {
@@ -231,7 +367,8 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 	})
 
 	t.Run("values the schema refuses", func(t *testing.T) {
-		for _, values := range []string{"controllers: [nope]\n", "controllers: []\n", "replicas: 0\n", "podAntiAffinity: always\n"} {
+		for _, values := range []string{"controllers: [nope]\n", "controllers: []\n", "replicas: 0\n", "podAntiAffinity: always\n",
+			"singleDeployment: yes please\n"} {
 			if _, err := renderErr(t, values); err == nil || !strings.Contains(err.Error(), "schema") {
 				t.Errorf("values %q: want a schema error, got %v", values, err)
 			}
@@ -242,7 +379,8 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 // TestChart_Lints runs helm lint --strict on the chart with its defaults and with every optional
 // part on.
 func TestChart_Lints(t *testing.T) {
-	for _, values := range []string{"", "webhook: {certManager: {enabled: true}}\nmetrics: {serviceMonitor: {enabled: true}}\nreceiver: {enabled: true}\n"} {
+	for _, values := range []string{"", "webhook: {certManager: {enabled: true}}\nmetrics: {serviceMonitor: {enabled: true}}\nreceiver: {enabled: true}\n",
+		"singleDeployment: true\nreceiver: {enabled: true}\n"} {
 		l := action.NewLint()
 		l.Strict, l.Namespace = true, "slipway"
 		res := l.Run([]string{chartDir}, parseValues(t, values))
@@ -276,7 +414,13 @@ func parseValues(t testing.TB, values string) map[string]any {
 // render renders the chart as `helm template` does (release "slipway" in namespace "slipway").
 func render(t testing.TB, values string) []*unstructured.Unstructured {
 	t.Helper()
-	objs, err := renderErr(t, values)
+	return renderIn(t, values, "slipway")
+}
+
+// renderIn renders the chart as release "slipway" in namespace ns.
+func renderIn(t testing.TB, values, ns string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := renderNamespaceErr(t, values, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,10 +429,15 @@ func render(t testing.TB, values string) []*unstructured.Unstructured {
 
 func renderErr(t testing.TB, values string) ([]*unstructured.Unstructured, error) {
 	t.Helper()
+	return renderNamespaceErr(t, values, "slipway")
+}
+
+func renderNamespaceErr(t testing.TB, values, ns string) ([]*unstructured.Unstructured, error) {
+	t.Helper()
 	in := action.NewInstall(action.NewConfiguration())
 	in.DryRunStrategy = action.DryRunClient
 	in.Replace = true
-	in.ReleaseName, in.Namespace = "slipway", "slipway"
+	in.ReleaseName, in.Namespace = "slipway", ns
 	r, err := in.Run(loadChart(t), parseValues(t, values))
 	if err != nil {
 		return nil, err
@@ -337,11 +486,54 @@ func find(t testing.TB, objs []*unstructured.Unstructured, kind, name string) *u
 	return objs[i]
 }
 
-func deployment(t testing.TB, objs []*unstructured.Unstructured) *appsv1.Deployment {
+// deployment returns the Deployment named name.
+func deployment(t testing.TB, objs []*unstructured.Unstructured, name string) *appsv1.Deployment {
 	t.Helper()
 	d := &appsv1.Deployment{}
-	convert(t, find(t, objs, "Deployment", "slipway-operator"), d)
+	convert(t, find(t, objs, "Deployment", name), d)
 	return d
+}
+
+// deployments returns every Deployment of objs, in order.
+func deployments(t testing.TB, objs []*unstructured.Unstructured) []*appsv1.Deployment {
+	t.Helper()
+	var out []*appsv1.Deployment
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" {
+			d := &appsv1.Deployment{}
+			convert(t, o, d)
+			out = append(out, d)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no Deployment rendered")
+	}
+	return out
+}
+
+// selects fails unless the Service svc selects exactly d's pods: its selector is d's.
+func selects(t testing.TB, svc *unstructured.Unstructured, d *appsv1.Deployment) {
+	t.Helper()
+	sel, _, _ := unstructured.NestedStringMap(svc.Object, "spec", "selector")
+	if !equality.Semantic.DeepEqual(sel, d.Spec.Selector.MatchLabels) {
+		t.Errorf("Service %s selects %v, want the pods of %s (%v)", svc.GetName(), sel, d.Name, d.Spec.Selector.MatchLabels)
+	}
+}
+
+// subjects returns the ServiceAccounts a binding binds, in order, failing on any other subject
+// and on a ServiceAccount outside ns.
+func subjects(t testing.TB, binding *unstructured.Unstructured, ns string) []string {
+	t.Helper()
+	var b rbacv1.RoleBinding
+	convert(t, binding, &b)
+	var out []string
+	for _, s := range b.Subjects {
+		if s.Kind != rbacv1.ServiceAccountKind || s.Namespace != ns {
+			t.Errorf("%s %s binds %+v, want ServiceAccounts of %s", binding.GetKind(), binding.GetName(), s, ns)
+		}
+		out = append(out, s.Name)
+	}
+	return out
 }
 
 func convert(t testing.TB, u *unstructured.Unstructured, into any) {

@@ -42,11 +42,13 @@ import (
 const releaseName, releaseNS = "slipway", "slipway"
 
 // TestChart_InstallsIntoFullControlPlane installs the chart with the Helm SDK into the full
-// control plane (WerfBundle and WebApp controllers, the receiver on), checks the objects it made,
-// then runs the built operator binary with the Deployment's own arguments as the chart's
-// ServiceAccount: it becomes ready, leads, serves the receiver and reconciles a WerfBundle with the
-// RBAC the chart installed. The Deployment's pod is admitted by the restricted namespace. An
-// upgrade then keeps the CA bundle the operator injected.
+// control plane (WerfBundle and WebApp controllers, the receiver on), in its default form of one
+// Deployment per controller, and checks the objects it made. It then runs the built operator
+// binary once per Deployment, with that Deployment's own arguments, as that Deployment's own
+// ServiceAccount: each becomes ready and leads through its own Lease; WebApp's serves the
+// webhooks with the certificate it wrote, WerfBundle's serves the receiver and reconciles a
+// WerfBundle, each with the RBAC the chart bound to it alone. The Deployments' pods are admitted
+// by the restricted namespace. An upgrade then keeps the CA bundle the operator injected.
 func TestChart_InstallsIntoFullControlPlane(t *testing.T) {
 	// The binary first: a cold build takes minutes, which must not count against the deadline.
 	bin := operatorproc.Binary(t)
@@ -56,28 +58,41 @@ func TestChart_InstallsIntoFullControlPlane(t *testing.T) {
 	c := env.Client
 	createReleaseNamespace(ctx, t, c)
 
-	rel := install(ctx, t, env, "controllers: [werfbundle, webapp]\nreplicas: 1\nreceiver: {enabled: true}\n")
+	const values = "controllers: [werfbundle, webapp]\nreplicas: 1\nreceiver: {enabled: true}\n"
+	rel := install(ctx, t, env, values)
 	if rel.Info.Status != "deployed" {
 		t.Fatalf("release status %s", rel.Info.Status)
 	}
 
-	// RBAC: the common role and those of the two controllers, bound to the ServiceAccount.
-	for _, name := range []string{"slipway-common", "slipway-werfbundle", "slipway-webapp"} {
+	// RBAC: the common role bound to both ServiceAccounts, each controller's to its own alone.
+	for name, want := range map[string][]string{
+		"slipway-common":     {"slipway-werfbundle", "slipway-webapp"},
+		"slipway-werfbundle": {"slipway-werfbundle"},
+		"slipway-webapp":     {"slipway-webapp"},
+	} {
 		var b rbacv1.ClusterRoleBinding
 		if err := c.Get(ctx, client.ObjectKey{Name: name}, &b); err != nil {
 			t.Fatal(err)
 		}
-		if len(b.Subjects) != 1 || b.Subjects[0].Name != "slipway-operator" || b.Subjects[0].Namespace != releaseNS {
-			t.Errorf("ClusterRoleBinding %s subjects %+v", name, b.Subjects)
+		var got []string
+		for _, s := range b.Subjects {
+			if s.Kind == rbacv1.ServiceAccountKind && s.Namespace == releaseNS {
+				got = append(got, s.Name)
+			}
+		}
+		if !slices.Equal(got, want) || len(b.Subjects) != len(want) {
+			t.Errorf("ClusterRoleBinding %s subjects %+v, want the ServiceAccounts %v", name, b.Subjects, want)
 		}
 		if err := c.Get(ctx, client.ObjectKey{Name: name}, &rbacv1.ClusterRole{}); err != nil {
 			t.Error(err)
 		}
 	}
-	if err := c.Get(ctx, client.ObjectKey{Name: "slipway-catalyst"}, &rbacv1.ClusterRole{}); !apierrors.IsNotFound(err) {
-		t.Errorf("slipway-catalyst ClusterRole installed without its controller: %v", err)
+	for _, name := range []string{"slipway-catalyst", "slipway-catalyst-deployer"} {
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, &rbacv1.ClusterRole{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s ClusterRole installed without its controller: %v", name, err)
+		}
 	}
-	for _, name := range []string{"slipway-common", "slipway-werfbundle"} {
+	for _, name := range []string{"slipway-common", "slipway-werfbundle", "slipway-webapp"} {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: name}, &rbacv1.RoleBinding{}); err != nil {
 			t.Error(err)
 		}
@@ -85,7 +100,8 @@ func TestChart_InstallsIntoFullControlPlane(t *testing.T) {
 	// Webhooks and Services.
 	for _, o := range []client.Object{
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "slipway-webhook-service", Namespace: releaseNS}},
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "slipway-operator-metrics", Namespace: releaseNS}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "slipway-werfbundle-metrics", Namespace: releaseNS}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "slipway-webapp-metrics", Namespace: releaseNS}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "slipway-werfbundle-receiver", Namespace: releaseNS}},
 	} {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
@@ -94,65 +110,90 @@ func TestChart_InstallsIntoFullControlPlane(t *testing.T) {
 	}
 	checkWebhooks(ctx, t, c)
 
-	// The Deployment's pod passes the namespace's restricted Pod Security and becomes available
+	// Each Deployment's pod passes the namespace's restricted Pod Security and becomes available
 	// (kwok runs it).
-	var d appsv1.Deployment
-	testenv.Eventually(ctx, t, "the operator Deployment is available", func() (bool, error) {
-		if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: "slipway-operator"}, &d); err != nil {
-			return false, err
-		}
-		return d.Status.AvailableReplicas == 1, nil
-	})
-
-	// The operator binary accepts the chart's arguments: those the Deployment holds, with
-	// $(POD_NAMESPACE) expanded as the kubelet would, and then only what a process outside the
-	// cluster needs (its kubeconfig, free ports, a certificate directory of its own).
-	kubeconfig, err := env.UserKubeconfig(filepath.Join(t.TempDir(), "operator.kubeconfig"),
-		"system:serviceaccount:"+releaseNS+":slipway-operator",
-		"system:serviceaccounts", "system:serviceaccounts:"+releaseNS, "system:authenticated")
-	if err != nil {
-		t.Fatal(err)
+	deployments := map[string]*appsv1.Deployment{}
+	for _, name := range []string{"slipway-werfbundle", "slipway-webapp"} {
+		d := &appsv1.Deployment{}
+		testenv.Eventually(ctx, t, "Deployment "+name+" is available", func() (bool, error) {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: name}, d); err != nil {
+				return false, err
+			}
+			return d.Status.AvailableReplicas == 1, nil
+		})
+		deployments[name] = d
 	}
+
+	// The operator binary accepts each Deployment's arguments: those the Deployment holds, with
+	// $(POD_NAMESPACE) expanded as the kubelet would, and then only what a process outside the
+	// cluster needs (its kubeconfig, free ports, a certificate directory of its own), as the
+	// Deployment's ServiceAccount.
 	secretFile := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secretFile, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	probe, receiverAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
-	var args []string
-	for _, a := range d.Spec.Template.Spec.Containers[0].Args {
-		args = append(args, strings.ReplaceAll(a, "$(POD_NAMESPACE)", releaseNS))
-	}
-	if !slices.Contains(args, "--controllers=werfbundle,webapp") || !slices.Contains(args, "--namespace="+releaseNS) {
-		t.Fatalf("Deployment args %v", args)
-	}
-	args = append(args,
-		"--kubeconfig="+kubeconfig,
-		"--metrics-bind-address="+testenv.FreeAddr(t),
-		"--health-probe-bind-address="+probe,
-		"--webhook-port="+strings.Split(testenv.FreeAddr(t), ":")[1],
-		"--webhook-cert-dir="+t.TempDir(),
-		"--webhook-cert-mirror=true",
-		"--webhook-cert-dns-names=localhost",
-		"--werfbundle-webhook-bind-address="+receiverAddr,
-		"--werfbundle-webhook-secret-file="+secretFile,
-	)
-	runOperator(t, bin, args)
-
-	testenv.Eventually(ctx, t, "the operator is ready", func() (bool, error) {
-		return httpStatus("http://"+probe+"/readyz") == http.StatusOK, nil
-	})
-	testenv.Eventually(ctx, t, "the operator holds the Lease in the release namespace", func() (bool, error) {
-		var l coordinationv1.Lease
-		if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: "slipway-operator.slipway.dev"}, &l); err != nil {
-			return false, client.IgnoreNotFound(err)
+	receiverAddr := testenv.FreeAddr(t)
+	probes := map[string]string{}
+	for name, d := range deployments {
+		sa := d.Spec.Template.Spec.ServiceAccountName
+		if sa != name {
+			t.Fatalf("Deployment %s runs as %s, want its own ServiceAccount", name, sa)
 		}
-		return ptr.Deref(l.Spec.HolderIdentity, "") != "", nil
-	})
+		kubeconfig, err := env.UserKubeconfig(filepath.Join(t.TempDir(), name+".kubeconfig"),
+			"system:serviceaccount:"+releaseNS+":"+sa,
+			"system:serviceaccounts", "system:serviceaccounts:"+releaseNS, "system:authenticated")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var args []string
+		for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+			args = append(args, strings.ReplaceAll(a, "$(POD_NAMESPACE)", releaseNS))
+		}
+		system := strings.TrimPrefix(name, "slipway-")
+		if !slices.Contains(args, "--controllers="+system) || !slices.Contains(args, "--namespace="+releaseNS) {
+			t.Fatalf("Deployment %s args %v", name, args)
+		}
+		probes[name] = testenv.FreeAddr(t)
+		args = append(args,
+			"--kubeconfig="+kubeconfig,
+			"--metrics-bind-address="+testenv.FreeAddr(t),
+			"--health-probe-bind-address="+probes[name],
+		)
+		switch system {
+		case "webapp":
+			args = append(args,
+				"--webhook-port="+strings.Split(testenv.FreeAddr(t), ":")[1],
+				"--webhook-cert-dir="+t.TempDir(),
+				"--webhook-cert-mirror=true",
+				"--webhook-cert-dns-names=localhost",
+			)
+		case "werfbundle":
+			args = append(args,
+				"--werfbundle-webhook-bind-address="+receiverAddr,
+				"--werfbundle-webhook-secret-file="+secretFile,
+			)
+		}
+		runOperator(t, bin, args)
+	}
+
+	for name, probe := range probes {
+		testenv.Eventually(ctx, t, name+" is ready", func() (bool, error) {
+			return httpStatus("http://"+probe+"/readyz") == http.StatusOK, nil
+		})
+		lease := name + ".slipway.dev"
+		testenv.Eventually(ctx, t, name+" holds its own Lease "+lease+" in the release namespace", func() (bool, error) {
+			var l coordinationv1.Lease
+			if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: lease}, &l); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			return ptr.Deref(l.Spec.HolderIdentity, "") != "", nil
+		})
+	}
 	// The webhook certificate was written where the chart's RBAC allows and mounts.
 	if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: "slipway-webhook-cert"}, &corev1.Secret{}); err != nil {
 		t.Errorf("webhook certificate Secret: %v", err)
 	}
-	// The receiver is on (every replica serves it) and takes a push.
+	// The receiver is on (every replica of the WerfBundle Deployment serves it) and takes a push.
 	testenv.Eventually(ctx, t, "the receiver accepts a push", func() (bool, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+receiverAddr+"/hook",
 			bytes.NewReader([]byte(`{"repository": "registry.example.com/app", "tag": "1.0.0"}`)))
@@ -167,8 +208,9 @@ func TestChart_InstallsIntoFullControlPlane(t *testing.T) {
 		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusAccepted, nil
 	})
-	// The WerfBundle controller works with the chart's RBAC: it reads the bundle and writes its
-	// status (the registry does not exist: the bundle retries, with conditions that say why).
+	// The WerfBundle controller works with the RBAC the chart bound to its ServiceAccount: it
+	// reads the bundle and writes its status (the registry does not exist: the bundle retries,
+	// with conditions that say why).
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}
 	if err := c.Create(ctx, ns); err != nil {
 		t.Fatal(err)
@@ -189,7 +231,7 @@ func TestChart_InstallsIntoFullControlPlane(t *testing.T) {
 	up.Namespace = releaseNS
 	up.ServerSideApply = "true"
 	up.WaitStrategy = kube.HookOnlyStrategy
-	if _, err := up.RunWithContext(ctx, releaseName, ch, parseValues(t, "controllers: [werfbundle, webapp]\nreplicas: 1\nreceiver: {enabled: true}\n")); err != nil {
+	if _, err := up.RunWithContext(ctx, releaseName, ch, parseValues(t, values)); err != nil {
 		t.Fatal(err)
 	}
 	var m admissionregistrationv1.MutatingWebhookConfiguration
@@ -206,9 +248,12 @@ func TestChart_InstallsIntoFullControlPlane(t *testing.T) {
 	}
 }
 
-// TestChart_UpgradeKeepsCustomResources installs the chart, creates a WebApp and a WerfBundle,
-// upgrades to a bumped chart version with other values and checks that the custom resources and
-// the CRDs are untouched (same uid, resourceVersion and spec) while the release moved.
+// TestChart_UpgradeKeepsCustomResources installs the chart in its single-Deployment form (the
+// former default), creates a WebApp and a WerfBundle, upgrades to a bumped chart version in the
+// default form of one Deployment per controller, and checks that the custom resources and the
+// CRDs are untouched (same uid, resourceVersion and spec) while the release moved: the single
+// Deployment and its ServiceAccount are gone, each controller has its own, and the common
+// bindings name the new ServiceAccounts.
 func TestChart_UpgradeKeepsCustomResources(t *testing.T) {
 	env := testenv.New(t, testenv.Light)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -216,7 +261,10 @@ func TestChart_UpgradeKeepsCustomResources(t *testing.T) {
 	c := env.Client
 	createReleaseNamespace(ctx, t, c)
 	// No WebApp controller, hence no admission webhook to serve while the WebApp is created.
-	install(ctx, t, env, "controllers: [werfbundle, catalyst]\n")
+	install(ctx, t, env, "singleDeployment: true\ncontrollers: [werfbundle, catalyst]\n")
+	if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: "slipway-operator"}, &appsv1.Deployment{}); err != nil {
+		t.Fatalf("the single Deployment: %v", err)
+	}
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}
 	if err := c.Create(ctx, ns); err != nil {
@@ -252,12 +300,34 @@ func TestChart_UpgradeKeepsCustomResources(t *testing.T) {
 	if rel.Version != 2 || rel.Chart.Metadata.Version != "0.2.0" || rel.Info.Status != "deployed" {
 		t.Fatalf("release after the upgrade: revision %d, chart %s, %s", rel.Version, rel.Chart.Metadata.Version, rel.Info.Status)
 	}
-	var d appsv1.Deployment
-	if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: "slipway-operator"}, &d); err != nil {
+	for _, name := range []string{"slipway-werfbundle", "slipway-catalyst"} {
+		var d appsv1.Deployment
+		if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: name}, &d); err != nil {
+			t.Fatal(err)
+		}
+		if *d.Spec.Replicas != 2 || d.Labels["helm.sh/chart"] != "slipway-0.2.0" || d.Spec.Template.Spec.ServiceAccountName != name {
+			t.Errorf("Deployment %s after the upgrade: %d replicas, chart label %s, ServiceAccount %s", name, *d.Spec.Replicas,
+				d.Labels["helm.sh/chart"], d.Spec.Template.Spec.ServiceAccountName)
+		}
+	}
+	for _, o := range []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: releaseNS, Name: "slipway-operator"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: releaseNS, Name: "slipway-operator"}},
+	} {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
+			t.Errorf("%T slipway-operator after the upgrade: %v, want it removed", o, err)
+		}
+	}
+	var common rbacv1.ClusterRoleBinding
+	if err := c.Get(ctx, client.ObjectKey{Name: "slipway-common"}, &common); err != nil {
 		t.Fatal(err)
 	}
-	if *d.Spec.Replicas != 2 || d.Labels["helm.sh/chart"] != "slipway-0.2.0" {
-		t.Errorf("Deployment after the upgrade: %d replicas, chart label %s", *d.Spec.Replicas, d.Labels["helm.sh/chart"])
+	var subjects []string
+	for _, s := range common.Subjects {
+		subjects = append(subjects, s.Name)
+	}
+	if want := []string{"slipway-werfbundle", "slipway-catalyst"}; !slices.Equal(subjects, want) {
+		t.Errorf("ClusterRoleBinding slipway-common binds %v after the upgrade, want %v", subjects, want)
 	}
 
 	gotApp := &webappv1.WebApp{}

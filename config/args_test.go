@@ -11,14 +11,16 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/slipway-dev/slipway/config"
 	"github.com/slipway-dev/slipway/internal/operator/command"
 )
 
-// TestKustomize_ArgsAreFlagsTheOperatorAccepts builds config/default (the manager, its receiver
-// and everything else `kubectl apply -k config/default` installs) and parses the operator
-// container's arguments with the operator's own flag set (internal/operator/command, as
+// TestKustomize_ArgsAreFlagsTheOperatorAccepts builds config/default (the Deployments, the
+// receiver and everything else `kubectl apply -k config/default` installs) and parses each
+// operator container's arguments with the operator's own flag set (internal/operator/command, as
 // cmd/operator does): an unknown flag, a value the flag refuses, or an argument that is not a
-// flag fails.
+// flag fails. There is one Deployment per controller, each running that controller alone, as its
+// own ServiceAccount, with a Lease of its own.
 func TestKustomize_ArgsAreFlagsTheOperatorAccepts(t *testing.T) {
 	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), "default")
 	if err != nil {
@@ -43,37 +45,61 @@ func TestKustomize_ArgsAreFlagsTheOperatorAccepts(t *testing.T) {
 		}
 		deployments = append(deployments, d)
 	}
-	if len(deployments) != 1 || deployments[0].Name != "slipway-operator" {
-		t.Fatalf("config/default holds %d Deployments, want the one slipway-operator", len(deployments))
+	controllers, err := config.Controllers()
+	if err != nil {
+		t.Fatal(err)
 	}
-	d := deployments[0]
-	var args []string
-	for _, a := range d.Spec.Template.Spec.Containers[0].Args {
-		args = append(args, strings.ReplaceAll(a, "$(POD_NAMESPACE)", d.Namespace))
+	if len(deployments) != len(controllers) {
+		t.Fatalf("config/default holds %d Deployments, want one per controller (%v)", len(deployments), controllers)
 	}
-	fs, flags := command.NewFlagSet("operator", flag.ContinueOnError)
-	var out bytes.Buffer
-	fs.SetOutput(&out)
-	if err := command.Parse(fs, args); err != nil {
-		t.Fatalf("the operator refuses the arguments of config/manager/manager.yaml %q: %v", args, err)
-	}
-	if _, err := flags.Options.Select(flags.Controllers); err != nil {
-		t.Errorf("--controllers: %v", err)
-	}
-	// What the manifests' comments and builds.yaml promise.
-	for name, want := range map[string]string{
-		"namespace":                       "slipway-system",
-		"catalyst-build-namespace":        "slipway-builds",
-		"werfbundle-webhook-bind-address": "",
-		"webhook-cert-dir":                "/tmp/k8s-webhook-server/serving-certs",
-	} {
-		if got := fs.Lookup(name).Value.String(); got != want {
-			t.Errorf("--%s = %q, want %q", name, got, want)
+	leases := map[string]bool{}
+	for _, d := range deployments {
+		system := strings.TrimPrefix(d.Name, "slipway-")
+		var args []string
+		for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+			args = append(args, strings.ReplaceAll(a, "$(POD_NAMESPACE)", d.Namespace))
 		}
-	}
-	for _, name := range []string{"namespace", "catalyst-build-namespace"} {
-		if ns := fs.Lookup(name).Value.String(); !namespaces[ns] {
-			t.Errorf("--%s=%s names a namespace config/default does not create", name, ns)
+		fs, flags := command.NewFlagSet("operator", flag.ContinueOnError)
+		var out bytes.Buffer
+		fs.SetOutput(&out)
+		if err := command.Parse(fs, args); err != nil {
+			t.Fatalf("the operator refuses the arguments of %s %q: %v", d.Name, args, err)
+		}
+		selected, err := flags.Options.Select(flags.Controllers)
+		if err != nil {
+			t.Errorf("%s: --controllers: %v", d.Name, err)
+		}
+		if len(selected) != 1 || selected[0].Name != system {
+			t.Errorf("%s runs %v, want %s alone", d.Name, flags.Options.Controllers, system)
+		}
+		if sa := d.Spec.Template.Spec.ServiceAccountName; sa != d.Name {
+			t.Errorf("%s runs as %s, want its own ServiceAccount %s", d.Name, sa, d.Name)
+		}
+		lease := fs.Lookup("leader-election-id").Value.String()
+		if leases[lease] {
+			t.Errorf("%s: Lease %s is another Deployment's", d.Name, lease)
+		}
+		leases[lease] = true
+		// What the manifests' comments and builds.yaml promise.
+		want := map[string]string{"namespace": "slipway-system", "leader-election-id": d.Name + ".slipway.dev"}
+		switch system {
+		case "catalyst":
+			want["catalyst-build-namespace"] = "slipway-builds"
+		case "werfbundle":
+			want["werfbundle-webhook-bind-address"] = ""
+			want["werfbundle-webhook-secret-file"] = "/etc/slipway/receiver/secret"
+		case "webapp":
+			want["webhook-cert-dir"] = "/tmp/k8s-webhook-server/serving-certs"
+		}
+		for name, want := range want {
+			if got := fs.Lookup(name).Value.String(); got != want {
+				t.Errorf("%s: --%s = %q, want %q", d.Name, name, got, want)
+			}
+		}
+		for _, name := range []string{"namespace", "catalyst-build-namespace"} {
+			if ns := fs.Lookup(name).Value.String(); !namespaces[ns] {
+				t.Errorf("%s: --%s=%s names a namespace config/default does not create", d.Name, name, ns)
+			}
 		}
 	}
 }

@@ -25,7 +25,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
-//go:embed crd/bases/*.yaml rbac/*/role.yaml manager/*.yaml webhook/manifests.yaml samples
+//go:embed crd/bases/*.yaml rbac/*/role.yaml rbac/*/*/role.yaml manager/*.yaml manager/*/*.yaml webhook/manifests.yaml samples
 var files embed.FS
 
 // CRDs returns every CustomResourceDefinition under crd/bases.
@@ -107,12 +107,60 @@ func Roles(controllers ...string) ([]*rbacv1.ClusterRole, []*rbacv1.Role, error)
 	return clusterRoles, roles, nil
 }
 
-// Namespaces returns the Namespaces the install creates (manager/*.yaml), with their labels:
-// the operator's own, labelled for Pod Security, and any other the controllers work in.
-func Namespaces() ([]*corev1.Namespace, error) {
-	names, err := fs.Glob(files, "manager/*.yaml")
+// UnboundRoles returns the ClusterRoles shipped with the given controllers (all when none is
+// given) that no operator identity is bound to: rbac/<controller>/<name>/role.yaml. A controller
+// binds them itself where it needs them; Catalyst binds slipway-catalyst-deployer (rbac/catalyst/
+// deployer) to the deployer ServiceAccount of each environment namespace, through a RoleBinding
+// there. An install ships them beside the controllers' roles and binds them to nobody.
+func UnboundRoles(controllers ...string) ([]*rbacv1.ClusterRole, error) {
+	all, err := Controllers()
 	if err != nil {
 		return nil, err
+	}
+	if len(controllers) == 0 {
+		controllers = all
+	}
+	var out []*rbacv1.ClusterRole
+	seen := map[string]bool{}
+	for _, c := range controllers {
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		if !slices.Contains(all, c) {
+			return nil, fmt.Errorf("no generated role for controller %q; controllers: %s", c, strings.Join(all, ", "))
+		}
+		names, err := fs.Glob(files, "rbac/"+c+"/*/role.yaml")
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range names {
+			docs, err := decodeAll[rbacv1.ClusterRole](name)
+			if err != nil {
+				return nil, err
+			}
+			for _, d := range docs {
+				if d.Kind != "ClusterRole" {
+					return nil, fmt.Errorf("%s: unexpected %s (only ClusterRoles are shipped unbound)", name, d.Kind)
+				}
+				out = append(out, d)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Namespaces returns the Namespaces the install creates (manager/*.yaml and each system's
+// manager/<controller>/*.yaml), with their labels: the operator's own, labelled for Pod Security,
+// and any other the controllers work in (Catalyst's build namespace).
+func Namespaces() ([]*corev1.Namespace, error) {
+	var names []string
+	for _, pattern := range []string{"manager/*.yaml", "manager/*/*.yaml"} {
+		found, err := fs.Glob(files, pattern)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, found...)
 	}
 	var out []*corev1.Namespace
 	for _, name := range names {

@@ -73,8 +73,53 @@ func TestRoles_CommonPlusTheChosenControllers(t *testing.T) {
 			}
 		}
 	}
+	if _, _, err := Roles("deployer"); err == nil {
+		t.Error("Roles(deployer): want an error, deployer is no controller")
+	}
 	if _, _, err := Roles("nope"); err == nil {
 		t.Error("Roles(nope): want an error naming the unknown controller")
+	}
+}
+
+// TestRoles_UnboundRolesAreNotControllers: the ClusterRoles a controller ships unbound
+// (rbac/<controller>/<name>/role.yaml) come with that controller only, and make no controller of
+// their own.
+func TestRoles_UnboundRolesAreNotControllers(t *testing.T) {
+	for _, tc := range []struct {
+		controllers []string
+		want        []string
+	}{
+		{nil, []string{"slipway-catalyst-deployer"}},
+		{[]string{"catalyst", "catalyst"}, []string{"slipway-catalyst-deployer"}},
+		{[]string{"werfbundle", "webapp"}, nil},
+	} {
+		roles, err := UnboundRoles(tc.controllers...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range roles {
+			got = append(got, r.Name)
+			if len(r.Rules) == 0 {
+				t.Errorf("%s: no rules", r.Name)
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("UnboundRoles(%v) = %v, want %v", tc.controllers, got, tc.want)
+		}
+	}
+	// Roles of the bound kind never include them.
+	cluster, _, err := Roles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range cluster {
+		if r.Name == "slipway-catalyst-deployer" {
+			t.Error("Roles() returns slipway-catalyst-deployer, which no operator is bound to")
+		}
+	}
+	if _, err := UnboundRoles("deployer"); err == nil {
+		t.Error("UnboundRoles(deployer): want an error, deployer is no controller")
 	}
 }
 
@@ -89,5 +134,13 @@ func TestNamespaces_OperatorNamespaceIsRestricted(t *testing.T) {
 	}
 	if got := nss[i].Labels["pod-security.kubernetes.io/enforce"]; got != "restricted" {
 		t.Errorf("slipway-system: want pod-security enforce=restricted, got %q", got)
+	}
+	// Catalyst's build namespace comes with its Deployment (manager/catalyst).
+	i = slices.IndexFunc(nss, func(ns *corev1.Namespace) bool { return ns.Name == "slipway-builds" })
+	if i < 0 {
+		t.Fatalf("no slipway-builds Namespace in manager/*/*.yaml: %v", nss)
+	}
+	if got := nss[i].Labels["pod-security.kubernetes.io/enforce"]; got != "baseline" {
+		t.Errorf("slipway-builds: want pod-security enforce=baseline, got %q", got)
 	}
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/slipway-dev/slipway/internal/controlplane"
@@ -39,9 +42,9 @@ func deny(verb, group, resource, ns string) access {
 }
 
 // TestRBAC_OperatorHoldsOnlyTheRolesOfItsControllers installs the generated RBAC for one set of
-// controllers after another on one control plane and asks the API server's authorizer what the
-// operator's user may do: what each controller needs, and nothing of the other controllers'
-// rules. Before the roles were split, one ClusterRole gave every install every rule (an operator
+// controllers after another on one control plane (InstallOperatorIdentity, the test harness's
+// single identity) and asks the API server's authorizer what the operator's user may do: what each
+// controller needs, and nothing of the other controllers' rules. Before the roles were split, one ClusterRole gave every install every rule (an operator
 // running only WebApp could read every Secret and create Jobs in every namespace).
 func TestRBAC_OperatorHoldsOnlyTheRolesOfItsControllers(t *testing.T) {
 	env := testenv.New(t, testenv.Light)
@@ -49,16 +52,18 @@ func TestRBAC_OperatorHoldsOnlyTheRolesOfItsControllers(t *testing.T) {
 	defer cancel()
 	const ns, sys = "team-a", controlplane.OperatorNamespace
 
-	// Whatever the controllers: leader election, Events and the webhook certificate, in the
-	// operator's namespace only.
+	// Whatever the controllers: leader election in the operator's namespace only, Events, metrics
+	// authorization.
 	common := []access{
 		allow("update", "coordination.k8s.io", "leases", sys),
 		deny("delete", "coordination.k8s.io", "leases", sys),
 		deny("update", "coordination.k8s.io", "leases", "kube-system"),
 		allow("create", "", "events", ns),
-		{verb: "update", resource: "secrets", namespace: sys, name: "slipway-webhook-cert", allowed: true},
 		allow("create", "authorization.k8s.io", "subjectaccessreviews", ""),
 	}
+	// The webhook certificate and configurations are WebApp's, the one system with webhooks.
+	webhookConfig := access{verb: "patch", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations",
+		name: "slipway-mutating-webhook-configuration"}
 	for _, tc := range []struct {
 		controllers []string
 		want        []access
@@ -68,6 +73,8 @@ func TestRBAC_OperatorHoldsOnlyTheRolesOfItsControllers(t *testing.T) {
 			allow("create", "apps", "deployments", ns),
 			allow("patch", "apps", "deployments", ns),
 			allow("patch", "webapp.slipway.dev", "webapps/status", ns),
+			{verb: "update", resource: "secrets", namespace: sys, name: "slipway-webhook-cert", allowed: true},
+			{verb: webhookConfig.verb, group: webhookConfig.group, resource: webhookConfig.resource, name: webhookConfig.name, allowed: true},
 			// Server-side apply and merge patches: no update, no delete.
 			deny("update", "apps", "deployments", ns),
 			deny("update", "", "services", ns),
@@ -97,6 +104,7 @@ func TestRBAC_OperatorHoldsOnlyTheRolesOfItsControllers(t *testing.T) {
 			deny("create", "networking.k8s.io", "ingresses", ns),
 			deny("patch", "webapp.slipway.dev", "webapps/status", ns),
 			deny("list", "catalyst.catalyst.dev", "projects", ""),
+			webhookConfig,
 		},
 	}, {
 		controllers: []string{"catalyst"},
@@ -106,6 +114,15 @@ func TestRBAC_OperatorHoldsOnlyTheRolesOfItsControllers(t *testing.T) {
 			deny("update", "werf.io", "werfbundles/status", ns),
 			deny("patch", "webapp.slipway.dev", "webapps/status", ns),
 			deny("get", "werf.io", "werfbundles", ns),
+			webhookConfig,
+			// What an environment deploys is deployed as its own ServiceAccount, bound to
+			// slipway-catalyst-deployer; the operator may bind that one role and impersonate that
+			// one name.
+			deny("create", "apps", "deployments", ns),
+			{verb: "impersonate", resource: "serviceaccounts", namespace: ns, name: "catalyst-deployer", allowed: true},
+			{verb: "impersonate", resource: "serviceaccounts", namespace: ns, name: "default"},
+			{verb: "bind", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "slipway-catalyst-deployer", allowed: true},
+			{verb: "bind", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "cluster-admin"},
 		},
 	}, {
 		controllers: nil, // all of them, as --controllers' default
@@ -119,6 +136,16 @@ func TestRBAC_OperatorHoldsOnlyTheRolesOfItsControllers(t *testing.T) {
 		t.Run(fmt.Sprint(tc.controllers), func(t *testing.T) {
 			if _, err := env.InstallOperatorIdentity(ctx, filepath.Join(t.TempDir(), "operator.kubeconfig"), tc.controllers...); err != nil {
 				t.Fatal(err)
+			}
+			// Catalyst's deployer ClusterRole is installed with it, bound to nobody.
+			if len(tc.controllers) == 0 || slices.Contains(tc.controllers, "catalyst") {
+				var role rbacv1.ClusterRole
+				if err := env.Client.Get(ctx, client.ObjectKey{Name: "slipway-catalyst-deployer"}, &role); err != nil || len(role.Rules) == 0 {
+					t.Errorf("ClusterRole slipway-catalyst-deployer: %v, %d rules", err, len(role.Rules))
+				}
+				if err := env.Client.Get(ctx, client.ObjectKey{Name: "slipway-catalyst-deployer"}, &rbacv1.ClusterRoleBinding{}); !apierrors.IsNotFound(err) {
+					t.Errorf("a ClusterRoleBinding slipway-catalyst-deployer: %v, want none", err)
+				}
 			}
 			for _, a := range append(append([]access{}, common...), tc.want...) {
 				if got := allowed(ctx, t, env.Client, a); got != a.allowed {

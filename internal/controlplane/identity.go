@@ -29,7 +29,14 @@ const (
 //     the shipped namespace would refuse is refused in tests and in dev too;
 //   - the generated roles of the given controllers (all when none is given, as for
 //     --controllers) and the common role, bound to the operator's user; the bindings of the other
-//     controllers' roles are removed, so the user holds exactly those roles.
+//     controllers' roles are removed, so the user holds exactly those roles;
+//   - the ClusterRoles those controllers ship unbound (config.UnboundRoles: Catalyst's
+//     slipway-catalyst-deployer), bound to nobody: the controller binds them itself where it needs
+//     them, as in a cluster.
+//
+// The user is that of the single-Deployment form (one operator running the given controllers);
+// the default install runs one Deployment per controller, each as its own ServiceAccount holding
+// the common role and its controller's (docs/operator.md, Identities).
 //
 // An operator run with the kubeconfig has exactly the permissions the manifests grant, so a
 // missing RBAC marker fails in dev and in tests as it would in a cluster. Roles are updated to the
@@ -40,6 +47,10 @@ func (cp *ControlPlane) InstallOperatorIdentity(ctx context.Context, path string
 		return "", err
 	}
 	clusterRoles, roles, err := config.Roles(controllers...)
+	if err != nil {
+		return "", err
+	}
+	unbound, err := config.UnboundRoles(controllers...)
 	if err != nil {
 		return "", err
 	}
@@ -88,6 +99,12 @@ func (cp *ControlPlane) InstallOperatorIdentity(ctx context.Context, path string
 			binding.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: want.Name}
 			binding.Subjects = subjects
 		}); err != nil {
+			return "", err
+		}
+	}
+	for _, want := range unbound {
+		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: want.Name}}
+		if err := apply(ctx, cp.Client, role, func() { role.Rules = want.Rules }); err != nil {
 			return "", err
 		}
 	}

@@ -43,6 +43,9 @@ const (
 //     none; the operator's webhooks stay served by the host-run operator, outside the release.
 //   - catalyst.buildNamespace.create false: make dev has created slipway-builds already.
 //   - replicas 1: one simulated pod is enough to check.
+//   - singleDeployment: make dev runs one operator process with every controller under one
+//     identity (ServiceAccount slipway-operator), the chart's single-Deployment form; its default
+//     form gives each controller a Deployment and ServiceAccount of its own.
 //
 // The pods part checks the release's pods (Running, Ready, restarts, CrashLoopBackOff) as kwok
 // reports them; their resource usage is not checked, since no metrics.k8s.io is served (there is
@@ -50,9 +53,10 @@ const (
 // resources, which the operator on the host reconciles.
 func sampleDeploymentValues() map[string]any {
 	return map[string]any{
-		"controllers": []any{"werfbundle", "catalyst"},
-		"replicas":    1,
-		"catalyst":    map[string]any{"buildNamespace": map[string]any{"create": false}},
+		"controllers":      []any{"werfbundle", "catalyst"},
+		"singleDeployment": true,
+		"replicas":         1,
+		"catalyst":         map[string]any{"buildNamespace": map[string]any{"create": false}},
 	}
 }
 

@@ -6,16 +6,46 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
-{{/* Labels that select the operator pods. */}}
+{{/* Labels that select the pods of one Deployment: include "slipway.selectorLabels" (list . "slipway-webapp"). */}}
 {{- define "slipway.selectorLabels" -}}
-app.kubernetes.io/name: slipway-operator
-app.kubernetes.io/instance: {{ .Release.Name }}
+{{- $root := index . 0 -}}
+app.kubernetes.io/name: {{ index . 1 }}
+app.kubernetes.io/instance: {{ $root.Release.Name }}
 {{- end -}}
 
 {{/* Whether the controller named by the argument runs: include "slipway.enabled" (list . "webapp"). */}}
 {{- define "slipway.enabled" -}}
 {{- $root := index . 0 -}}
 {{- if has (index . 1) $root.Values.controllers -}}true{{- end -}}
+{{- end -}}
+
+{{/*
+The operator's Deployments, a YAML list (include "slipway.deployments" . | fromYamlArray) of
+{name, serviceAccount, controllers}. By default one per controller in .Values.controllers, named
+slipway-<controller>, with a ServiceAccount of the same name bound to the common roles and that
+controller's alone, and a Lease and metrics Service of its own. With singleDeployment, one
+Deployment slipway-operator runs every controller under .Values.serviceAccount.name.
+*/}}
+{{- define "slipway.deployments" -}}
+{{- if .Values.singleDeployment }}
+- name: slipway-operator
+  serviceAccount: {{ .Values.serviceAccount.name }}
+  controllers: {{ toJson .Values.controllers }}
+{{- else }}
+{{- range .Values.controllers }}
+- name: slipway-{{ . }}
+  serviceAccount: slipway-{{ . }}
+  controllers: [{{ . }}]
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The name of the Deployment that runs a controller: include "slipway.deploymentOf" (list . "webapp"). */}}
+{{- define "slipway.deploymentOf" -}}
+{{- $root := index . 0 -}}
+{{- range $d := include "slipway.deployments" $root | fromYamlArray }}
+{{- if has (index $ 1) $d.controllers }}{{ $d.name }}{{ end }}
+{{- end }}
 {{- end -}}
 
 {{/*
@@ -48,11 +78,21 @@ name; a webhook's Service reference to the release namespace.
 {{- end }}
 {{- end -}}
 
-{{/* Subjects of the operator's bindings. */}}
+{{/*
+Subjects of the bindings of a role (files/rbac/<name>): include "slipway.subjects" (list . "webapp").
+The ServiceAccount of every Deployment for the common role, that of the Deployment running the
+controller for a controller's role.
+*/}}
 {{- define "slipway.subjects" -}}
+{{- $root := index . 0 -}}
+{{- $role := index . 1 -}}
+{{- range $d := include "slipway.deployments" $root | fromYamlArray }}
+{{- if or (eq $role "common") (has $role $d.controllers) }}
 - kind: ServiceAccount
-  name: {{ .Values.serviceAccount.name }}
-  namespace: {{ .Release.Namespace }}
+  name: {{ $d.serviceAccount }}
+  namespace: {{ $root.Release.Namespace }}
+{{- end }}
+{{- end }}
 {{- end -}}
 
 {{/*
