@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -57,7 +58,23 @@ func (n Notes) Emit(ctx context.Context, rec events.EventRecorder, obj runtime.O
 		}
 		log.Info(e.Message, "operation", e.Reason, "eventType", typ)
 		if rec != nil && (e.Phase || !phaseChanged) {
-			rec.Eventf(obj, nil, typ, e.Reason, action, "%s", e.Message)
+			rec.Eventf(obj, nil, typ, e.Reason, action, "%s", eventNote(e.Message))
 		}
 	}
+}
+
+// maxEventNote is the API server's bound on an Event's note (events.k8s.io/v1).
+const maxEventNote = 1024
+
+// eventNote is message cut to what an Event may hold, at a character boundary; the log line
+// keeps all of it.
+func eventNote(message string) string {
+	if len(message) <= maxEventNote {
+		return message
+	}
+	cut := maxEventNote - len("…")
+	for cut > 0 && !utf8.RuneStart(message[cut]) {
+		cut--
+	}
+	return message[:cut] + "…"
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
@@ -24,19 +25,25 @@ type (
 )
 
 // reservedObjects are the objects the controller keeps in an environment namespace besides its
-// guard rails: the Ingress and the Secrets copied from the Project. A deployment that brings one
+// guard rails: the Ingress, the deployer's ServiceAccount and RoleBinding, and the Secrets copied
+// from the Project. A deployment that brings one
 // of them is refused, so the two never fight over it.
 func reservedObjects(project *catalystv1alpha1.Project) []deploy.Reserved {
-	out := []deploy.Reserved{{GroupKind: schema.GroupKind{Group: networkingv1.GroupName, Kind: "Ingress"}, Name: IngressName}}
+	out := []deploy.Reserved{
+		{GroupKind: schema.GroupKind{Group: networkingv1.GroupName, Kind: "Ingress"}, Name: IngressName},
+		{GroupKind: schema.GroupKind{Kind: "ServiceAccount"}, Name: DeployerServiceAccount},
+		{GroupKind: schema.GroupKind{Group: rbacv1.GroupName, Kind: "RoleBinding"}, Name: DeployerRoleBinding},
+	}
 	for _, c := range secretCopies(project) {
 		out = append(out, deploy.Reserved{GroupKind: schema.GroupKind{Kind: "Secret"}, Name: c.name})
 	}
 	return out
 }
 
-// newDeployer is the deploy engine, talking to the cluster as the operator.
-func newDeployer(cfg *rest.Config) (Deployer, error) {
-	return deploy.New(cfg, deploy.Options{})
+// newDeployer is the deploy engine. The operator's own credentials serve discovery; every
+// request about an environment's objects impersonates the environment's ServiceAccount.
+func newDeployer(cfg *rest.Config, render deploy.RenderLimits) (Deployer, error) {
+	return deploy.New(cfg, deploy.Options{Render: render})
 }
 
 // deployFailure turns a Deployer error into a failure: the reason the deploy package gives it

@@ -80,6 +80,9 @@ type EnvironmentReconciler struct {
 
 	// Deployer deploys the repository at a commit into the namespace.
 	Deployer Deployer
+	// DeployerClusterRole is the ClusterRole an environment's deployer ServiceAccount is bound
+	// to when its Project names none (default DefaultDeployerClusterRole).
+	DeployerClusterRole string
 	// Logs reads a failed build's log.
 	Logs LogReader
 	// Registry makes registry clients; Limiter bounds registry operations in flight.
@@ -135,6 +138,9 @@ func (r *EnvironmentReconciler) defaults() {
 	}
 	if r.GitTimeout == 0 {
 		r.GitTimeout = DefaultGitTimeout
+	}
+	if r.DeployerClusterRole == "" {
+		r.DeployerClusterRole = DefaultDeployerClusterRole
 	}
 	if r.ResyncPeriod == 0 {
 		r.ResyncPeriod = DefaultResyncPeriod
@@ -387,6 +393,7 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.stepLimitRange,
 		r.stepNetworkPolicy,
 		r.stepSecrets,
+		r.stepDeployer,
 		r.stepBuild,
 		r.stepDeploy,
 		r.stepIngress,
@@ -479,7 +486,7 @@ func (r *EnvironmentReconciler) deleteNamespace(ctx context.Context, s *envScope
 	}
 	if ns.DeletionTimestamp.IsZero() {
 		if r.Deployer != nil {
-			if err := r.Deployer.Uninstall(ctx, name, releaseName(env)); err != nil {
+			if err := r.Deployer.Uninstall(ctx, name, DeployerServiceAccount, releaseName(env)); err != nil {
 				// Deleting the namespace removes what the uninstall left.
 				s.eventf(true, "UninstallFailed", fmt.Sprintf("Uninstalling release %s from %s failed (the namespace is deleted anyway): %v", releaseName(env), name, err))
 			}

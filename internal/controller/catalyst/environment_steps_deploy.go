@@ -72,7 +72,7 @@ func (r *EnvironmentReconciler) stepDeploy(ctx context.Context, s *envScope) err
 			s.requeue(wait)
 		}
 		s.fail(f)
-		s.eventf(true, f.reason, fmt.Sprintf("Deploy of commit %s failed", shortSHA(env.Spec.Source.CommitSHA)))
+		s.eventf(true, f.reason, fmt.Sprintf("Deploy of commit %s failed: %s", shortSHA(env.Spec.Source.CommitSHA), f.message))
 		return errStop
 	}
 	deploys.WithLabelValues("succeeded").Inc()
@@ -159,6 +159,10 @@ func (r *EnvironmentReconciler) deploy(ctx context.Context, s *envScope) (deploy
 		Env:       envVars(env),
 		Labels:    ownerLabels(env, ComponentEnvironment),
 		Reserved:  reservedObjects(project),
+		// Everything the repository renders and applies is done as the environment's own
+		// ServiceAccount, never as the operator.
+		ServiceAccount: DeployerServiceAccount,
+		Policy:         deployPolicy(project),
 	}
 	if reg := project.Spec.Registry; reg != nil {
 		req.Image = deployImage{Repository: reg.Repository, Tag: env.Spec.Source.CommitSHA}

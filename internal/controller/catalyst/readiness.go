@@ -151,10 +151,16 @@ func (r *EnvironmentReconciler) readDeployed(ctx context.Context, e inventoryEnt
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gv.WithKind(e.Kind))
-	if err := r.APIReader.Get(ctx, key, u); err != nil {
+	if gv.Group == appsv1.GroupName && e.Kind == "Deployment" {
+		return u, r.APIReader.Get(ctx, key, u)
+	}
+	// Other kinds are read as the environment's deployer, which applied them: the operator
+	// itself may not read what a deployment may hold.
+	reader, err := r.Deployer.Reader(e.Namespace, DeployerServiceAccount)
+	if err != nil {
 		return nil, err
 	}
-	return u, nil
+	return u, reader.Get(ctx, key, u)
 }
 
 // kstatusOf is kstatus's verdict on a typed object, "" when it cannot tell.

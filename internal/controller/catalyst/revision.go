@@ -9,7 +9,7 @@ import (
 )
 
 // deployRevision identifies one deploy: the commit, the image and a hash of everything else
-// that goes into it (the Project's deployment settings, the host, the environment's variables,
+// that goes into it (the Project's deployment settings and policy, the host, the environment's variables,
 // the namespace and the release). A change to any of them redeploys.
 func deployRevision(env *catalystv1alpha1.Environment, project *catalystv1alpha1.Project, ns, image, host string) string {
 	d := project.Spec.Deployment
@@ -18,6 +18,8 @@ func deployRevision(env *catalystv1alpha1.Environment, project *catalystv1alpha1
 	if d.Values != nil {
 		fmt.Fprintf(h, "values=%s\n", d.Values.Raw)
 	}
+	// What the deploy may do and hold: a Project that allows more retries a refused commit.
+	fmt.Fprintf(h, "clusterRole=%s\nallowed=%v\ndenied=%v\nclusterRoles=%q\n", d.ClusterRole, d.AllowedKinds, d.DeniedKinds, d.AllowedClusterRoles)
 	for _, e := range env.Spec.Config.EnvVars {
 		fmt.Fprintf(h, "env=%q=%q\n", e.Name, e.Value)
 	}

@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	"github.com/slipway-dev/slipway/internal/controller/catalyst/deploy"
 	"github.com/slipway-dev/slipway/internal/operator"
 	"github.com/slipway-dev/slipway/internal/registry"
 )
@@ -29,6 +30,11 @@ type Config struct {
 	ValidationInterval time.Duration
 	RegistryInFlight   int
 	CheckoutDir        string
+	DeployerRole       string
+	RenderTimeout      time.Duration
+	RenderMaxBytes     int64
+	RenderMaxMemory    int64
+	RenderConcurrency  int
 }
 
 // Controller returns the Catalyst system (Projects and Environments) for the operator binary.
@@ -48,6 +54,11 @@ func Controller() operator.Controller {
 			fs.DurationVar(&cfg.GitTimeout, "catalyst-git-timeout", DefaultGitTimeout, "bound of one git operation (resolving a branch, fetching a commit)")
 			fs.DurationVar(&cfg.ValidationInterval, "catalyst-project-validation-interval", DefaultValidationInterval, "how often a Project's branch head is checked (±10 %)")
 			fs.IntVar(&cfg.RegistryInFlight, "catalyst-registry-max-in-flight", DefaultRegistryInFlight, "registry operations in flight across all environments")
+			fs.StringVar(&cfg.DeployerRole, "catalyst-deployer-cluster-role", DefaultDeployerClusterRole, "ClusterRole an environment's own ServiceAccount is bound to in its namespace when its Project names none; the deployment is rendered and applied as that ServiceAccount, and the operator must be allowed to bind the role")
+			fs.DurationVar(&cfg.RenderTimeout, "catalyst-render-timeout", deploy.DefaultRenderTimeout, "bound of rendering one Helm chart's templates (in a child process); a longer render fails the deploy with RenderFailed")
+			fs.Int64Var(&cfg.RenderMaxBytes, "catalyst-render-max-bytes", deploy.DefaultRenderMaxBytes, "bound of one Helm chart's rendered output, every template together")
+			fs.Int64Var(&cfg.RenderMaxMemory, "catalyst-render-max-memory", deploy.DefaultRenderMaxMemory, "bound of the heap of the child process rendering one Helm chart's templates, in bytes")
+			fs.IntVar(&cfg.RenderConcurrency, "catalyst-render-concurrency", deploy.DefaultRenderConcurrency, "Helm charts rendered at once (each a child process on one CPU, at low priority)")
 			fs.StringVar(&cfg.CheckoutDir, "catalyst-checkout-dir", "", "writable directory for the temporary checkouts deployed (default: the system's temporary directory; an emptyDir in the operator's pod)")
 		},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, opts operator.Options) error {
@@ -70,26 +81,28 @@ func (cfg *Config) setup(ctx context.Context, mgr ctrl.Manager, opts operator.Op
 	if buildNS == "" {
 		return errors.New("--catalyst-build-namespace must not be empty")
 	}
-	deployer, err := newDeployer(mgr.GetConfig())
+	deployer, err := newDeployer(mgr.GetConfig(), deploy.RenderLimits{Timeout: cfg.RenderTimeout, MaxBytes: cfg.RenderMaxBytes,
+		MaxMemory: cfg.RenderMaxMemory, Concurrency: cfg.RenderConcurrency})
 	if err != nil {
 		return err
 	}
 	env := &EnvironmentReconciler{
-		Client:           mgr.GetClient(),
-		APIReader:        mgr.GetAPIReader(),
-		Recorder:         opts.EventRecorder(mgr, "catalyst-environment-controller"),
-		Deployer:         deployer,
-		Logs:             PodLogs{Clientset: cs},
-		Limiter:          registry.NewLimiter(cfg.RegistryInFlight),
-		PreviewDomain:    cfg.PreviewDomain,
-		IngressNamespace: cfg.IngressNamespace,
-		BuildNamespace:   buildNS,
-		KanikoImage:      cfg.KanikoImage,
-		BuildKitImage:    cfg.BuildKitImage,
-		PodSecurityLevel: cfg.PodSecurityLevel,
-		PublicEgress:     cfg.PublicEgress,
-		GitTimeout:       cfg.GitTimeout,
-		CheckoutDir:      cfg.CheckoutDir,
+		Client:              mgr.GetClient(),
+		APIReader:           mgr.GetAPIReader(),
+		Recorder:            opts.EventRecorder(mgr, "catalyst-environment-controller"),
+		Deployer:            deployer,
+		DeployerClusterRole: cfg.DeployerRole,
+		Logs:                PodLogs{Clientset: cs},
+		Limiter:             registry.NewLimiter(cfg.RegistryInFlight),
+		PreviewDomain:       cfg.PreviewDomain,
+		IngressNamespace:    cfg.IngressNamespace,
+		BuildNamespace:      buildNS,
+		KanikoImage:         cfg.KanikoImage,
+		BuildKitImage:       cfg.BuildKitImage,
+		PodSecurityLevel:    cfg.PodSecurityLevel,
+		PublicEgress:        cfg.PublicEgress,
+		GitTimeout:          cfg.GitTimeout,
+		CheckoutDir:         cfg.CheckoutDir,
 	}
 	if err := env.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: max(cfg.Concurrency, 1)}); err != nil {
 		return err

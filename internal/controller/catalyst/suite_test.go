@@ -34,6 +34,7 @@ import (
 	"github.com/slipway-dev/slipway/config"
 	"github.com/slipway-dev/slipway/internal/controller/catalyst"
 	"github.com/slipway-dev/slipway/internal/controller/catalyst/deploy"
+	"github.com/slipway-dev/slipway/internal/controller/webapp"
 	"github.com/slipway-dev/slipway/internal/controller/catalyst/naming"
 	"github.com/slipway-dev/slipway/internal/controlplane"
 	"github.com/slipway-dev/slipway/internal/gitsource/gittest"
@@ -146,6 +147,10 @@ type fixture struct {
 	wrap func(client.Client) client.Client
 	// podSecurityLevel is the level of environment namespaces (default: the operator's default).
 	podSecurityLevel string
+	// render bounds the rendering of charts (default: the deploy package's defaults).
+	render deploy.RenderLimits
+	// webApps runs the WebApp controller in the same manager, as an operator running both does.
+	webApps bool
 }
 
 type fixtureOption func(*fixtureConfig)
@@ -261,7 +266,7 @@ func (f *fixture) start() {
 	mgr, err := operator.NewManager(ctx, cfg, scheme.New(), mopts, []operator.Controller{{
 		Name: "catalyst",
 		Setup: func(ctx context.Context, mgr ctrl.Manager, _ operator.Options) error {
-			d, err := deploy.New(mgr.GetConfig(), deploy.Options{})
+			d, err := deploy.New(mgr.GetConfig(), deploy.Options{Render: f.render})
 			if err != nil {
 				return err
 			}
@@ -274,6 +279,12 @@ func (f *fixture) start() {
 			copts := controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: max(f.concurrency, 8)}
 			if err := envR.SetupWithManager(ctx, mgr, copts); err != nil {
 				return err
+			}
+			if f.webApps {
+				wr := &webapp.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("webapp-test")}
+				if err := wr.SetupWithManager(mgr, copts); err != nil {
+					return err
+				}
 			}
 			return projR.SetupWithManager(ctx, mgr, copts)
 		},

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"runtime/metrics"
 	"sync"
 	"syscall"
@@ -36,7 +35,6 @@ func renderChild(stdin io.Reader, stdout io.Writer) int {
 	if err := json.NewDecoder(stdin).Decode(&req); err != nil {
 		return answer(stdout, renderResponse{Error: "reading the render request: " + err.Error()})
 	}
-	debug.SetMemoryLimit(req.MaxMemory)
 	go watchHeap(req.MaxMemory, stdout)
 	files, err := renderChart(req)
 	if err != nil {
