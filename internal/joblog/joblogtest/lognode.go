@@ -7,7 +7,7 @@
 //
 //	node := joblogtest.StartLogNode(t, env, "team-a")        // logs of pods in namespace team-a
 //	node.WriteLog(t, "team-a", strings.Repeat("step\n", 5000)+"Error: it broke\n")
-//	pod.Spec.NodeName = node.Name                            // or node.Bind(&job.Spec.Template)
+//	node.Bind(&pod.Spec)                                     // spec.nodeName = node.Name
 //
 // The node carries a NoSchedule taint, so the scheduler never places other pods on it; pods get
 // there through spec.nodeName. It runs the project's kwok stages (internal/controlplane), so a pod
@@ -22,7 +22,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -71,7 +70,11 @@ func StartLogNode(tb testing.TB, env *testenv.Env, namespaces ...string) *LogNod
 	if _, err := os.Stat(kwokBin); err != nil {
 		tb.Fatalf("joblogtest: no kwok in KUBEBUILDER_ASSETS (run hack/controlplane.sh): %v", err)
 	}
-	stages, err := os.ReadFile(stagesPath())
+	path, err := stagesPath()
+	if err != nil {
+		tb.Fatalf("joblogtest: finding the project's kwok stages: %v", err)
+	}
+	stages, err := os.ReadFile(path)
 	if err != nil {
 		tb.Fatalf("joblogtest: reading the project's kwok stages: %v", err)
 	}
@@ -245,11 +248,23 @@ func CRI(log string) []byte {
 	return []byte(b.String())
 }
 
-// stagesPath is internal/controlplane/kwok-stages.yaml, found from this file's location (tests run
-// from the source tree).
-func stagesPath() string {
-	_, self, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(self), "..", "..", "controlplane", "kwok-stages.yaml")
+// stagesPath is internal/controlplane/kwok-stages.yaml of the module whose tests run (they run in
+// a directory of the module).
+func stagesPath() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "internal", "controlplane", "kwok-stages.yaml"), nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
 }
 
 // kwokProcess runs kwok, started again (up to restarts times) when it dies on its own: kwok
