@@ -2,7 +2,8 @@ package operator
 
 // The common role (slipway-common, config/rbac/common): what the operator process needs whichever
 // controllers it runs. Each controller package declares its own role (docs/operator.md, RBAC).
-// `make manifests` generates it from the markers here and in package webhookcert.
+// `make manifests` generates it from the markers here; the webhook certificate's rules (package
+// webhookcert) go to slipway-webapp, the one system that serves webhooks.
 
 // Every controller records Events on its objects.
 // +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch

@@ -12,12 +12,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
 	"github.com/slipway-dev/slipway/config"
@@ -97,6 +99,13 @@ func TestEnvironment_ExistingImageIsDeployedWithoutBuild(t *testing.T) {
 	var np networkingv1.NetworkPolicy
 	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: nsName, Name: catalyst.NetworkPolicyName}, &np); err != nil {
 		t.Fatal(err)
+	}
+	var wantPolicy networkingv1.NetworkPolicySpec
+	if err := sigsyaml.UnmarshalStrict([]byte(wantNetworkPolicy), &wantPolicy); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(np.Spec, wantPolicy) {
+		t.Errorf("NetworkPolicy spec:\n%s\nwant:\n%s", toYAML(t, np.Spec), wantNetworkPolicy)
 	}
 	var ing networkingv1.Ingress
 	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: nsName, Name: catalyst.IngressName}, &ing); err != nil {
@@ -627,4 +636,40 @@ func TestSamples_AreValid(t *testing.T) {
 	if n != 2 {
 		t.Errorf("%d Catalyst samples, want a Project and an Environment", n)
 	}
+}
+
+// wantNetworkPolicy is the whole NetworkPolicy of an environment namespace with the operator's
+// defaults (ingress controller in ingress-nginx, public egress on), written out: in from the
+// namespace itself and the ingress controller; out to the namespace itself, to DNS in kube-system
+// on UDP and TCP 53, and to public addresses only: every private, shared, link-local (the cloud
+// metadata service) and loopback range is excepted, so the API server and the cluster's other
+// services are out of reach.
+const wantNetworkPolicy = `
+podSelector: {}
+policyTypes: [Ingress, Egress]
+ingress:
+- from: [{podSelector: {}}]
+- from: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: ingress-nginx}}}]
+egress:
+- to: [{podSelector: {}}]
+- to: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: kube-system}}}]
+  ports:
+  - {protocol: UDP, port: 53}
+  - {protocol: TCP, port: 53}
+- to:
+  - ipBlock:
+      cidr: 0.0.0.0/0
+      except: [10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, 169.254.0.0/16, 127.0.0.0/8]
+  - ipBlock:
+      cidr: "::/0"
+      except: ["fc00::/7", "fe80::/10", "::1/128"]
+`
+
+func toYAML(t testing.TB, v any) string {
+	t.Helper()
+	out, err := sigsyaml.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }

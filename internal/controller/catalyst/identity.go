@@ -46,13 +46,19 @@ func (r *EnvironmentReconciler) stepDeployer(ctx context.Context, s *envScope) e
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: DeployerServiceAccount, Namespace: s.nsName, Labels: labels},
 		// Nothing of the deployment runs as it: a pod naming it gets no token unless it asks.
 		AutomountServiceAccountToken: ptr.To(false)}
-	if err := r.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+	// Read first: a reconcile with nothing to change writes nothing. (ServiceAccounts and
+	// RoleBindings are not cached: the operator may not list or watch them.)
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(sa), &corev1.ServiceAccount{})
+	if apierrors.IsNotFound(err) {
+		err = r.Create(ctx, sa)
+	}
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating ServiceAccount %s/%s: %w", s.nsName, DeployerServiceAccount, err)
 	}
 	role := r.deployerClusterRole(s.project)
 	want := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}
 	live := &rbacv1.RoleBinding{}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.nsName, Name: DeployerRoleBinding}, live)
+	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.nsName, Name: DeployerRoleBinding}, live)
 	switch {
 	case err == nil && live.RoleRef == want && len(live.Subjects) == 1:
 		return nil
