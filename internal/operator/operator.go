@@ -207,8 +207,8 @@ func NewManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 		return nil, err
 	}
 	opts.eventLimiter = newEventLimiter(opts.EventQPS, opts.EventBurst)
-	// The controllers are set up on a manager that lets their running reconciles finish on
-	// shutdown (finishingManager).
+	// The controllers (the systems' and the webhook certificate's) are set up on a manager that
+	// lets their running reconciles finish on shutdown (finishingManager).
 	setupMgr := finishingManager{Manager: mgr, grace: opts.GracefulShutdownTimeout}
 	var errs []error
 	for _, c := range selected {
@@ -219,7 +219,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if err := setupWebhookServing(mgr, webhookServer, opts); err != nil {
+	if err := setupWebhookServing(setupMgr, webhookServer, opts); err != nil {
 		return nil, err
 	}
 	ctrl.Log.WithName("setup").Info("Configured controllers", "controllers", controllerNames(selected))
