@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/rest"
 
+	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/controller/catalyst/deploy"
 	"github.com/slipway-dev/slipway/internal/gitsource"
 	"github.com/slipway-dev/slipway/internal/gitsource/gittest"
@@ -26,6 +27,21 @@ import (
 //
 //	make bench BENCH=BenchmarkDeploy_Manifest TEST_PKGS=./internal/controller/catalyst/deploy/...
 func BenchmarkDeploy_Manifest(b *testing.B) {
+	benchDeploy(b, manifestType, "deploy", gittest.Merge(gittest.Manifests("deploy"), gittest.Files{
+		"deploy/configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-settings}\ndata: {color: blue}\n"),
+	}))
+}
+
+// BenchmarkDeploy_Helm is BenchmarkDeploy_Manifest for the sample Helm chart (a Deployment and a
+// Service): each deploy renders the chart's templates in a renderer process (its start included)
+// and installs or upgrades the release as the environment's ServiceAccount.
+//
+//	make bench BENCH=BenchmarkDeploy_Helm TEST_PKGS=./internal/controller/catalyst/deploy/...
+func BenchmarkDeploy_Helm(b *testing.B) {
+	benchDeploy(b, helmType, "charts/app", gittest.HelmChart("charts/app", "app"))
+}
+
+func benchDeploy(b *testing.B, typ catalystv1alpha1.DeploymentType, dir string, files gittest.Files) {
 	needEnv(b)
 	const n = 20
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -33,9 +49,7 @@ func BenchmarkDeploy_Manifest(b *testing.B) {
 
 	srv := gittest.NewServer(b)
 	repo := srv.NewRepository(b, "app")
-	sha, err := repo.Commit("app", gittest.Merge(gittest.Manifests("deploy"), gittest.Files{
-		"deploy/configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-settings}\ndata: {color: blue}\n"),
-	}))
+	sha, err := repo.Commit("app", files)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,7 +77,7 @@ func BenchmarkDeploy_Manifest(b *testing.B) {
 	}
 	request := func(ns, tag string) deploy.Request {
 		return deploy.Request{
-			Namespace: ns, Release: "pr-1", Type: manifestType, Source: src, Path: "deploy", ServiceAccount: deployerSA,
+			Namespace: ns, Release: "pr-1", Type: typ, Source: src, Path: dir, ServiceAccount: deployerSA,
 			Image: deploy.Image{Repository: "registry.example.dev/org/app", Tag: tag},
 			Host:  "pr-1.preview.example.dev", Env: testEnv,
 			Labels: map[string]string{"catalyst.dev/environment": "pr-1"},

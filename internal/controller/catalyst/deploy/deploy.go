@@ -215,6 +215,8 @@ type Engine struct {
 	helm      *helmKit
 	renders   chan struct{}
 	caps      *capabilities
+	// validators are shared by every identity (see impersonating).
+	validators *validators
 	// user is the impersonated user of an Engine made by impersonating, "" for New's.
 	user string
 }
@@ -265,6 +267,7 @@ func newEngine(cfg *rest.Config, httpClient *http.Client, opts Options) (*Engine
 	e := &Engine{opts: opts, config: cfg, client: c, mapper: mapper, clientset: clientset,
 		discovery: memory.NewMemCacheClient(dc), renders: make(chan struct{}, opts.Render.Concurrency)}
 	e.helm = newHelmKit(cfg, e.discovery, mapper)
+	e.validators = &validators{factory: e.helm.factory}
 	e.caps = &capabilities{discovery: e.discovery}
 	return e, nil
 }

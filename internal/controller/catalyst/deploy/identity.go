@@ -7,10 +7,12 @@ import (
 
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/kube"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/kubectl/pkg/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -37,7 +39,45 @@ func (e *Engine) impersonating(namespace, sa string) (*Engine, error) {
 	as := *e
 	as.config, as.client, as.clientset, as.user = cfg, c, cs, cfg.Impersonate.UserName
 	as.helm = newHelmKit(cfg, e.discovery, e.mapper)
+	// The OpenAPI schema Helm validates objects with is the same for every identity: one
+	// validator for the Engine, made once, rather than one per deploy (each parses the schema).
+	as.helm.factory = sharedValidator{Factory: as.helm.factory, validators: e.validators}
 	return &as, nil
+}
+
+// sharedValidator is a Helm factory whose schema validators come from validators.
+type sharedValidator struct {
+	kube.Factory
+	validators *validators
+}
+
+func (f sharedValidator) Validator(directive string) (validation.Schema, error) {
+	return f.validators.get(directive)
+}
+
+// validators are the schema validators of the Engine's own Helm factory, one per validation
+// directive, made on first use. They are safe for concurrent use (kubectl's caching verifier).
+type validators struct {
+	factory kube.Factory
+	mu      sync.Mutex
+	made    map[string]validation.Schema
+}
+
+func (v *validators) get(directive string) (validation.Schema, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if s, ok := v.made[directive]; ok {
+		return s, nil
+	}
+	s, err := v.factory.Validator(directive)
+	if err != nil {
+		return nil, err
+	}
+	if v.made == nil {
+		v.made = map[string]validation.Schema{}
+	}
+	v.made[directive] = s
+	return s, nil
 }
 
 // capsTTL is how long the cluster's capabilities (version, API versions) are reused before
