@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/slipway-dev/slipway/internal/devenv"
+	"github.com/slipway-dev/slipway/internal/procid"
 )
 
 func main() {
@@ -108,14 +109,10 @@ func usage() {
 func serve(opts devenv.Options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	pid := filepath.Join(opts.Dir, "devenv.pid")
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+	if err := writePidFile(opts.Dir); err != nil {
 		return err
 	}
-	if err := os.WriteFile(pid, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		return err
-	}
-	defer os.Remove(pid)
+	defer os.Remove(filepath.Join(opts.Dir, pidFile))
 	env, err := devenv.Start(ctx, opts)
 	if err != nil {
 		return err
@@ -160,6 +157,18 @@ func supervise(opts devenv.Options) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
+	// Opened before the Wait below reaps serve, so it names serve: what is left of its group is
+	// killed through it once serve has gone, never a group that took the number since.
+	id, err := procid.Of(cmd.Process.Pid)
+	var p *procid.Process
+	if err == nil {
+		p, err = procid.Open(id)
+	}
+	if err != nil {
+		_ = cmd.Process.Kill()
+		return errors.Join(err, cmd.Wait())
+	}
+	defer p.Close()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	for {
@@ -167,8 +176,7 @@ func supervise(opts devenv.Options) error {
 		case <-sig:
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 		case err := <-done:
-			killGroup(cmd.Process.Pid)
-			return err
+			return errors.Join(err, killGroup(p))
 		}
 	}
 }
@@ -229,56 +237,109 @@ func readyBanner(log string) string {
 	return log
 }
 
-// down stops the environment started by up and makes sure its process group is gone.
-func down(opts devenv.Options) error {
-	pid, err := readPid(opts)
+// pidFile in the state directory holds the identity of the running serve process (procid's
+// "PID START-TIME BOOT-ID"), not its bare PID: after a crash the file stays behind and its PID may
+// belong to any process, which down must not signal.
+const pidFile = "devenv.pid"
+
+// writePidFile records this process's identity in dir.
+func writePidFile(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	id, err := procid.Self()
 	if err != nil {
-		fmt.Println("==> Nothing to stop")
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, pidFile), []byte(id.String()+"\n"), 0o644)
+}
+
+// running returns a handle on the serve process the pid file names, or nil when none runs. A pid
+// file that names no live serve (left by a crash, its PID perhaps another process's now) or no
+// identity at all is reported and removed; nothing is signalled.
+func running(opts devenv.Options) (*procid.Process, error) {
+	path := filepath.Join(opts.Dir, pidFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	id, err := procid.Parse(string(data))
+	if err != nil {
+		fmt.Fprintf(opts.Out, "==> Removed %s, which does not identify a process (%v); signalled nothing. "+
+			"A dev environment started by an older devenv must be stopped by hand\n", path, err)
+	} else {
+		p, err := procid.Open(id)
+		if err == nil {
+			return p, nil
+		}
+		if !errors.Is(err, procid.ErrGone) {
+			return nil, err
+		}
+		fmt.Fprintf(opts.Out, "==> Removed the stale %s: the dev environment it names (pid %d) is gone (%v); signalled nothing\n",
+			path, id.PID, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	return nil, nil
+}
+
+// down stops the environment started by up and makes sure its process group is gone. Every
+// signal goes through a pidfd opened on the very process the pid file identifies.
+func down(opts devenv.Options) error {
+	p, err := running(opts)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		fmt.Fprintln(opts.Out, "==> Nothing to stop")
 		return nil
 	}
-	fmt.Printf("==> Stopping the dev environment (pid %d)\n", pid)
-	_ = syscall.Kill(pid, syscall.SIGTERM)
-	deadline := time.Now().Add(90 * time.Second)
-	for alive(pid) && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
+	defer p.Close()
+	fmt.Fprintf(opts.Out, "==> Stopping the dev environment (pid %d)\n", p.ID.PID)
+	if err := p.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, procid.ErrGone) {
+		return err
 	}
-	killGroup(pid)
-	if groupAlive(pid) {
-		return fmt.Errorf("processes of group %d are still running", pid)
+	p.Wait(90 * time.Second)
+	if err := killGroup(p); err != nil {
+		return err
 	}
-	_ = os.Remove(filepath.Join(opts.Dir, "devenv.pid"))
-	fmt.Println("==> Stopped; no process left behind")
+	_ = os.Remove(filepath.Join(opts.Dir, pidFile))
+	fmt.Fprintln(opts.Out, "==> Stopped; no process left behind")
 	return nil
 }
 
 func refuseRunning(opts devenv.Options) error {
-	if pid, err := readPid(opts); err == nil && alive(pid) {
-		return fmt.Errorf("a dev environment is already running (pid %d): make dev-down first", pid)
+	p, err := running(opts)
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		p.Close()
+		return fmt.Errorf("a dev environment is already running (pid %d): make dev-down first", p.ID.PID)
 	}
 	return nil
 }
 
-func readPid(opts devenv.Options) (int, error) {
-	data, err := os.ReadFile(filepath.Join(opts.Dir, "devenv.pid"))
+// killGroup kills whatever is left in the process group p leads and waits until it is empty. The
+// signal goes through p's pidfd, so it reaches that group even once p has gone, and no group that
+// took the number since.
+func killGroup(p *procid.Process) error {
+	err := p.SignalGroup(syscall.SIGKILL)
+	if errors.Is(err, procid.ErrGone) {
+		return nil
+	}
 	if err != nil {
-		return 0, err
+		return err
 	}
-	return strconv.Atoi(strings.TrimSpace(string(data)))
-}
-
-func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
-
-func groupAlive(pgid int) bool {
-	return !errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
-}
-
-// killGroup kills whatever is left in the process group and waits until it is empty.
-func killGroup(pgid int) {
-	if !groupAlive(pgid) {
-		return
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	for i := 0; i < 50 && groupAlive(pgid); i++ {
+	for i := 0; i < 50 && p.GroupAlive(); i++ {
 		time.Sleep(100 * time.Millisecond)
 	}
+	if p.GroupAlive() {
+		return fmt.Errorf("processes of group %d are still running", p.ID.PID)
+	}
+	return nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
 	"github.com/slipway-dev/slipway/internal/manager/store/pgtest"
+	"github.com/slipway-dev/slipway/internal/procid"
 	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
@@ -150,6 +151,7 @@ type proc struct {
 	bodies *testenv.SyncBuffer
 
 	cmd    *exec.Cmd
+	child  *procid.Child
 	exited chan struct{}
 	err    error
 }
@@ -184,6 +186,7 @@ func (d *deployment) startServe(args ...string) (*proc, error) {
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting manager serve: %w", err)
 	}
+	p.child = procid.Watch(p.cmd) // reaps it; Kill signals its group only until then
 	d.t.Cleanup(func() {
 		p.Kill()
 		if d.t.Failed() {
@@ -204,7 +207,8 @@ func (d *deployment) startServe(args ...string) (*proc, error) {
 		_, _ = io.Copy(io.Discard, stdout)
 	}()
 	go func() {
-		p.err = p.cmd.Wait()
+		<-p.child.Done()
+		p.err = p.child.Err()
 		close(p.exited)
 	}()
 	select {
@@ -228,14 +232,11 @@ func (e *exitError) Error() string {
 	return fmt.Sprintf("manager serve ended: %v; log:\n%s", e.err, e.log)
 }
 
-// Kill ends the process with SIGKILL (a crash: no shutdown, no cleanup) and waits for it.
+// Kill ends the process and its group with SIGKILL (a crash: no shutdown, no cleanup) and waits
+// for it. The group's ID is the process's PID, which passes to another process once it is reaped:
+// procid.Child sends the signal only while it is not, so it reaches this group or no one.
 func (p *proc) Kill() {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	_ = p.child.SignalGroup(syscall.SIGKILL)
 	<-p.exited
 }
 

@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"net"
 	"net/http"
 	"net/url"
@@ -15,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +27,7 @@ import (
 
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
 	"github.com/slipway-dev/slipway/internal/controlplane"
+	"github.com/slipway-dev/slipway/internal/procid"
 	"github.com/slipway-dev/slipway/internal/scheme"
 	"github.com/slipway-dev/slipway/internal/webhookcert"
 )
@@ -99,12 +98,12 @@ func TestDevEnv_UpDownUpDownInOneDirectory(t *testing.T) {
 		cas = append(cas, string(secret.Data[webhookcert.KeyCA]))
 		cancel()
 
-		pid := readPid(t, state)
+		serve := openServe(t, state)
 		if out, err := devenv("down"); err != nil {
 			t.Fatalf("down #%d: %v\n%s", run, err, out)
 		}
-		if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Fatalf("down #%d: processes of group %d are still running (%v)", run, pid, err)
+		if serve.GroupAlive() {
+			t.Fatalf("down #%d: processes of group %d are still running", run, serve.ID.PID)
 		}
 	}
 	if cas[0] == cas[1] {
@@ -158,17 +157,24 @@ func kubeClient(t *testing.T, kubeconfig string) client.Client {
 	return c
 }
 
-func readPid(t *testing.T, state string) int {
+// openServe opens the serve process the pid file identifies, through a pidfd: its group is
+// checked through it, never through a number that may have passed to another process.
+func openServe(t *testing.T, state string) *procid.Process {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(state, "devenv.pid"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	id, err := procid.Parse(string(data))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pid
+	p, err := procid.Open(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
 }
 
 func lastLines(path string, n int) string {

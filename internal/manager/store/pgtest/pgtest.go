@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/slipway-dev/slipway/internal/procid"
 )
 
 // BinDirEnv overrides where initdb and postgres are found.
@@ -55,9 +57,10 @@ type Instance struct {
 	Dir string
 
 	cmd    *exec.Cmd
+	child  *procid.Child
 	admin  *pgx.Conn
 	adminM sync.Mutex
-	exited chan struct{}
+	exited <-chan struct{}
 }
 
 // Main runs the tests and then stops the server, if one was started, and removes its files.
@@ -143,8 +146,9 @@ func (s *Instance) stop() error {
 		case <-s.exited:
 		case <-time.After(15 * time.Second):
 		}
-		// Whatever is left of the group (the postmaster, backends): SIGKILL.
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		// Whatever is left of the group (the postmaster, backends): SIGKILL, sent only while the
+		// postmaster is not reaped, when the group's ID is still its PID and no one else's.
+		_ = s.child.SignalGroup(syscall.SIGKILL)
 		<-s.exited
 	}
 	if err := os.RemoveAll(s.Dir); err != nil {
@@ -344,8 +348,8 @@ func (s *Instance) run(bin string, cred *syscall.Credential) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start postgres: %w", err)
 	}
-	s.cmd, s.exited = cmd, make(chan struct{})
-	go func() { _ = cmd.Wait(); close(s.exited) }()
+	s.cmd, s.child = cmd, procid.Watch(cmd)
+	s.exited = s.child.Done()
 
 	deadline := time.Now().Add(60 * time.Second)
 	for {
