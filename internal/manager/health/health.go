@@ -189,7 +189,7 @@ func newClients(rc *rest.Config) (*clients, error) {
 
 // Check checks target on the cluster named cluster, reached through rc, and returns the result.
 // The three parts run concurrently, each within Config.CheckTimeout, in span
-// operator.healthcheck with children healthcheck.pods, healthcheck.webhooks and healthcheck.crds.
+// operator.healthcheck with children pod.healthcheck, webhook.healthcheck and crd.reconciliation.check.
 // An unreachable cluster is a result (parts not checked), not an error; an invalid target is an
 // *invalid.Error.
 func (c *Checker) Check(ctx context.Context, cluster string, rc *rest.Config, target Target) (ClusterHealth, error) {

@@ -159,16 +159,16 @@ func TestSpansAndDuration(t *testing.T) {
 	if !ok || len(spans) != 4 {
 		t.Fatalf("%d spans %v, want operator.healthcheck and its 3 parts", len(spans), names(spans))
 	}
-	for _, n := range []string{"healthcheck.pods", "healthcheck.webhooks", "healthcheck.crds"} {
+	for _, n := range []string{"pod.healthcheck", "webhook.healthcheck", "crd.reconciliation.check"} {
 		s, ok := byName[n]
 		if !ok || s.Parent().SpanID() != root.SpanContext().SpanID() {
 			t.Fatalf("span %s missing or not a child of operator.healthcheck: %v", n, names(spans))
 		}
 	}
 	// No pods: the pods part and the whole check are Unhealthy, marked as errors.
-	if root.Status().Code != codes.Error || byName["healthcheck.pods"].Status().Code != codes.Error ||
-		byName["healthcheck.crds"].Status().Code != codes.Unset {
-		t.Fatalf("span statuses: root %v, pods %v, crds %v", root.Status(), byName["healthcheck.pods"].Status(), byName["healthcheck.crds"].Status())
+	if root.Status().Code != codes.Error || byName["pod.healthcheck"].Status().Code != codes.Error ||
+		byName["crd.reconciliation.check"].Status().Code != codes.Unset {
+		t.Fatalf("span statuses: root %v, pods %v, crds %v", root.Status(), byName["pod.healthcheck"].Status(), byName["crd.reconciliation.check"].Status())
 	}
 	if got := countOf(telemetry.HealthCheckAll) - n0; got != 1 {
 		t.Fatalf("%d check durations recorded, want 1", got)

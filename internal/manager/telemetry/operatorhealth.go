@@ -6,13 +6,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// The design's span names of an operator health check: operator.healthcheck with one child per
-// part.
+// The design's span names of an operator health check (operator-manager-spec.md, Observability,
+// the example trace): operator.healthcheck with one child per part.
 const (
 	SpanOperatorHealthcheck = "operator.healthcheck"
-	SpanHealthcheckPods     = "healthcheck.pods"
-	SpanHealthcheckWebhooks = "healthcheck.webhooks"
-	SpanHealthcheckCRDs     = "healthcheck.crds"
+	SpanHealthcheckPods     = "pod.healthcheck"
+	SpanHealthcheckWebhooks = "webhook.healthcheck"
+	SpanHealthcheckCRDs     = "crd.reconciliation.check"
 )
 
 // The check label values of slipway_manager_operator_health_check_duration_seconds.

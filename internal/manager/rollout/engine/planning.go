@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"sort"
 	"strings"
 	"time"
@@ -39,6 +40,9 @@ const connectTimeout = 10 * time.Second
 // approval. Approvals are created with the transition to WaitingApproval in one transaction,
 // so a replica dying here never asks twice.
 func (e *Engine) planning(ctx context.Context, d *store.Deployment) (time.Duration, error) {
+	// The design's trace has cluster.connect beside operator.validate, both children of
+	// operator.deploy.
+	deploySpan := trace.SpanFromContext(ctx)
 	ctx, span := telemetry.Tracer().Start(ctx, telemetry.SpanOperatorValidate)
 	defer span.End()
 	op, err := e.operatorOf(ctx, d)
@@ -76,7 +80,7 @@ func (e *Engine) planning(ctx context.Context, d *store.Deployment) (time.Durati
 			problems = append(problems, msg)
 			continue
 		}
-		names, err := e.checkCluster(ctx, c.ClusterName, ch)
+		names, err := e.checkCluster(trace.ContextWithSpan(ctx, deploySpan), c.ClusterName, ch)
 		if err != nil {
 			problems = append(problems, err.Error())
 			continue

@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -42,17 +45,7 @@ func TestSpansAndMetrics(t *testing.T) {
 		}
 		return ""
 	}
-	want := map[string]string{
-		"operator.validate":    telemetry.SpanOperatorDeploy,
-		"cluster.connect":      "operator.validate",
-		"helm.install":         telemetry.SpanOperatorDeploy,
-		"crd.apply":            "helm.install",
-		"controller.deploy":    "helm.install",
-		"operator.healthcheck": telemetry.SpanOperatorDeploy,
-		"healthcheck.pods":     "operator.healthcheck",
-		"healthcheck.webhooks": "operator.healthcheck",
-		"healthcheck.crds":     "operator.healthcheck",
-	}
+	want := designTrace(t)
 	// Registering the cluster has cluster.connect spans of its own (roots): each name needs one
 	// span under the expected parent.
 	seen := map[string]bool{}
@@ -92,4 +85,38 @@ func metricValue(t *testing.T, name string, match map[string]string) float64 {
 		byName[f.GetName()] = f
 	}
 	return operatorproc.Sum(byName, name, match)
+}
+
+// designTrace reads the design's example trace (testdata/design-trace.txt, copied from
+// operator-manager-spec.md, Observability) into each child span's parent.
+func designTrace(t *testing.T) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "design-trace.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parents := map[string]string{}
+	var stack []string // the span names of the current path, by depth
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if name, ok := strings.CutPrefix(line, "Root Span: "); ok {
+			stack = []string{strings.Fields(name)[0]}
+			continue
+		}
+		i := strings.Index(line, "Child: ")
+		if i < 0 || len(stack) == 0 {
+			t.Fatalf("design trace: unexpected line %q", line)
+		}
+		// "  ├─ Child: x" is depth 1; each level indents by four columns.
+		depth := (len([]rune(line[:i]))-5)/4 + 1
+		name := strings.Fields(line[i+len("Child: "):])[0]
+		if depth > len(stack) {
+			t.Fatalf("design trace: %q skips a level", line)
+		}
+		parents[name] = stack[depth-1]
+		stack = append(stack[:depth], name)
+	}
+	if len(parents) != 9 {
+		t.Fatalf("design trace: %d child spans, want the design's 9: %v", len(parents), parents)
+	}
+	return parents
 }

@@ -111,7 +111,7 @@ func TestTrace_KubeRequestsCarryTheirSpan(t *testing.T) {
 	if !versionUnderConnect {
 		t.Errorf("no GET /version under %s", telemetry.SpanClusterConnect)
 	}
-	for _, name := range []string{telemetry.SpanClusterConnect, "healthcheck.pods", "healthcheck.webhooks", "healthcheck.crds", "crd.apply", "controller.deploy"} {
+	for _, name := range []string{telemetry.SpanClusterConnect, "pod.healthcheck", "webhook.healthcheck", "crd.reconciliation.check", "crd.apply", "controller.deploy"} {
 		if under[name] == 0 {
 			t.Errorf("no request under %s; requests by span: %v", name, under)
 		}
