@@ -25,7 +25,7 @@ func Watch(cmd *exec.Cmd) *Child {
 	c := &Child{pid: cmd.Process.Pid, done: make(chan struct{})}
 	go func() {
 		// Learn of the end without reaping; mark it before the reap frees the PID.
-		waitExited(c.pid)
+		WaitExited(c.pid)
 		c.mu.Lock()
 		c.reaped = true
 		c.mu.Unlock()
@@ -59,8 +59,9 @@ func (c *Child) SignalGroup(sig syscall.Signal) error {
 	return nil
 }
 
-// waitExited blocks until the child pid has exited, leaving it unreaped (waitid with WNOWAIT).
-func waitExited(pid int) {
+// WaitExited blocks until the child pid has exited, leaving it unreaped (waitid with WNOWAIT):
+// until it is reaped, its PID and group ID still name it.
+func WaitExited(pid int) {
 	const pPID, wNoWait = 1, 0x1000000
 	var info [128]byte // siginfo_t
 	for {

@@ -27,8 +27,12 @@ import (
 // repository.
 func podinfoChart(t testing.TB, dir string) gittest.Files {
 	t.Helper()
-	files := gittest.Files{}
-	root := filepath.Join("testdata", "podinfo")
+	return testdataFiles(t, filepath.Join("testdata", "podinfo"), dir, gittest.Files{})
+}
+
+// testdataFiles adds every file under root to files, at dir of a repository, and returns files.
+func testdataFiles(t testing.TB, root, dir string, files gittest.Files) gittest.Files {
+	t.Helper()
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err

@@ -5,8 +5,6 @@ package catalyst_test
 import (
 	"encoding/base64"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -46,23 +44,7 @@ func attackChart(t testing.TB, name string) gittest.Files {
 	for _, o := range others {
 		files[path.Join("charts/app/templates", filepath.Base(o))] = gittest.Delete
 	}
-	root := filepath.Join("testdata", "attacks", name)
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		files[path.Join("charts/app", filepath.ToSlash(rel))] = data
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
+	return testdataFiles(t, filepath.Join("testdata", "attacks", name), "charts/app", files)
 }
 
 // deployerUser is the user an environment's deploy acts as.

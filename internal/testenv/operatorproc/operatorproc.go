@@ -36,13 +36,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/slipway-dev/slipway/internal/controlplane"
+	"github.com/slipway-dev/slipway/internal/procid"
 	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
@@ -238,7 +238,7 @@ func (p *Process) start() error {
 	p.cmd, p.exited, p.err, p.gone = cmd, exited, nil, false
 	go func() {
 		// Learn of the end without reaping, and mark it before the reap frees the PID.
-		waitExited(cmd.Process.Pid)
+		procid.WaitExited(cmd.Process.Pid)
 		p.mu.Lock()
 		p.gone = true
 		p.mu.Unlock()
@@ -314,19 +314,6 @@ func (p *Process) Signal(sig syscall.Signal) error {
 		return fmt.Errorf("signalling %s: %w", p.Name, err)
 	}
 	return nil
-}
-
-// waitExited blocks until the child pid has ended, leaving it unreaped (waitid with WNOWAIT).
-func waitExited(pid int) {
-	const pPID, wNoWait = 1, 0x1000000
-	var info [128]byte // siginfo_t
-	for {
-		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info[0])),
-			syscall.WEXITED|wNoWait, 0, 0)
-		if errno != syscall.EINTR {
-			return
-		}
-	}
 }
 
 // Kill ends the operator with SIGKILL, as a crash does (no Lease release, no cleanup), and waits
