@@ -67,11 +67,12 @@ func (r *EnvironmentReconciler) readiness(ctx context.Context, inventory []inven
 	// Workloads first, so the message names what is slow to become available.
 	sort.SliceStable(sorted, func(i, j int) bool { return workloadRank(sorted[i].Kind) < workloadRank(sorted[j].Kind) })
 	checked := 0
+	var deployer client.Reader // the deployer's view of the namespace, made on first use
 	for _, e := range sorted {
 		if alwaysCurrent[e.Kind] {
 			continue
 		}
-		u, err := r.readDeployed(ctx, e, fresh)
+		u, err := r.readDeployed(ctx, e, fresh, &deployer)
 		if apierrors.IsNotFound(err) {
 			return &outcome{reason: catalystv1alpha1.DeployingReason, message: fmt.Sprintf("%s was deleted; deploying again", e)}, true, nil
 		}
@@ -126,8 +127,9 @@ func workloadRank(kind string) int {
 	return 2
 }
 
-// readDeployed reads one deployed object as unstructured.
-func (r *EnvironmentReconciler) readDeployed(ctx context.Context, e inventoryEntry, fresh bool) (*unstructured.Unstructured, error) {
+// readDeployed reads one deployed object as unstructured; objects other than Deployments through
+// *deployer, which it makes when nil.
+func (r *EnvironmentReconciler) readDeployed(ctx context.Context, e inventoryEntry, fresh bool, deployer *client.Reader) (*unstructured.Unstructured, error) {
 	gv, err := schema.ParseGroupVersion(e.APIVersion)
 	if err != nil {
 		return nil, err
@@ -156,11 +158,12 @@ func (r *EnvironmentReconciler) readDeployed(ctx context.Context, e inventoryEnt
 	}
 	// Other kinds are read as the environment's deployer, which applied them: the operator
 	// itself may not read what a deployment may hold.
-	reader, err := r.Deployer.Reader(e.Namespace, DeployerServiceAccount)
-	if err != nil {
-		return nil, err
+	if *deployer == nil {
+		if *deployer, err = r.Deployer.Reader(e.Namespace, DeployerServiceAccount); err != nil {
+			return nil, err
+		}
 	}
-	return u, reader.Get(ctx, key, u)
+	return u, (*deployer).Get(ctx, key, u)
 }
 
 // kstatusOf is kstatus's verdict on a typed object, "" when it cannot tell.
