@@ -22,8 +22,10 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/store/sqlstore"
 )
 
-//go:embed queries.sql
-var queries string
+// queries*.sql: one file per area of the store, concatenated in name order.
+//
+//go:embed queries*.sql
+var queryFiles embed.FS
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
@@ -38,7 +40,7 @@ const MigrationLockID int64 = 0x736c69706d616e
 var dialect = &sqlstore.Dialect{
 	Engine:     "postgres",
 	Goose:      goose.DialectPostgres,
-	Queries:    sqlstore.MustParseQueries(queries),
+	Queries:    sqlstore.MustParseQueryFS(queryFiles),
 	Migrations: Migrations,
 	Classify:   classify,
 	TimeArg:    func(t time.Time) any { return t },

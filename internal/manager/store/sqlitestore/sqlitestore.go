@@ -27,8 +27,10 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/store/sqlstore"
 )
 
-//go:embed queries.sql
-var queries string
+// queries*.sql: one file per area of the store, concatenated in name order.
+//
+//go:embed queries*.sql
+var queryFiles embed.FS
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
@@ -39,7 +41,7 @@ var Migrations = mustSub(migrationFiles, "migrations")
 var dialect = &sqlstore.Dialect{
 	Engine:     "sqlite",
 	Goose:      goose.DialectSQLite3,
-	Queries:    sqlstore.MustParseQueries(queries),
+	Queries:    sqlstore.MustParseQueryFS(queryFiles),
 	Migrations: Migrations,
 	Classify:   classify,
 	TimeArg:    func(t time.Time) any { return t.Format(sqlstore.TimeLayout) },

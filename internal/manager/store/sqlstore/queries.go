@@ -3,10 +3,12 @@ package sqlstore
 import (
 	"bufio"
 	"fmt"
+	"io/fs"
 	"strings"
 )
 
-// QueryNames are the queries every engine's SQL must define.
+// QueryNames are the queries every engine's SQL must define. An area of the store kept in its
+// own files (queries_<area>.sql, <area>.go) appends its names from an init function there.
 var QueryNames = []string{
 	"ClusterCreate", "ClusterGetByName", "ClusterList", "ClusterUpdateHealth",
 	"ClusterUpdateCredentials", "ClusterDelete", "ClusterCount",
@@ -74,6 +76,25 @@ func ParseQueries(src string) (map[string]string, error) {
 		return nil, err
 	}
 	return out, sc.Err()
+}
+
+// MustParseQueryFS parses every queries*.sql file at the root of fsys (an engine's embedded SQL,
+// one file per area of the store) as one text, in name order; a name defined twice panics.
+func MustParseQueryFS(fsys fs.FS) map[string]string {
+	names, err := fs.Glob(fsys, "queries*.sql")
+	if err != nil || len(names) == 0 {
+		panic(fmt.Sprintf("sqlstore: no queries*.sql: %v", err))
+	}
+	var all strings.Builder
+	for _, n := range names {
+		b, err := fs.ReadFile(fsys, n)
+		if err != nil {
+			panic("sqlstore: " + err.Error())
+		}
+		all.Write(b)
+		all.WriteString("\n")
+	}
+	return MustParseQueries(all.String())
 }
 
 // MustParseQueries is ParseQueries for an engine's embedded SQL, which is known at build time.
