@@ -12,9 +12,7 @@ import (
 )
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("migrate", stderr)
-	var db dbOptions
-	db.bind(fs)
+	fs, db := migrateFlags(stderr)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -71,13 +71,7 @@ func (o *serveOptions) bind(fs *flag.FlagSet) {
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("serve", stderr)
-	var o serveOptions
-	o.db.bind(fs)
-	o.keys.bind(fs)
-	o.auth.bind(fs)
-	o.bind(fs)
-	o.rollout.bind(fs)
+	fs, o := serveFlags(stderr)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
