@@ -115,6 +115,13 @@ type Deployment struct {
 	// (migration 00004; telemetry.TraceContext): every step's span is its child, so a deployment
 	// is one trace. Empty when the request had none.
 	TraceContext string
+
+	// PausedAt is when POST /deployments/{id}/pause paused the deployment (nil: not paused), PausedBy
+	// who, PauseReason why (migration 00008): no replica starts a new cluster step until it is
+	// resumed. DeploymentUpdate clears them when the deployment ends.
+	PausedAt    *time.Time
+	PausedBy    string
+	PauseReason string
 }
 
 // DeploymentCluster is one target cluster of a deployment. Active rows (not terminal for the
@@ -211,7 +218,7 @@ type RolloutExecutor interface {
 	DeploymentList(ctx context.Context, p *DeploymentListParams) ([]*Deployment, error)
 	// DeploymentUpdate applies fn to the locked deployment and writes it back (Revision+1,
 	// UpdatedAt now unless fn set it) with every cluster fn changed; fn's error is returned as
-	// is and nothing is written. Becoming terminal sets FinishedAt and clears every Active.
+	// is and nothing is written. Becoming terminal sets FinishedAt, clears every Active and the pause.
 	DeploymentUpdate(ctx context.Context, id string, fn func(d *Deployment) error) (*Deployment, error)
 	// DeploymentCountActive counts the deployments that are not terminal.
 	DeploymentCountActive(ctx context.Context) (int, error)

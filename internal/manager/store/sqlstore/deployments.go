@@ -31,7 +31,7 @@ const activeCondition = "d.status NOT IN ('Completed', 'RolledBack', 'Failed', '
 // updated_at, started_at, finished_at, stage, stage_started_at, next_run_at, claimed_by,
 // lease_until, cancel_requested, rollback_requested, switch_requested, rollback_reason,
 // rollback_started_at, rollback_finished_at, switched_at, blue_delete_at, blue_deleted,
-// trace_context.
+// trace_context, paused_at, paused_by, pause_reason.
 func deploymentDest(d *store.Deployment) []any {
 	return []any{&d.ID, &d.OperatorID, &d.OperatorName, &d.Version, &d.Strategy,
 		rawJSON{&d.Config}, rawJSON{&d.Values}, rawJSON{&d.ValuesByEnvironment}, &d.Status,
@@ -41,16 +41,17 @@ func deploymentDest(d *store.Deployment) []any {
 		nullTimeDest{&d.LeaseUntil}, &d.CancelRequested, &d.RollbackRequested, &d.SwitchRequested,
 		&d.RollbackReason, nullTimeDest{&d.RollbackStartedAt}, nullTimeDest{&d.RollbackFinishedAt},
 		nullTimeDest{&d.SwitchedAt}, nullTimeDest{&d.BlueDeleteAt}, &d.BlueDeleted,
-		nullString{&d.TraceContext}}
+		nullString{&d.TraceContext}, nullTimeDest{&d.PausedAt}, &d.PausedBy, &d.PauseReason}
 }
 
 // deploymentArgs are the engine's columns of d as query arguments, in deploymentDest's order
-// (stage … trace_context): what DeploymentInsert and DeploymentUpdate write after the rest.
+// (stage … pause_reason): what DeploymentInsert and DeploymentUpdate write after the rest.
 func (e *executor) deploymentArgs(d *store.Deployment) []any {
 	return []any{d.Stage, e.tsPtr(d.StageStartedAt), e.tsPtr(d.NextRunAt), d.ClaimedBy,
 		e.tsPtr(d.LeaseUntil), d.CancelRequested, d.RollbackRequested, d.SwitchRequested,
 		d.RollbackReason, e.tsPtr(d.RollbackStartedAt), e.tsPtr(d.RollbackFinishedAt),
-		e.tsPtr(d.SwitchedAt), e.tsPtr(d.BlueDeleteAt), d.BlueDeleted, nullIfEmpty(d.TraceContext)}
+		e.tsPtr(d.SwitchedAt), e.tsPtr(d.BlueDeleteAt), d.BlueDeleted, nullIfEmpty(d.TraceContext),
+		e.tsPtr(d.PausedAt), d.PausedBy, d.PauseReason}
 }
 
 func scanDeployment(row scanner) (*store.Deployment, error) {
@@ -306,8 +307,8 @@ func (e *executor) withClusters(ctx context.Context, ds []*store.Deployment) err
 // Revision+1; fn's error aborts and is returned as is. fn may change anything but ID,
 // OperatorID, OperatorName, CreatedAt, Revision and the clusters' names and order (an error).
 // UpdatedAt becomes now unless fn set it, and so does a changed cluster's; a deployment becoming
-// terminal gets FinishedAt (UpdatedAt, unless fn set it), and a terminal deployment's clusters
-// are all inactive. A cluster made active again while the operator has another active deployment
+// terminal gets FinishedAt (UpdatedAt, unless fn set it), and a terminal deployment is not paused
+// and its clusters are all inactive. A cluster made active again while the operator has another active deployment
 // to it is ErrConflict.
 func (e *executor) DeploymentUpdate(ctx context.Context, id string, fn func(d *store.Deployment) error) (*store.Deployment, error) {
 	nid, ok := normalizeID(id)
@@ -340,6 +341,9 @@ func (e *executor) DeploymentUpdate(ctx context.Context, id string, fn func(d *s
 		terminal := next.Status.Terminal()
 		if terminal && !cur.Status.Terminal() && next.FinishedAt == nil {
 			next.FinishedAt = &next.UpdatedAt
+		}
+		if terminal {
+			next.PausedAt, next.PausedBy, next.PauseReason = nil, "", "" // a finished deployment is not paused
 		}
 		args := append([]any{nid, cur.Revision, next.Version, next.Strategy, jsonArg(next.Config),
 			jsonArg(next.Values), jsonArg(next.ValuesByEnvironment), string(next.Status), next.Reason,
@@ -408,7 +412,7 @@ func cloneDeployment(d *store.Deployment) *store.Deployment {
 	c := *d
 	c.Config, c.Values, c.ValuesByEnvironment = slices.Clone(d.Config), slices.Clone(d.Values), slices.Clone(d.ValuesByEnvironment)
 	for _, t := range []**time.Time{&c.StartedAt, &c.FinishedAt, &c.StageStartedAt, &c.NextRunAt,
-		&c.LeaseUntil, &c.RollbackStartedAt, &c.RollbackFinishedAt, &c.SwitchedAt, &c.BlueDeleteAt} {
+		&c.LeaseUntil, &c.RollbackStartedAt, &c.RollbackFinishedAt, &c.SwitchedAt, &c.BlueDeleteAt, &c.PausedAt} {
 		if *t != nil {
 			v := **t
 			*t = &v

@@ -30,6 +30,7 @@ var engineFieldCases = []testCase{
 		in.RollbackReason, in.RollbackStartedAt, in.RollbackFinishedAt = "3 failed health checks", at(4), at(5)
 		in.SwitchedAt, in.BlueDeleteAt, in.BlueDeleted = at(6), at(7), true
 		in.TraceContext = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		in.PausedAt, in.PausedBy, in.PauseReason = at(8), "olga", "change freeze"
 		c := in.Clusters[0]
 		c.Namespace, c.Release, c.BlueNamespace, c.BlueRelease, c.InstallAttempts = "ops-green", "op-green", "ops", "op", 2
 		d, err := b.store.DeploymentCreate(b.ctx, in)
@@ -51,6 +52,7 @@ var engineFieldCases = []testCase{
 			d.RollbackReason, d.RollbackStartedAt, d.RollbackFinishedAt = "", nil, at(15)
 			d.SwitchedAt, d.BlueDeleteAt, d.BlueDeleted = nil, at(17), false
 			d.TraceContext = ""
+			d.PausedAt, d.PausedBy, d.PauseReason = nil, "", ""
 			c := d.Clusters[0]
 			c.Namespace, c.Release, c.BlueNamespace, c.BlueRelease, c.InstallAttempts = "ops", "op", "", "", 3
 			d.Clusters[1].InstallAttempts = 1 // the only change to this cluster: written too
@@ -63,6 +65,7 @@ var engineFieldCases = []testCase{
 		want.RollbackReason, want.RollbackStartedAt, want.RollbackFinishedAt = "", nil, at(15)
 		want.SwitchedAt, want.BlueDeleteAt, want.BlueDeleted = nil, at(17), false
 		want.TraceContext = ""
+		want.PausedAt, want.PausedBy, want.PauseReason = nil, "", ""
 		wc := want.Clusters[0]
 		wc.Namespace, wc.Release, wc.BlueNamespace, wc.BlueRelease, wc.InstallAttempts, wc.UpdatedAt = "ops", "op", "", "", 3, upd
 		want.Clusters[1].InstallAttempts, want.Clusters[1].UpdatedAt = 1, upd
@@ -75,14 +78,39 @@ var engineFieldCases = []testCase{
 			d.UpdatedAt = upd
 			d.NextRunAt, d.ClaimedBy, d.LeaseUntil, d.SwitchRequested, d.SwitchedAt = at(20), "replica-2", at(21), true, at(22)
 			d.TraceContext = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+			d.PausedAt, d.PausedBy, d.PauseReason = at(23), "otto", "night"
 			return nil
 		})
 		requireOK(t, err, "update again")
 		want.Revision, want.UpdatedAt = 2, upd
 		want.NextRunAt, want.ClaimedBy, want.LeaseUntil, want.SwitchRequested, want.SwitchedAt = at(20), "replica-2", at(21), true, at(22)
 		want.TraceContext = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+		want.PausedAt, want.PausedBy, want.PauseReason = at(23), "otto", "night"
 		requireEqual(t, got, want, "updated again")
 		requireStored(t, b, want, "updated again")
+	}},
+	{"DeploymentPause", func(t *testing.T, b *testBundle) {
+		// A pause is read by every query a replica steps from (a claim included), and a deployment
+		// that ends is no longer paused.
+		d := Deployment(b.ctx, t, b.store, &DeploymentOpts{Status: store.DeploymentDeploying, NextRunAt: timePtr(b.now)})
+		paused := b.now.Add(time.Second)
+		got, err := b.store.DeploymentUpdate(b.ctx, d.ID, func(d *store.Deployment) error {
+			d.PausedAt, d.PausedBy, d.PauseReason = &paused, "olga", "change freeze"
+			return nil
+		})
+		requireOK(t, err, "pause")
+		requireEqual(t, []any{*got.PausedAt, got.PausedBy, got.PauseReason}, []any{paused, "olga", "change freeze"}, "paused")
+		claimed, err := b.store.DeploymentClaim(b.ctx, &store.DeploymentClaimParams{Owner: "r2", Now: b.now.Add(time.Minute), Lease: time.Minute, Limit: 1})
+		requireOK(t, err, "claim")
+		requireEqual(t, len(claimed), 1, "claimed")
+		requireEqual(t, []any{*claimed[0].PausedAt, claimed[0].PausedBy, claimed[0].PauseReason}, []any{paused, "olga", "change freeze"}, "the claim reads the pause")
+		got, err = b.store.DeploymentUpdate(b.ctx, d.ID, func(d *store.Deployment) error {
+			d.Status = store.DeploymentCancelled
+			return nil
+		})
+		requireOK(t, err, "end")
+		requireEqual(t, []any{got.PausedAt, got.PausedBy, got.PauseReason}, []any{(*time.Time)(nil), "", ""}, "ended: not paused")
+		requireStored(t, b, got, "ended")
 	}},
 	{"ApprovalNotified", func(t *testing.T, b *testBundle) {
 		d := Deployment(b.ctx, t, b.store, nil)

@@ -34,8 +34,8 @@ type SchemaEngine struct {
 	ConcurrentMigrate bool
 }
 
-// LatestVersion is the schema version this binary's migrations end at (00004_trace.sql).
-const LatestVersion = 4
+// LatestVersion is the schema version this binary's migrations end at (the newest of them).
+const LatestVersion = 8
 
 // futureMigration is a version no binary knows: a database migrated by a newer manager.
 const futureMigration = "99999_future.sql"
