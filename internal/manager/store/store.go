@@ -26,6 +26,7 @@ var (
 // Executor is every query, usable on the pool or inside a transaction.
 type Executor interface {
 	RolloutExecutor
+	CRDHistoryExecutor
 
 	ClusterCreate(ctx context.Context, p *ClusterCreateParams) (*Cluster, error)
 	ClusterGetByName(ctx context.Context, name string) (*Cluster, error)
@@ -271,6 +272,8 @@ type CRDSchema struct {
 	Digest     string // sha256 of Definition
 	Definition []byte // the CRD as JSON
 	CreatedAt  time.Time
+	// Note is the revision's migration note (migration 00006): how to move objects to it.
+	Note MigrationNote
 }
 
 type CRDSchemaInsertParams struct {
@@ -282,6 +285,7 @@ type CRDSchemaInsertParams struct {
 	Version    string
 	Digest     string
 	Definition []byte
+	Note       MigrationNote
 	Now        time.Time
 }
 

@@ -91,12 +91,15 @@ FROM operator_versions
 WHERE operator_id IN (SELECT value FROM json_each($1));
 
 -- name: CRDSchemaInsert
-INSERT INTO crd_schemas (name, crd_group, kind, scope, operator_id, version, digest, definition, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-RETURNING id, name, crd_group, kind, scope, operator_id, version, digest, definition, created_at;
+INSERT INTO crd_schemas (name, crd_group, kind, scope, operator_id, version, digest, definition, created_at,
+    migration_note, migration_note_url)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+RETURNING id, name, crd_group, kind, scope, operator_id, version, digest, definition, created_at,
+    migration_note, migration_note_url;
 
 -- name: CRDSchemaList
-SELECT id, name, crd_group, kind, scope, operator_id, version, digest, definition, created_at
+SELECT id, name, crd_group, kind, scope, operator_id, version, digest, definition, created_at,
+    migration_note, migration_note_url
 FROM crd_schemas
 WHERE name = $1 /*filters*/
 ORDER BY id
@@ -104,7 +107,7 @@ ORDER BY id
 -- name: CRDList
 -- One row per CRD name: its latest revision and how many it has.
 SELECT s.id, s.name, s.crd_group, s.kind, s.scope, s.operator_id, s.version, s.digest,
-    s.definition, s.created_at, c.revisions
+    s.definition, s.created_at, s.migration_note, s.migration_note_url, c.revisions
 FROM crd_schemas s
 JOIN (SELECT max(id) AS latest_id, count(*) AS revisions FROM crd_schemas GROUP BY name) c
     ON s.id = c.latest_id

@@ -8,11 +8,12 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
-// Columns: id, name, crd_group, kind, scope, operator_id, version, digest, definition, created_at.
+// Columns: id, name, crd_group, kind, scope, operator_id, version, digest, definition, created_at,
+// migration_note, migration_note_url.
 func scanCRDSchema(row scanner) (*store.CRDSchema, error) {
 	var s store.CRDSchema
 	err := row.Scan(&s.ID, &s.Name, &s.Group, &s.Kind, &s.Scope, nullString{&s.OperatorID},
-		&s.Version, &s.Digest, &s.Definition, timeDest{&s.CreatedAt})
+		&s.Version, &s.Digest, &s.Definition, timeDest{&s.CreatedAt}, &s.Note.Text, &s.Note.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -24,7 +25,7 @@ func scanCRDSummary(row scanner) (*store.CRDSummary, error) {
 	var s store.CRDSchema
 	var sum store.CRDSummary
 	err := row.Scan(&s.ID, &s.Name, &s.Group, &s.Kind, &s.Scope, nullString{&s.OperatorID},
-		&s.Version, &s.Digest, &s.Definition, timeDest{&s.CreatedAt}, &sum.Revisions)
+		&s.Version, &s.Digest, &s.Definition, timeDest{&s.CreatedAt}, &s.Note.Text, &s.Note.URL, &sum.Revisions)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +60,8 @@ func (e *executor) CRDSchemaInsert(ctx context.Context, p *store.CRDSchemaInsert
 	err := e.atomic(ctx, func(ex *executor) error {
 		var err error
 		s, err = scanCRDSchema(ex.w.QueryRowContext(ctx, ex.q("CRDSchemaInsert"),
-			p.Name, p.Group, p.Kind, p.Scope, opID, p.Version, p.Digest, p.Definition, ex.ts(p.Now)))
+			p.Name, p.Group, p.Kind, p.Scope, opID, p.Version, p.Digest, p.Definition, ex.ts(p.Now),
+			p.Note.Text, p.Note.URL))
 		return err
 	})
 	if err != nil {
