@@ -1,6 +1,10 @@
-# Operator image: static binary on distroless, non-root.
-# Build: docker build -t slipway-operator .   (needs a container engine; not used by make dev/test)
-FROM golang:1.26 AS build
+# slipway's images: one static binary each on distroless, non-root (65532).
+#   docker build --target operator -t slipway-operator .   (the default target)
+#   docker build --target manager  -t slipway-manager  .
+# These need a container engine; `make image` builds the same images without one (hack/image,
+# docs/manager.md "Install in a cluster"), and TestDockerfile_AgreesWithTheBuilder keeps the two
+# in step (binary path, user, entrypoint).
+FROM golang:1.26 AS source
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
@@ -9,9 +13,21 @@ COPY cmd/ cmd/
 COPY config/ config/
 COPY internal/ internal/
 ARG TARGETOS=linux TARGETARCH=amd64
-RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags="-s -w" -o /out/operator ./cmd/operator
+ENV CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH
 
-FROM gcr.io/distroless/static:nonroot
-COPY --from=build /out/operator /operator
+FROM source AS build-manager
+RUN go build -trimpath -ldflags="-s -w" -o /out/manager ./cmd/manager
+
+FROM source AS build-operator
+RUN go build -trimpath -ldflags="-s -w" -o /out/operator ./cmd/operator
+
+FROM gcr.io/distroless/static:nonroot AS manager
+COPY --from=build-manager /out/manager /manager
+USER 65532:65532
+ENTRYPOINT ["/manager"]
+
+# The last stage is the default target: the operator, as before the manager had an image.
+FROM gcr.io/distroless/static:nonroot AS operator
+COPY --from=build-operator /out/operator /operator
 USER 65532:65532
 ENTRYPOINT ["/operator"]

@@ -112,6 +112,35 @@ lint: ## go vet and golangci-lint
 build: ## Build the binaries into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o bin/ ./cmd/...
 
+# Container images, built without a container engine by hack/image (internal/ociimage): each
+# binary static on an empty base, user 65532, the binary as entrypoint, OCI labels; the Dockerfile
+# builds the same with an engine (docker build --target manager). IMAGE_REPO set: push
+# <IMAGE_REPO>/slipway-<name>:<IMAGE_TAG> (an index with several IMAGE_PLATFORMS); empty: an OCI
+# layout in $(IMAGE_OUT)/oci/slipway-<name>. IMAGE_FLAGS go to hack/image (--insecure, --tarball …).
+comma           := ,
+IMAGES          ?= operator manager
+IMAGE_REPO      ?=
+IMAGE_TAG       ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_PLATFORMS ?= linux/amd64
+IMAGE_OUT       ?= bin/image
+IMAGE_FLAGS     ?=
+
+.PHONY: image
+image: ## Build the operator and manager images without a container engine (IMAGE_REPO=registry/path pushes; see docs/manager.md)
+	@for name in $(IMAGES); do \
+	  bins=(); \
+	  for p in $(subst $(comma), ,$(IMAGE_PLATFORMS)); do \
+	    out=$(IMAGE_OUT)/$${p//\//_}/$$name; \
+	    echo "building $$out"; \
+	    CGO_ENABLED=0 GOOS=$${p%%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags="-s -w" -o $$out ./cmd/$$name; \
+	    bins+=(--binary "$$p=$$out"); \
+	  done; \
+	  $(GO) run ./hack/image "$${bins[@]}" --path /$$name --title slipway-$$name --description "slipway $$name" \
+	    --version $(IMAGE_TAG) --revision "$$(git rev-parse HEAD 2>/dev/null || true)" \
+	    --created "$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || date +%s)}" \
+	    $(if $(IMAGE_REPO),--push $(IMAGE_REPO)/slipway-$$name:$(IMAGE_TAG),--oci-layout $(IMAGE_OUT)/oci/slipway-$$name --tag $(IMAGE_TAG)) $(IMAGE_FLAGS); \
+	done
+
 .PHONY: clean
 clean: ## Remove build output and local dev state
 	rm -rf bin .slipway
