@@ -27,6 +27,7 @@ var (
 type Executor interface {
 	RolloutExecutor
 	CRDHistoryExecutor
+	OperatorLifecycleExecutor
 
 	ClusterCreate(ctx context.Context, p *ClusterCreateParams) (*Cluster, error)
 	ClusterGetByName(ctx context.Context, name string) (*Cluster, error)
@@ -224,6 +225,9 @@ type Operator struct {
 	VersionFilter   string // a semver constraint narrowing the discovered versions ("" for all)
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+	// DeletedAt is when the operator was deleted (nil: it is not); a deleted operator keeps its
+	// row so its history stays readable (OperatorLifecycleExecutor).
+	DeletedAt *time.Time
 }
 
 type OperatorCreateParams struct {
@@ -250,6 +254,10 @@ type OperatorVersion struct {
 	AppVersion string
 	Digest     string // the chart archive's digest when the source gives it
 	CreatedAt  time.Time
+	// RemovedAt is when the version was found gone from the chart source or outside the version
+	// filter (nil: available), RemovedReason why (VersionRemovedFromSource, VersionRemovedByFilter).
+	RemovedAt     *time.Time
+	RemovedReason string
 }
 
 type OperatorVersionUpsertParams struct {

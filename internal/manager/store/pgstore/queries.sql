@@ -50,43 +50,44 @@ SELECT count(*) FROM clusters;
 -- name: OperatorCreate
 INSERT INTO operators (id, name, namespace, chart_repository, chart_name, version_filter, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-RETURNING id, name, namespace, chart_repository, chart_name, version_filter, created_at, updated_at;
+RETURNING id, name, namespace, chart_repository, chart_name, version_filter, created_at, updated_at, deleted_at;
 
 -- name: OperatorGetByName
-SELECT id, name, namespace, chart_repository, chart_name, version_filter, created_at, updated_at
+SELECT id, name, namespace, chart_repository, chart_name, version_filter, created_at, updated_at, deleted_at
 FROM operators
 WHERE name = $1;
 
 -- name: OperatorGetByID
-SELECT id, name, namespace, chart_repository, chart_name, version_filter, created_at, updated_at
+SELECT id, name, namespace, chart_repository, chart_name, version_filter, created_at, updated_at, deleted_at
 FROM operators
 WHERE id = $1;
 
 -- name: OperatorList
-SELECT id, name, namespace, chart_repository, chart_name, version_filter, created_at, updated_at
+SELECT id, name, namespace, chart_repository, chart_name, version_filter, created_at, updated_at, deleted_at
 FROM operators
-WHERE true /*filters*/
+WHERE deleted_at IS NULL /*filters*/
 ORDER BY name
 
 -- name: OperatorCount
-SELECT count(*) FROM operators;
+-- Deleted operators are not counted.
+SELECT count(*) FROM operators WHERE deleted_at IS NULL;
 
 -- name: OperatorVersionUpsert
 INSERT INTO operator_versions (operator_id, version, app_version, digest, created_at)
 VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (operator_id, version) DO UPDATE
 SET app_version = EXCLUDED.app_version, digest = EXCLUDED.digest
-RETURNING operator_id, version, app_version, digest, created_at;
+RETURNING operator_id, version, app_version, digest, created_at, removed_at, removed_reason;
 
 -- name: OperatorVersionList
 -- Ordered by semver in Go.
-SELECT operator_id, version, app_version, digest, created_at
+SELECT operator_id, version, app_version, digest, created_at, removed_at, removed_reason
 FROM operator_versions
 WHERE operator_id = $1;
 
 -- name: OperatorVersionListMany
 -- $1 is a JSON array of operator ids. Ordered by semver in Go.
-SELECT operator_id, version, app_version, digest, created_at
+SELECT operator_id, version, app_version, digest, created_at, removed_at, removed_reason
 FROM operator_versions
 WHERE operator_id IN (SELECT value::uuid FROM json_array_elements_text($1::json));
 
@@ -376,7 +377,8 @@ FROM (
             ORDER BY d.created_at DESC, d.id DESC) AS newest
     FROM deployment_clusters c
     JOIN deployments d ON d.id = c.deployment_id
-    JOIN operators o ON o.id = c.operator_id
+    -- A deleted operator is no longer watched.
+    JOIN operators o ON o.id = c.operator_id AND o.deleted_at IS NULL
     WHERE c.status = 'healthy' /*filters*/
 ) live
 WHERE newest = 1

@@ -13,21 +13,23 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
-// Columns: id, name, namespace, chart_repository, chart_name, version_filter, created_at, updated_at.
+// Columns: id, name, namespace, chart_repository, chart_name, version_filter, created_at, updated_at,
+// deleted_at.
 func scanOperator(row scanner) (*store.Operator, error) {
 	var o store.Operator
 	err := row.Scan(&o.ID, &o.Name, &o.Namespace, &o.ChartRepository, &o.ChartName,
-		&o.VersionFilter, timeDest{&o.CreatedAt}, timeDest{&o.UpdatedAt})
+		&o.VersionFilter, timeDest{&o.CreatedAt}, timeDest{&o.UpdatedAt}, nullTimeDest{&o.DeletedAt})
 	if err != nil {
 		return nil, err
 	}
 	return &o, nil
 }
 
-// Columns: operator_id, version, app_version, digest, created_at.
+// Columns: operator_id, version, app_version, digest, created_at, removed_at, removed_reason.
 func scanOperatorVersion(row scanner) (*store.OperatorVersion, error) {
 	var v store.OperatorVersion
-	if err := row.Scan(&v.OperatorID, &v.Version, &v.AppVersion, &v.Digest, timeDest{&v.CreatedAt}); err != nil {
+	if err := row.Scan(&v.OperatorID, &v.Version, &v.AppVersion, &v.Digest, timeDest{&v.CreatedAt},
+		nullTimeDest{&v.RemovedAt}, &v.RemovedReason); err != nil {
 		return nil, err
 	}
 	return &v, nil

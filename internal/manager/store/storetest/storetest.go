@@ -50,6 +50,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"LiveRelease", liveReleaseCases},
 		{"OperatorHealth", operatorHealthCases},
 		{"Lease", leaseCases},
+		{"Lifecycle", lifecycleCases},
 	}
 	t.Run("Engine", func(t *testing.T) {
 		t.Parallel()
