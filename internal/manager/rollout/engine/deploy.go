@@ -28,6 +28,9 @@ func (e *Engine) deploying(ctx context.Context, d *store.Deployment) (time.Durat
 	if err != nil {
 		return e.fail(ctx, d, "install", err.Error())
 	}
+	if pauseStops(d, plan) {
+		return e.pausedWait(ctx, d, op, plan)
+	}
 	if d.Stage >= len(plan.Stages) {
 		return e.complete(ctx, d, plan)
 	}
@@ -37,7 +40,11 @@ func (e *Engine) deploying(ctx context.Context, d *store.Deployment) (time.Durat
 	}
 	var todo []*store.DeploymentCluster
 	for _, name := range st.Clusters {
-		if c := clusterByName(d, name); c != nil && (c.Status == store.ClusterPending || c.Status == store.ClusterInstalling) {
+		c := clusterByName(d, name)
+		if c == nil || (c.Status == store.ClusterPending && d.PausedAt != nil) {
+			continue // paused: only an install left mid-way is finished
+		}
+		if c.Status == store.ClusterPending || c.Status == store.ClusterInstalling {
 			todo = append(todo, c)
 		}
 	}
@@ -65,6 +72,10 @@ func (e *Engine) installAll(ctx context.Context, d *store.Deployment, op *store.
 	var wg sync.WaitGroup
 	for _, c := range todo {
 		sem <- struct{}{}
+		if c.Status == store.ClusterPending && e.stopStarting(ctx, d.ID) {
+			<-sem
+			break // paused, cancelled or rolling back: the installs in flight finish, no more start
+		}
 		wg.Go(func() {
 			defer func() { <-sem }()
 			if err := e.installOne(ctx, d, req, ch, st, c); err != nil {

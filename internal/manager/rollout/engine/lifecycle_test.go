@@ -258,7 +258,7 @@ func TestRelease_AdmittedMeanwhileStaysDue(t *testing.T) {
 	if res, err := h.store.DeploymentAdmit(ctx, &store.DeploymentAdmitParams{Limit: 20, Now: time.Now()}); err != nil || len(res.Admitted) != 1 {
 		t.Fatalf("admit: %+v %v", res, err)
 	}
-	h.eng.release(ctx, d.ID, store.DeploymentQueued, -1)
+	h.eng.release(ctx, d, -1)
 	got, err := h.store.DeploymentGetByID(ctx, d.ID)
 	if err != nil {
 		t.Fatal(err)

@@ -144,7 +144,7 @@ func (e *Engine) work(ctx context.Context, d *store.Deployment) {
 		e.event(ctx, d.ID, "step.retry", "", "step failed, retrying in "+retryDelay.String()+": "+err.Error(), nil)
 		wait = retryDelay
 	}
-	e.release(ctx, d.ID, d.Status, wait)
+	e.release(ctx, d, wait)
 }
 
 // renew extends the claim every third of the lease until ctx ends; a lost claim cancels the step.
@@ -170,18 +170,21 @@ func (e *Engine) renew(ctx context.Context, id string, lost context.CancelFunc) 
 }
 
 // release gives the claim up: due again after wait (wait < 0: nothing left to do). seen is the
-// status the last step started from: a deployment whose status another writer changed meanwhile
-// (admission moves Queued to Planning) is due at once, so no change is slept through.
-func (e *Engine) release(ctx context.Context, id string, seen store.DeploymentStatus, wait time.Duration) {
+// deployment as the last step started from: one whose status another writer changed meanwhile
+// (admission moves Queued to Planning), or that was paused or resumed meanwhile, is due at
+// once, so no change is slept through.
+func (e *Engine) release(ctx context.Context, seen *store.Deployment, wait time.Duration) {
 	ctx = context.WithoutCancel(ctx)
+	id := seen.ID
 	_, err := e.cfg.Store.DeploymentUpdate(ctx, id, func(d *store.Deployment) error {
 		if d.ClaimedBy != e.cfg.ReplicaID {
 			return errLostClaim
 		}
 		d.ClaimedBy, d.LeaseUntil = "", nil
 		switch {
-		case pendingRequest(d), d.Status == store.DeploymentPlanning && seen == store.DeploymentQueued:
-			// Asked to cancel or roll back while this step ran: due at once.
+		case pendingRequest(d), d.Status == store.DeploymentPlanning && seen.Status == store.DeploymentQueued,
+			(d.PausedAt == nil) != (seen.PausedAt == nil):
+			// Asked to cancel, roll back, pause or resume while this step ran: due at once.
 			now := e.now()
 			d.NextRunAt = &now
 		case wait < 0:

@@ -29,6 +29,7 @@ func (e *Engine) startRollback(ctx context.Context, d *store.Deployment, reason 
 	_, err := e.update(ctx, d.ID, func(d *store.Deployment) error {
 		d.Status, d.Reason = store.DeploymentRollingBack, "rolling back: "+reason
 		d.RollbackRequested, d.RollbackReason, d.RollbackStartedAt, d.RollbackFinishedAt = false, reason, &now, nil
+		d.PausedAt, d.PausedBy, d.PauseReason = nil, "", "" // a rollback is never paused
 		for _, c := range d.Clusters {
 			// The clusters to restore are this deployment's again (a finished one had let them go).
 			c.Active = c.Status != store.ClusterRolledBack && c.Status != store.ClusterSkipped
@@ -48,6 +49,9 @@ func (e *Engine) startRollback(ctx context.Context, d *store.Deployment, reason 
 		return 0, err
 	}
 	e.event(ctx, d.ID, "status", "", fmt.Sprintf("%s → RollingBack: %s", from, reason), map[string]any{"from": from, "to": store.DeploymentRollingBack})
+	if d.PausedAt != nil {
+		e.event(ctx, d.ID, "resumed", "", "the pause of "+d.PausedBy+" ends: a rollback is never paused", map[string]any{"by": "slipway-manager", "pausedBy": d.PausedBy})
+	}
 	e.log.WarnContext(ctx, "engine: Rolling back", "deployment", d.ID, "operator", d.OperatorName, "version", d.Version, "reason", reason)
 	return 0, nil
 }
