@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/Masterminds/semver/v3"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
@@ -71,8 +70,12 @@ func (s *Server) createCRD(w http.ResponseWriter, r *http.Request) error {
 	if err == nil && req.Version == "" {
 		err = errInvalid("version", "required: a label for this revision, such as the release that ships it")
 	}
+	var note store.MigrationNote
+	if err == nil && req.MigrationNote != nil {
+		note, err = crds.CheckNote("migrationNote", store.MigrationNote{Text: req.MigrationNote.Text, URL: req.MigrationNote.URL})
+	}
 	if err == nil {
-		_, err = insertCRDSchema(ctx, s.store, crd, "", req.Version, s.now().UTC())
+		_, err = crds.InsertRevision(ctx, s.store, crd, "", req.Version, note, s.now().UTC())
 	}
 	// Refused attempts are recorded too, with the field that refused them.
 	entry.Result = resultOf(err)
@@ -127,6 +130,9 @@ func (s *Server) getCRD(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if out.Clusters, err = s.crdClusters(r.Context(), out); err != nil {
+		return err
+	}
 	writeJSON(r.Context(), s.log, w, http.StatusOK, out)
 	return nil
 }
@@ -151,13 +157,22 @@ func (s *Server) crdOut(ctx context.Context, name string) (*CRD, error) {
 	latest := revs[len(revs)-1]
 	out := &CRD{Name: name, Group: latest.Group, Kind: latest.Kind, Scope: latest.Scope,
 		Revisions: make([]CRDRevision, 0, len(revs)), Approvals: []Approval{}}
+	hists, err := s.crdHistories(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	shipping := versionsByRevision(hists, name)
 	ops := map[string]string{}
 	for _, rev := range revs {
 		r, err := s.revisionOut(ctx, ops, rev)
 		if err != nil {
 			return nil, err
 		}
+		r.Versions = shipping[rev.ID]
 		out.Revisions = append(out.Revisions, r)
+	}
+	if out.DroppedIn, err = s.droppedIn(ctx, ops, hists, name); err != nil {
+		return nil, err
 	}
 	approvals, err := s.store.CRDApprovalList(ctx, name)
 	if err != nil {
@@ -171,7 +186,7 @@ func (s *Server) crdOut(ctx context.Context, name string) (*CRD, error) {
 
 // revisionOut names a revision's operator; ops caches operator names by id within one response.
 func (s *Server) revisionOut(ctx context.Context, ops map[string]string, rev *store.CRDSchema) (CRDRevision, error) {
-	out := CRDRevision{Version: rev.Version, Digest: rev.Digest, CreatedAt: rev.CreatedAt}
+	out := CRDRevision{Version: rev.Version, Digest: rev.Digest, CreatedAt: rev.CreatedAt, MigrationNote: noteOut(rev.Note)}
 	if rev.OperatorID == "" {
 		return out, nil
 	}
@@ -198,12 +213,19 @@ func approvalOut(a *store.CRDApproval) Approval {
 // candidate is the definition a validation or approval is about, and the stored revision it is
 // compared with (nil for a CRD's first revision).
 type candidate struct {
-	crd     *apiextensionsv1.CustomResourceDefinition
-	digest  string
-	created time.Time // when the stored candidate was recorded (zero for a submitted one)
+	crd     *apiextensionsv1.CustomResourceDefinition // nil when the version drops the CRD
+	digest  string                                    // crds.DroppedDigest when it drops it
+	created time.Time                                 // when the stored candidate was recorded (zero for a submitted one)
 	label   string
 	opName  string
 	base    *store.CRDSchema
+	// For an operator's version: the version compared with (baseVersion), the history, the
+	// revisions by id, and the migration notes on the way.
+	name        string
+	baseVersion string
+	dropped     bool
+	toNote      store.MigrationNote
+	notes       []RevisionNote
 }
 
 // resolveCandidate finds the candidate of a validate request and its baseline. For an operator's
@@ -234,51 +256,7 @@ func (s *Server) resolveCandidate(ctx context.Context, name string, req Validate
 		}
 		c.crd, c.digest, c.label = crd, digest, "submitted"
 	case req.Operator != "":
-		if req.Version == "" {
-			return nil, errInvalid("version", "required with operator: the chart version whose CRD to validate")
-		}
-		op, err := s.store.OperatorGetByName(ctx, req.Operator)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, errInvalid("operator", "no operator %q is registered", req.Operator)
-		}
-		if err != nil {
-			return nil, err
-		}
-		var own []*store.CRDSchema
-		for _, rev := range revs {
-			if rev.OperatorID == op.ID {
-				own = append(own, rev)
-			}
-		}
-		versions, err := s.store.OperatorVersionList(ctx, op.ID)
-		if err != nil {
-			return nil, err
-		}
-		i := slices.IndexFunc(versions, func(v *store.OperatorVersion) bool { return v.Version == req.Version })
-		if i < 0 {
-			return nil, errInvalid("version", "operator %q has no version %q", req.Operator, req.Version)
-		}
-		// A revision is stored when the CRD changes: the CRD of a version is the newest
-		// revision at or below it.
-		rev := asOf(own, req.Version)
-		if rev == nil {
-			return nil, errInvalid("version", "version %q of operator %q does not ship CRD %q", req.Version, req.Operator, name)
-		}
-		crd, err := storedCRD(rev)
-		if err != nil {
-			return nil, err
-		}
-		c.crd, c.digest, c.label, c.opName, c.created = crd, rev.Digest, req.Version, op.Name, rev.CreatedAt
-		if req.BaseVersion == "" && i+1 < len(versions) {
-			// versions is newest first: the one after i is the version before.
-			c.base = asOf(own, versions[i+1].Version)
-		}
-		if req.BaseVersion != "" {
-			if c.base = asOf(own, req.BaseVersion); c.base == nil {
-				return nil, errInvalid("baseVersion", "operator %q has no revision of CRD %q at or below %q", req.Operator, name, req.BaseVersion)
-			}
-		}
-		return c, nil
+		return s.operatorCandidate(ctx, name, revs, req)
 	default:
 		return nil, errInvalid("definition", "required: a definition, or an operator and version")
 	}
@@ -294,26 +272,6 @@ func (s *Server) resolveCandidate(ctx context.Context, name string, req Validate
 		c.base = revs[len(revs)-1]
 	}
 	return c, nil
-}
-
-// asOf returns the newest revision whose semver version is at or below v (nil when none).
-func asOf(revs []*store.CRDSchema, v string) *store.CRDSchema {
-	target, err := semver.NewVersion(v)
-	if err != nil {
-		return nil
-	}
-	var best *store.CRDSchema
-	var bestV *semver.Version
-	for _, rev := range revs {
-		sv, err := semver.NewVersion(rev.Version)
-		if err != nil || sv.GreaterThan(target) {
-			continue
-		}
-		if bestV == nil || sv.GreaterThan(bestV) {
-			best, bestV = rev, sv
-		}
-	}
-	return best
 }
 
 func storedCRD(rev *store.CRDSchema) (*apiextensionsv1.CustomResourceDefinition, error) {

@@ -60,6 +60,10 @@ func (s *Server) registerOperator(ctx context.Context, req OperatorRequest) (*Op
 	if err := operators.ValidateRef(ref); err != nil {
 		return nil, err
 	}
+	notes, err := parseMigrationNotes("migrationNotes", req.MigrationNotes)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := s.store.OperatorGetByName(ctx, req.Name); err == nil {
 		return nil, store.ErrAlreadyExists
 	} else if !errors.Is(err, store.ErrNotFound) {
@@ -78,19 +82,8 @@ func (s *Server) registerOperator(ctx context.Context, req OperatorRequest) (*Op
 		if err != nil {
 			return nil, err
 		}
-		// Oldest version first, so that the schema history reads in release order.
-		for i := len(found.CRDs) - 1; i >= 0; i-- {
-			f := found.CRDs[i]
-			if _, err := tx.OperatorVersionUpsert(ctx, &store.OperatorVersionUpsertParams{
-				OperatorID: op.ID, Version: f.Version.Version, AppVersion: f.Version.AppVersion, Digest: f.Version.Digest, Now: now,
-			}); err != nil {
-				return nil, err
-			}
-			for _, crd := range f.CRDs {
-				if _, err := insertCRDSchema(ctx, tx, crd, op.ID, f.Version.Version, now); err != nil && !errors.Is(err, store.ErrAlreadyExists) {
-					return nil, err
-				}
-			}
+		if err := storeVersions(ctx, tx, op.ID, found.CRDs, notes, now); err != nil {
+			return nil, err
 		}
 		return op, nil
 	})
@@ -101,16 +94,11 @@ func (s *Server) registerOperator(ctx context.Context, req OperatorRequest) (*Op
 	return s.operatorWithVersions(ctx, op)
 }
 
-// insertCRDSchema stores one revision of a CRD, keyed by the digest of its JSON.
+// insertCRDSchema stores one revision of a CRD, keyed by the digest of its JSON (POST /crds).
+// An operator's chart versions are stored with storeVersions, which also records which
+// revision each version ships.
 func insertCRDSchema(ctx context.Context, exec store.Executor, crd *apiextensionsv1.CustomResourceDefinition, operatorID, version string, now time.Time) (*store.CRDSchema, error) {
-	def, digest, err := crds.Encode(crd)
-	if err != nil {
-		return nil, err
-	}
-	return exec.CRDSchemaInsert(ctx, &store.CRDSchemaInsertParams{
-		Name: crd.Name, Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind, Scope: string(crd.Spec.Scope),
-		OperatorID: operatorID, Version: version, Digest: digest, Definition: def, Now: now.UTC(),
-	})
+	return crds.InsertRevision(ctx, exec, crd, operatorID, version, store.MigrationNote{}, now)
 }
 
 func (s *Server) listOperators(w http.ResponseWriter, r *http.Request) error {

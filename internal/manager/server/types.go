@@ -27,6 +27,23 @@ type OperatorRequest struct {
 	Chart     ChartRef `json:"chart"`
 	// Versions narrows the discovered versions with a semver constraint (">=1.2, <2").
 	Versions string `json:"versions,omitempty"`
+	// MigrationNotes are migration notes for revisions of CRDs the chart's versions ship.
+	MigrationNotes []MigrationNoteRequest `json:"migrationNotes,omitempty"`
+}
+
+// MigrationNoteRequest is a migration note for the revision of a CRD that one of an operator's
+// versions ships: how to move existing objects to it, as markdown text, a link, or both.
+type MigrationNoteRequest struct {
+	CRD     string `json:"crd" description:"the CRD's name, <plural>.<group>"`
+	Version string `json:"version,omitempty" description:"the operator version whose revision of the CRD the note is for (default: the newest version that ships the CRD)"`
+	Text    string `json:"text,omitempty" description:"markdown, at most 10000 characters"`
+	URL     string `json:"url,omitempty" description:"an https:// or http:// link to a migration guide"`
+}
+
+// MigrationNote is a CRD revision's migration note.
+type MigrationNote struct {
+	Text string `json:"text,omitempty"`
+	URL  string `json:"url,omitempty"`
 }
 
 // Operator is a registered operator.
@@ -86,14 +103,22 @@ type CRDRequest struct {
 	Definition json.RawMessage `json:"definition"`
 	// Version labels the revision (a release of whatever ships the CRD).
 	Version string `json:"version"`
+	// MigrationNote tells how to move existing objects to this revision.
+	MigrationNote *MigrationNote `json:"migrationNote,omitempty"`
 }
 
 // CRDRevision is one stored definition of a CRD.
 type CRDRevision struct {
-	Version   string    `json:"version"`
+	Version   string    `json:"version" description:"the operator version that first shipped it, or the label it was posted with"`
 	Operator  string    `json:"operator,omitempty"`
-	Digest    string    `json:"digest"`
+	Digest    string    `json:"digest" description:"sha256 of the definition; \"dropped\" in a validation report's to when the version no longer ships the CRD"`
 	CreatedAt time.Time `json:"createdAt,omitzero"`
+	// Versions are the operator's versions that ship this revision, newest first (A → B → A:
+	// the older revision lists the newest version again).
+	Versions []string `json:"versions,omitempty"`
+	// Dropped: the operator version does not ship the CRD any more (a validation report's to).
+	Dropped       bool           `json:"dropped,omitempty"`
+	MigrationNote *MigrationNote `json:"migrationNote,omitempty"`
 }
 
 // CRD is a CRD with its schema history (oldest first) and approvals.
@@ -104,6 +129,47 @@ type CRD struct {
 	Scope     string        `json:"scope"`
 	Revisions []CRDRevision `json:"revisions"`
 	Approvals []Approval    `json:"approvals"`
+	// DroppedIn are the operator versions that no longer ship the CRD while an older one did.
+	DroppedIn []OperatorVersionRef `json:"droppedIn,omitempty"`
+	// Clusters are the CRD's status in every registered cluster, read now (GET only).
+	Clusters []CRDClusterStatus `json:"clusters,omitempty"`
+}
+
+// OperatorVersionRef names one version of an operator.
+type OperatorVersionRef struct {
+	Operator string `json:"operator"`
+	Version  string `json:"version"`
+}
+
+// CRDClusterStatus is a CRD as one registered cluster has it, and whether that is what the
+// manager last deployed there.
+type CRDClusterStatus struct {
+	Cluster     string `json:"cluster"`
+	Environment string `json:"environment"`
+	Installed   bool   `json:"installed"`
+	// ServedVersions, StorageVersion and StoredVersions (status.storedVersions) as the cluster has them.
+	ServedVersions []string `json:"servedVersions,omitempty"`
+	StorageVersion string   `json:"storageVersion,omitempty"`
+	StoredVersions []string `json:"storedVersions,omitempty"`
+	// Revision is the stored revision the cluster's definition is (by its spec with the API
+	// server's defaults); absent when it is none of them.
+	Revision *CRDRevision `json:"revision,omitempty"`
+	// Deployed is what the manager last deployed there: the operator version running there and
+	// the revision it ships (digest "dropped" when it ships none).
+	Deployed *DeployedCRD `json:"deployed,omitempty"`
+	// MatchesDeployed: the cluster runs the revision the deployed version ships (false when
+	// nothing was deployed there, or the definition was changed or removed since).
+	MatchesDeployed bool   `json:"matchesDeployed"`
+	Error           string `json:"error,omitempty" description:"why the cluster could not be read; the other fields are then empty"`
+}
+
+// DeployedCRD is the operator version the manager last deployed to a cluster and the revision of
+// a CRD that version ships.
+type DeployedCRD struct {
+	Operator     string `json:"operator"`
+	Version      string `json:"version"`
+	DeploymentID string `json:"deploymentId"`
+	Digest       string `json:"digest"`
 }
 
 // CRDSummary is a CRD in a list.
@@ -170,6 +236,17 @@ type ValidationReport struct {
 	Clusters         []ClusterCheck `json:"clusters"`
 	ApprovalRequired bool           `json:"approvalRequired"`
 	Approved         bool           `json:"approved"`
+	// MigrationNotes are the notes of the revisions on the way from from to to (an operator's
+	// versions between them, oldest first), or of to.
+	MigrationNotes []RevisionNote `json:"migrationNotes,omitempty"`
+}
+
+// RevisionNote is the migration note of one CRD revision, with what ships it.
+type RevisionNote struct {
+	CRD     string        `json:"crd"`
+	Version string        `json:"version" description:"the operator version that ships the revision (or its label)"`
+	Digest  string        `json:"digest"`
+	Note    MigrationNote `json:"note"`
 }
 
 // ApproveRequest approves a breaking change: with operator, exactly the change that validate

@@ -9,6 +9,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/slipway-dev/slipway/internal/manager/audit"
 	"github.com/slipway-dev/slipway/internal/manager/crds"
@@ -34,28 +36,11 @@ func (s *Server) validateCRD(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	report := ValidationReport{CRD: name, To: CRDRevision{Version: c.label, Operator: c.opName, Digest: c.digest, CreatedAt: c.created},
-		Changes: []SchemaChange{}, Clusters: make([]ClusterCheck, len(targets))}
-	if c.base != nil {
-		ops := map[string]string{}
-		from, err := s.revisionOut(ctx, ops, c.base)
-		if err != nil {
-			return err
-		}
-		report.From = &from
-		old, err := storedCRD(c.base)
-		if err != nil {
-			return err
-		}
-		cmp, err := crds.Compare(old, c.crd)
-		if err != nil {
-			return err
-		}
-		for _, ch := range cmp.Changes {
-			report.Changes = append(report.Changes, SchemaChange{Path: ch.Path, Kind: ch.Kind, Version: ch.Version,
-				Breaking: ch.Breaking, Message: ch.Message})
-		}
-		report.Breaking = cmp.Breaking()
+	report := ValidationReport{CRD: name, To: CRDRevision{Version: c.label, Operator: c.opName, Digest: c.digest, CreatedAt: c.created,
+		Dropped: c.dropped, MigrationNote: noteOut(c.toNote)}, Changes: []SchemaChange{}, Clusters: make([]ClusterCheck, len(targets)),
+		MigrationNotes: c.notes}
+	if err := s.compareWithBase(ctx, c, &report); err != nil {
+		return err
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -79,6 +64,10 @@ func (s *Server) validateCRD(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	report.ApprovalRequired = report.Breaking && usedInProduction
+	if c.dropped {
+		report.Changes = append(report.Changes, SchemaChange{Kind: "crdDropped", Breaking: report.Breaking,
+			Message: fmt.Sprintf("version %s of %s no longer ships CRD %s: breaking where a cluster stores objects of it", c.label, c.opName, name)})
+	}
 	if report.From != nil {
 		approvals, err := s.store.CRDApprovalList(ctx, name)
 		if err != nil {
@@ -146,7 +135,12 @@ func (s *Server) checkCluster(ctx context.Context, cl *store.Cluster, c *candida
 		out.Error = "connecting: " + safeMessage(err)
 		return out
 	}
-	res, err := crds.ValidateExisting(ctx, cfg, c.crd)
+	var res *crds.Existing
+	if c.dropped {
+		res, err = droppedObjects(ctx, cfg, c)
+	} else {
+		res, err = crds.ValidateExisting(ctx, cfg, c.crd)
+	}
 	if err != nil {
 		out.Error = "checking existing objects: " + safeMessage(err)
 		return out
@@ -166,4 +160,47 @@ func safeMessage(err error) string {
 		msg = msg[:500] + "…"
 	}
 	return msg
+}
+
+// compareWithBase fills the report's from and its schema changes: the candidate compared with
+// its base revision (none for a CRD's first revision, nor for a version that drops the CRD).
+func (s *Server) compareWithBase(ctx context.Context, c *candidate, report *ValidationReport) error {
+	if c.base == nil {
+		return nil
+	}
+	from, err := s.revisionOut(ctx, map[string]string{}, c.base)
+	if err != nil {
+		return err
+	}
+	if c.baseVersion != "" {
+		from.Version = c.baseVersion // the operator version compared with, not the revision's first
+	}
+	report.From = &from
+	if c.dropped {
+		return nil
+	}
+	old, err := storedCRD(c.base)
+	if err != nil {
+		return err
+	}
+	cmp, err := crds.Compare(old, c.crd)
+	if err != nil {
+		return err
+	}
+	for _, ch := range cmp.Changes {
+		report.Changes = append(report.Changes, SchemaChange{Path: ch.Path, Kind: ch.Kind, Version: ch.Version,
+			Breaking: ch.Breaking, Message: ch.Message})
+	}
+	report.Breaking = cmp.Breaking()
+	return nil
+}
+
+// droppedObjects lists what a cluster stores of a CRD the candidate version drops.
+func droppedObjects(ctx context.Context, cfg *rest.Config, c *candidate) (*crds.Existing, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return crds.StoredObjects(ctx, dyn, c.name, fmt.Sprintf("version %s of %s does not ship CRD %s: no controller reconciles this object, "+
+		"and a CRD Helm installed from the chart's templates is deleted on upgrade with all its objects", c.label, c.opName, c.name))
 }
