@@ -98,12 +98,19 @@ func (e *Engine) planOf(d *store.Deployment, op *store.Operator) (*strategy.Plan
 		return nil, nil, err
 	}
 	targets := make([]request.Target, 0, len(d.Clusters))
+	stored := make(map[string]int, len(d.Clusters))
 	for _, c := range d.Clusters {
 		targets = append(targets, request.Target{Name: c.ClusterName, Environment: string(c.Environment)})
+		stored[c.ClusterName] = c.Stage
 	}
 	plan, err := strategy.NewPlan(req, targets, e.planOptions(op))
 	if err != nil {
 		return nil, nil, fmt.Errorf("deployment %s: planning: %w", d.ID, err)
 	}
+	// A Canary created by an older manager keeps the stages it was created with.
+	if _, err := plan.Restage(stored); err != nil {
+		return nil, nil, fmt.Errorf("deployment %s: its stored stages: %w", d.ID, err)
+	}
+	e.scaleHolds(plan)
 	return plan, req, nil
 }

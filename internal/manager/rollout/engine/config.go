@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
@@ -84,6 +85,12 @@ type Config struct {
 	ApprovalTTL time.Duration
 	// HealthLoop turns the periodic health checks of live releases on (serve: on).
 	HealthLoop bool
+	// TestHoldScale is for tests and benchmarks only: manager serve has no flag for it, a
+	// deployment must never watch its clusters for less than it asked. Every stage's hold and
+	// pause (evaluationPeriod, validationPeriod, pauseBetweenClusters, the switch monitor) is
+	// multiplied by it, so a benchmark runs the design's PT5M evaluations in seconds and projects
+	// the real time (BenchmarkCanaryDesign). 0 means 1; otherwise 0 < scale ≤ 1.
+	TestHoldScale float64
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -129,6 +136,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ApprovalTTL <= 0 {
 		c.ApprovalTTL = DefaultApprovalTTL
+	}
+	if !(c.TestHoldScale >= 0 && c.TestHoldScale <= 1) {
+		return c, fmt.Errorf("engine: TestHoldScale %v: want 0 < scale ≤ 1 (0: real time)", c.TestHoldScale)
 	}
 	return c, c.Policy.Validate()
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -53,35 +54,57 @@ func (h *harness) eventAt(id, typ, cluster string) time.Time {
 	return time.Time{}
 }
 
-// TestCanary_StagesByEnvironmentWithApproval: a Canary deployment to Dev, Staging and Production
-// waits for the Production approval, then deploys stage by stage in environment order, holding
-// each for its evaluation period before the next starts.
-func TestCanary_StagesByEnvironmentWithApproval(t *testing.T) {
-	h := newHarness(t, threeEnvironments(t), nil)
+// TestCanary_DesignStagesWithApproval: the design's Canary (10 %, then 30 %, then the rest) over
+// four clusters of Dev, Staging and Production waits for the Production approval, then deploys
+// its three stages in environment order: dev-1 (25 %), staging-1 (50 %), then staging-2 and
+// prod-1 together (100 %), holding each stage for its evaluation period before the next starts.
+func TestCanary_DesignStagesWithApproval(t *testing.T) {
+	s := servers(t, 4)
+	h := newHarness(t, []target{
+		{Name: "dev-1", Environment: store.EnvironmentDev, Server: s[0]},
+		{Name: "staging-1", Environment: store.EnvironmentStaging, Server: s[1]},
+		{Name: "staging-2", Environment: store.EnvironmentStaging, Server: s[3]},
+		{Name: "prod-1", Environment: store.EnvironmentProduction, Server: s[2]},
+	}, nil)
 	h.operator("canary", charttest.OperatorChart(chartName, "1.0.0", charttest.Compatible))
 	h.start()
 	d := h.submit(`{"operator": "canary", "version": "1.0.0", "environments": ["Dev", "Staging", "Production"],
 		"strategy": "Canary", "canaryConfig": {"initialPercentage": 10, "incrementPercentage": 20,
-		"evaluationPeriod": "PT2S", "successThreshold": 95}}`)
+		"evaluationPeriod": "PT2S", "successThreshold": 0.95}}`)
 	approvals := h.approveAll(d.ID)
 	if len(approvals) != 1 || approvals[0].Kind != "production" {
 		t.Fatalf("approvals %+v, want one production approval", approvals)
 	}
 	d = h.waitStatus(d.ID, store.DeploymentCompleted)
-	order := []string{"dev-1", "staging-1", "prod-1"}
-	for i, name := range order {
-		c := clusterByName(d, name)
-		if c.Status != store.ClusterHealthy || c.Stage != i {
-			t.Errorf("cluster %s: %+v, want healthy at stage %d", name, c, i)
+	stages := [][]string{{"dev-1"}, {"staging-1"}, {"staging-2", "prod-1"}}
+	for i, names := range stages {
+		for _, name := range names {
+			c := clusterByName(d, name)
+			if c.Status != store.ClusterHealthy || c.Stage != i {
+				t.Errorf("cluster %s: %+v, want healthy at stage %d", name, c, i)
+			}
+			if i == 0 {
+				continue
+			}
+			prev := stages[i-1][len(stages[i-1])-1]
+			prevInstalled := h.eventAt(d.ID, "cluster.installed", prev)
+			if started := h.eventAt(d.ID, "cluster.installing", name); started.Sub(prevInstalled) < 2*time.Second {
+				t.Errorf("%s started %s after %s was installed: the 2 s evaluation period was not held", name, started.Sub(prevInstalled), prev)
+			}
 		}
-		if i == 0 {
-			continue
+	}
+	var passed []float64
+	for _, e := range h.events(d.ID) {
+		if e.Type == "stage.passed" {
+			var details struct{ Percentage float64 }
+			if err := json.Unmarshal(e.Details, &details); err != nil {
+				t.Fatalf("stage.passed details %s: %v", e.Details, err)
+			}
+			passed = append(passed, details.Percentage)
 		}
-		prevInstalled := h.eventAt(d.ID, "cluster.installed", order[i-1])
-		started := h.eventAt(d.ID, "cluster.installing", name)
-		if started.Sub(prevInstalled) < 2*time.Second {
-			t.Errorf("%s started %s after %s was installed: the 2 s evaluation period was not held", name, started.Sub(prevInstalled), order[i-1])
-		}
+	}
+	if !slices.Equal(passed, []float64{25, 50, 100}) {
+		t.Errorf("stages passed at %v %%, want 25, 50, 100:\n%s", passed, h.eventLog(d.ID))
 	}
 }
 

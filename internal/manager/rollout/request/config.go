@@ -1,6 +1,9 @@
 package request
 
 import (
+	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,17 +22,29 @@ const (
 	DefaultGreenSuffix         = "-green"
 	// MaxParallelClusters bounds directConfig.parallelClusters.
 	MaxParallelClusters = 1000
+	// MaxCanaryStages bounds canaryConfig.stages.
+	MaxCanaryStages = 100
 )
 
 // CanaryConfig is canaryConfig. Percentages are of the deployment's clusters, 0-100
 // (exclusive of 0). SuccessThreshold is the share of a stage's clusters that must be healthy at
 // the end of its evaluation period, as a percentage (95) or a fraction (0.95): a value up to 1 is
 // a fraction, above 1 a percentage, so 1 means 100 %.
+//
+// The stages are the design's three: initialPercentage, initialPercentage +
+// incrementPercentage, then 100 (fewer when one of them reaches 100). Stages lists them
+// instead, each the cumulative percentage of the clusters done once that stage passed:
+// [10, 30, 50, 100] is four stages. Its percentages rise strictly, each 0 < p ≤ 100, the last
+// 100. initialPercentage and incrementPercentage may be given beside it only when they describe
+// its first two entries (initialPercentage = stages[0], incrementPercentage = stages[1] −
+// stages[0]), so the design's JSON with a stages list added stays valid as long as the list
+// starts as the design's does; anything else is a conflict (400).
 type CanaryConfig struct {
-	InitialPercentage   *float64 `json:"initialPercentage,omitempty"`
-	IncrementPercentage *float64 `json:"incrementPercentage,omitempty"`
-	EvaluationPeriod    string   `json:"evaluationPeriod,omitempty"`
-	SuccessThreshold    *float64 `json:"successThreshold,omitempty"`
+	InitialPercentage   *float64  `json:"initialPercentage,omitempty"`
+	IncrementPercentage *float64  `json:"incrementPercentage,omitempty"`
+	EvaluationPeriod    string    `json:"evaluationPeriod,omitempty"`
+	SuccessThreshold    *float64  `json:"successThreshold,omitempty"`
+	Stages              []float64 `json:"stages,omitempty"`
 }
 
 // BlueGreenConfig is blueGreenConfig. BlueNamespace is the namespace where blue (the running
@@ -67,6 +82,10 @@ type Canary struct {
 	IncrementPercentage float64
 	EvaluationPeriod    time.Duration
 	SuccessThreshold    float64
+	// Stages are the cumulative percentages of the stages, rising strictly to 100:
+	// canaryConfig.stages as given, or initial, initial + increment and 100 (one or two of
+	// them when those reach 100).
+	Stages []float64
 }
 
 // BlueGreen is a resolved blueGreenConfig; namespaces left empty mean the defaults, which need
@@ -94,8 +113,9 @@ type Direct struct {
 // Resolve applies the defaults and checks the fields; c may be nil (all defaults). Errors name
 // "canaryConfig.<field>".
 func (c *CanaryConfig) Resolve() (Canary, error) {
-	out := Canary{DefaultInitialPercentage, DefaultIncrementPercentage, DefaultEvaluationPeriod, DefaultSuccessThreshold}
+	out := Canary{DefaultInitialPercentage, DefaultIncrementPercentage, DefaultEvaluationPeriod, DefaultSuccessThreshold, nil}
 	if c == nil {
+		out.Stages = designStages(out.InitialPercentage, out.IncrementPercentage)
 		return out, nil
 	}
 	var err error
@@ -120,7 +140,69 @@ func (c *CanaryConfig) Resolve() (Canary, error) {
 			out.SuccessThreshold = *t / 100
 		}
 	}
+	if c.Stages == nil {
+		out.Stages = designStages(out.InitialPercentage, out.IncrementPercentage)
+		return out, nil
+	}
+	if out.Stages, err = c.listedStages(); err != nil {
+		return out, err
+	}
+	out.InitialPercentage, out.IncrementPercentage = out.Stages[0], 0
+	if len(out.Stages) > 1 {
+		out.IncrementPercentage = out.Stages[1] - out.Stages[0]
+	}
 	return out, nil
+}
+
+// designStages are the design's three stages: initial, initial + increment, everything.
+func designStages(initial, increment float64) []float64 {
+	out := []float64{initial}
+	if next := initial + increment; initial < 100 && next < 100 {
+		out = append(out, next)
+	}
+	if initial < 100 {
+		out = append(out, 100)
+	}
+	return out
+}
+
+// stageTolerance absorbs floating-point error when increments are compared with the list.
+const stageTolerance = 1e-9
+
+// listedStages checks canaryConfig.stages, and initialPercentage and incrementPercentage
+// against it.
+func (c *CanaryConfig) listedStages() ([]float64, error) {
+	s := c.Stages
+	switch {
+	case len(s) == 0:
+		return nil, invalid.Reasoned("canaryConfig.stages", "required", nil, "must list at least one percentage (the last one 100), or be left out")
+	case len(s) > MaxCanaryStages:
+		return nil, invalid.Reasoned("canaryConfig.stages", "range", nil, "at most %d stages, not %d", MaxCanaryStages, len(s))
+	}
+	for i, p := range s {
+		field := fmt.Sprintf("canaryConfig.stages[%d]", i)
+		switch {
+		case !(p > 0 && p <= 100):
+			return nil, invalid.Reasoned(field, "range", nil, "must be a percentage greater than 0 and at most 100, not %v", p)
+		case i > 0 && p <= s[i-1]:
+			return nil, invalid.Reasoned(field, "order", nil, "must be greater than the stage before it (%v): each entry is the share of the clusters done once that stage passed, not %v", s[i-1], p)
+		}
+	}
+	if last := s[len(s)-1]; last != 100 {
+		return nil, invalid.Reasoned(fmt.Sprintf("canaryConfig.stages[%d]", len(s)-1), "range", nil, "the last stage must be 100 (every cluster), not %v", last)
+	}
+	if p := c.InitialPercentage; p != nil && math.Abs(*p-s[0]) > stageTolerance {
+		return nil, invalid.Reasoned("canaryConfig.initialPercentage", "conflict", nil, "is %v but stages starts at %v: give the stages list alone, or an initialPercentage equal to its first entry", *p, s[0])
+	}
+	if p := c.IncrementPercentage; p != nil {
+		if len(s) < 2 {
+			return nil, invalid.Reasoned("canaryConfig.incrementPercentage", "conflict", nil, "stages has a single stage, there is nothing to increment: leave incrementPercentage out")
+		}
+		if math.Abs(*p-(s[1]-s[0])) > stageTolerance {
+			return nil, invalid.Reasoned("canaryConfig.incrementPercentage", "conflict", nil, "is %v but stages goes from %v to %v: give the stages list alone, or an incrementPercentage equal to its second entry minus its first", *p, s[0], s[1])
+		}
+	}
+	return slices.Clone(s), nil
 }
 
 // Resolve applies the defaults and checks the fields; c may be nil. Errors name

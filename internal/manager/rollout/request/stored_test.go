@@ -10,6 +10,7 @@ func TestConfigJSONRoundTrip(t *testing.T) {
 	t.Parallel()
 	for _, body := range []string{
 		designCanary,
+		canary(`"initialPercentage":10,"stages":[10,30,50,100],"evaluationPeriod":"PT1M"`),
 		rolling(`"clusterOrder":["stage-1"],"validationPeriod":"PT1S","pauseBetweenClusters":"PT2S"`),
 		blueGreen(`"greenNamespace":"g","autoSwitch":false`),
 		direct(`"parallelClusters":2,"skipHealthChecks":true`),

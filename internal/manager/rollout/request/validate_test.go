@@ -53,7 +53,7 @@ func TestDesignRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c != (Canary{10, 20, 5 * time.Minute, 0.95}) {
+	if !reflect.DeepEqual(c, Canary{10, 20, 5 * time.Minute, 0.95, []float64{10, 30, 100}}) {
 		t.Errorf("canary = %+v", c)
 	}
 	// The request encodes back to the same JSON (field names as the design writes them).
@@ -98,7 +98,7 @@ func TestStrategyConfigsAsDesignWritesThem(t *testing.T) {
 func TestResolveDefaults(t *testing.T) {
 	t.Parallel()
 	c, err := (*CanaryConfig)(nil).Resolve()
-	if err != nil || c != (Canary{10, 20, 5 * time.Minute, 0.95}) {
+	if err != nil || !reflect.DeepEqual(c, Canary{10, 20, 5 * time.Minute, 0.95, []float64{10, 30, 100}}) {
 		t.Errorf("canary defaults = %+v, %v", c, err)
 	}
 	c, err = (&CanaryConfig{SuccessThreshold: ptr(1.0)}).Resolve()
@@ -209,6 +209,19 @@ func TestValidate(t *testing.T) {
 		{"threshold negative", canary(`"successThreshold":-0.5`), "canaryConfig.successThreshold", "range"},
 		{"threshold zero", canary(`"successThreshold":0`), "canaryConfig.successThreshold", "range"},
 		{"threshold over 100", canary(`"successThreshold":101`), "canaryConfig.successThreshold", "range"},
+		{"stages empty", canary(`"stages":[]`), "canaryConfig.stages", "required"},
+		{"stages not a list", canary(`"stages":"10,100"`), "canaryConfig.stages", "format"},
+		{"stages entry zero", canary(`"stages":[0,100]`), "canaryConfig.stages[0]", "range"},
+		{"stages entry over 100", canary(`"stages":[10,120]`), "canaryConfig.stages[1]", "range"},
+		{"stages after 100", canary(`"stages":[10,100,120]`), "canaryConfig.stages[2]", "range"},
+		{"stages entry negative", canary(`"stages":[-10,100]`), "canaryConfig.stages[0]", "range"},
+		{"stages falling", canary(`"stages":[10,50,30,100]`), "canaryConfig.stages[2]", "order"},
+		{"stages repeated", canary(`"stages":[10,10,100]`), "canaryConfig.stages[1]", "order"},
+		{"stages not ending at 100", canary(`"stages":[10,30,50]`), "canaryConfig.stages[2]", "range"},
+		{"stages too many", canary(`"stages":[` + strings.Repeat("0.5,", 100) + `100]`), "canaryConfig.stages", "range"},
+		{"stages against initial", canary(`"initialPercentage":5,"stages":[10,30,100]`), "canaryConfig.initialPercentage", "conflict"},
+		{"stages against increment", canary(`"initialPercentage":10,"incrementPercentage":20,"stages":[10,50,100]`), "canaryConfig.incrementPercentage", "conflict"},
+		{"increment with a single stage", canary(`"incrementPercentage":20,"stages":[100]`), "canaryConfig.incrementPercentage", "conflict"},
 		// BlueGreen.
 		{"blue equals green", blueGreen(`"blueNamespace":"ops","greenNamespace":"ops"`), "blueGreenConfig.greenNamespace", "conflict"},
 		{"blue not a label", blueGreen(`"blueNamespace":"Ops_1"`), "blueGreenConfig.blueNamespace", "format"},
@@ -245,6 +258,44 @@ func TestValidate(t *testing.T) {
 				t.Error("empty message")
 			}
 		})
+	}
+}
+
+// TestCanaryStages: the stages of canaryConfig, from the increments (the design's three) or
+// from an explicit list, with initialPercentage and incrementPercentage beside it when they agree.
+func TestCanaryStages(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cfg  string
+		want []float64
+	}{
+		{`"initialPercentage":10,"incrementPercentage":20`, []float64{10, 30, 100}},
+		{``, []float64{10, 30, 100}},
+		{`"initialPercentage":50,"incrementPercentage":50`, []float64{50, 100}},
+		{`"initialPercentage":60,"incrementPercentage":50`, []float64{60, 100}},
+		{`"initialPercentage":100`, []float64{100}},
+		{`"initialPercentage":0.5,"incrementPercentage":0.5`, []float64{0.5, 1, 100}},
+		{`"stages":[10,30,50,100]`, []float64{10, 30, 50, 100}},
+		{`"initialPercentage":10,"incrementPercentage":20,"stages":[10,30,50,100]`, []float64{10, 30, 50, 100}},
+		{`"initialPercentage":0.1,"incrementPercentage":0.2,"stages":[0.1,0.3,100]`, []float64{0.1, 0.3, 100}}, // 0.3-0.1 is not 0.2 in floating point
+		{`"stages":[100]`, []float64{100}},
+		{`"initialPercentage":100,"stages":[100]`, []float64{100}},
+	} {
+		req, err := Decode([]byte(canary(tc.cfg)))
+		if err == nil {
+			err = Validate(req, fleet)
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.cfg, err)
+			continue
+		}
+		c, err := req.CanaryConfig.Resolve()
+		if err != nil || !reflect.DeepEqual(c.Stages, tc.want) {
+			t.Errorf("%s: stages %v (%v), want %v", tc.cfg, c.Stages, err, tc.want)
+		}
+		if c.InitialPercentage != tc.want[0] {
+			t.Errorf("%s: initial %v, want %v", tc.cfg, c.InitialPercentage, tc.want[0])
+		}
 	}
 }
 

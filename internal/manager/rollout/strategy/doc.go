@@ -4,12 +4,14 @@
 // paused before the next. It is pure and deterministic: the same request and targets give the
 // same plan, whatever the order of the targets.
 //
-//   - Canary: clusters sorted by environment (Dev → Staging → Production) then name; stage k
-//     ends at ceil(p_k·N/100) clusters, p_0 = initialPercentage, p_k+1 = p_k +
-//     incrementPercentage capped at 100; a percentage that adds no cluster adds no stage (each
-//     stage has at least one); a stage never mixes environments: one that would cross an
-//     environment boundary ends at it and the rest forms the next stage. Each is held for
-//     evaluationPeriod and passes when healthy/len(Clusters) ≥ successThreshold.
+//   - Canary: clusters sorted by environment (Dev → Staging → Production) then name, cut into
+//     the design's three stages: initialPercentage, initialPercentage + incrementPercentage,
+//     then everything (10 %, 30 %, 100 %), or the stages canaryConfig.stages lists. Stage k
+//     ends at ceil(p_k·N/100) clusters, at least one; a stage that would add no cluster is
+//     merged into the next (1 cluster: one stage; 2 clusters: one, then the other). Stages may
+//     span environments (the design's 30 % is "Dev + Staging"). Each is held for
+//     evaluationPeriod and passes when healthy/len(Clusters) ≥ successThreshold. Plan.Restage
+//     keeps the stages a stored deployment was created with.
 //   - Rolling: one cluster per stage in rollingConfig.clusterOrder, then the rest in the default
 //     order; held for validationPeriod, then pauseBetweenClusters (none after the last).
 //   - Direct: one stage of all clusters, parallelClusters at a time (default all), health

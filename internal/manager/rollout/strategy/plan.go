@@ -29,7 +29,7 @@ const DefaultSwitchMonitor = 5 * time.Minute
 type Stage struct {
 	Index int
 	Kind  StageKind
-	// Environment of all Clusters; "" when they span several (Direct, BlueGreen's switch).
+	// Environment of all Clusters; "" when they span several (Direct, Canary, BlueGreen's switch).
 	Environment string
 	// Clusters in the order to start them.
 	Clusters []string
@@ -140,6 +140,49 @@ func (p *Plan) StageOf(cluster string) int {
 		}
 	}
 	return -1
+}
+
+// Restage makes a Canary plan keep the stages its deployment was created with: stageOf is each
+// cluster's stage as stored then (store.DeploymentCluster.Stage). Plans are recomputed at every
+// step, so a deployment planned by an older manager (whose Canary also cut at environment
+// boundaries and repeated the increment) would otherwise find other stages after an upgrade of
+// the manager, its stored stage index pointing elsewhere. When stageOf differs from the plan,
+// the install stages are rebuilt from it (the clusters of each stored index, in target order,
+// with this plan's hold and threshold). Other strategies plan as they always did and are left
+// as they are. It reports whether the stages changed; stageOf must give every target a stage,
+// the indexes 0..k-1 each used.
+func (p *Plan) Restage(stageOf map[string]int) (bool, error) {
+	if p.Strategy != request.StrategyCanary || len(p.Stages) == 0 {
+		return false, nil
+	}
+	same, last := true, -1
+	for _, t := range p.Targets {
+		i, ok := stageOf[t.Name]
+		if !ok || i < 0 || i >= len(p.Targets) {
+			return false, fmt.Errorf("cluster %s has no stored stage (%d)", t.Name, i)
+		}
+		same = same && i == p.StageOf(t.Name)
+		last = max(last, i)
+	}
+	if same {
+		return false, nil
+	}
+	groups := make([][]Target, last+1)
+	for _, t := range p.Targets {
+		groups[stageOf[t.Name]] = append(groups[stageOf[t.Name]], t)
+	}
+	tmpl, done := p.Stages[0], 0
+	p.Stages = p.Stages[:0:0]
+	for i, ts := range groups {
+		if len(ts) == 0 {
+			return false, fmt.Errorf("no cluster is stored at stage %d of %d", i, last+1)
+		}
+		done += len(ts)
+		st := tmpl
+		st.Index, st.Environment, st.Clusters, st.Parallel, st.Percentage = i, environmentOf(ts), names(ts), len(ts), percent(done, len(p.Targets))
+		p.Stages = append(p.Stages, st)
+	}
+	return true, nil
 }
 
 // MinDuration is the least time the plan takes: the sum of its holds and pauses.

@@ -14,6 +14,7 @@ import (
 
 var (
 	one   = []Target{{Name: "solo", Environment: "Production"}}
+	two   = []Target{{Name: "prod-1", Environment: "Production"}, {Name: "dev-1", Environment: "Dev"}}
 	three = []Target{{Name: "prod-1", Environment: "Production"}, {Name: "dev-1", Environment: "Dev"}, {Name: "stage-1", Environment: "Staging"}}
 	// ten is given out of order: plans must not depend on it.
 	ten = []Target{
@@ -59,46 +60,52 @@ func TestNewPlan(t *testing.T) {
 		opts    *Options
 		want    []string
 	}{
-		// Canary.
+		// Canary: the design's stages (initial, initial + increment, the rest), or a list.
 		{"canary design 10", `"strategy":"Canary","canaryConfig":{"initialPercentage":10,"incrementPercentage":20,"evaluationPeriod":"PT5M","successThreshold":95}`, ten, nil, []string{
 			"install Dev dev-1 ×1 10% PT5M/PT0S ≥0.95",
 			"install Dev dev-2,dev-3 ×2 30% PT5M/PT0S ≥0.95",
-			"install Staging stage-1,stage-2 ×2 50% PT5M/PT0S ≥0.95",
-			"install Staging stage-3 ×1 60% PT5M/PT0S ≥0.95", // cut at the environment boundary
-			"install Production prod-1 ×1 70% PT5M/PT0S ≥0.95",
-			"install Production prod-2,prod-3 ×2 90% PT5M/PT0S ≥0.95",
-			"install Production prod-4 ×1 100% PT5M/PT0S ≥0.95",
+			"install * stage-1,stage-2,stage-3,prod-1,prod-2,prod-3,prod-4 ×7 100% PT5M/PT0S ≥0.95",
 		}},
-		{"canary design 3", `"strategy":"Canary","canaryConfig":{"initialPercentage":10,"incrementPercentage":20,"evaluationPeriod":"PT5M","successThreshold":0.95}`, three, nil, []string{
+		{"canary design 3: the 30 % stage adds no cluster and is merged", `"strategy":"Canary","canaryConfig":{"initialPercentage":10,"incrementPercentage":20,"evaluationPeriod":"PT5M","successThreshold":0.95}`, three, nil, []string{
 			"install Dev dev-1 ×1 33.33% PT5M/PT0S ≥0.95",
-			"install Staging stage-1 ×1 66.67% PT5M/PT0S ≥0.95",
+			"install * stage-1,prod-1 ×2 100% PT5M/PT0S ≥0.95",
+		}},
+		{"canary 2: one cluster, then the other", `"strategy":"Canary"`, two, nil, []string{
+			"install Dev dev-1 ×1 50% PT5M/PT0S ≥0.95",
 			"install Production prod-1 ×1 100% PT5M/PT0S ≥0.95",
 		}},
-		{"canary 1", `"strategy":"Canary","canaryConfig":{"evaluationPeriod":"PT2S"}`, one, nil, []string{
+		{"canary 1: one stage", `"strategy":"Canary","canaryConfig":{"evaluationPeriod":"PT2S"}`, one, nil, []string{
 			"install Production solo ×1 100% PT2S/PT0S ≥0.95",
 		}},
 		{"canary defaults 10 in one environment", `"strategy":"Canary"`, tenDev, nil, []string{
 			"install Dev dev-00 ×1 10% PT5M/PT0S ≥0.95",
 			"install Dev dev-01,dev-02 ×2 30% PT5M/PT0S ≥0.95",
-			"install Dev dev-03,dev-04 ×2 50% PT5M/PT0S ≥0.95",
-			"install Dev dev-05,dev-06 ×2 70% PT5M/PT0S ≥0.95",
-			"install Dev dev-07,dev-08 ×2 90% PT5M/PT0S ≥0.95",
-			"install Dev dev-09 ×1 100% PT5M/PT0S ≥0.95",
+			"install Dev dev-03,dev-04,dev-05,dev-06,dev-07,dev-08,dev-09 ×7 100% PT5M/PT0S ≥0.95",
 		}},
 		{"canary halves 10", `"strategy":"Canary","canaryConfig":{"initialPercentage":50,"incrementPercentage":50,"successThreshold":1}`, ten, nil, []string{
-			"install Dev dev-1,dev-2,dev-3 ×3 30% PT5M/PT0S ≥1",
-			"install Staging stage-1,stage-2 ×2 50% PT5M/PT0S ≥1",
-			"install Staging stage-3 ×1 60% PT5M/PT0S ≥1",
-			"install Production prod-1,prod-2,prod-3,prod-4 ×4 100% PT5M/PT0S ≥1",
+			"install * dev-1,dev-2,dev-3,stage-1,stage-2 ×5 50% PT5M/PT0S ≥1",
+			"install * stage-3,prod-1,prod-2,prod-3,prod-4 ×5 100% PT5M/PT0S ≥1",
 		}},
-		{"canary 100 % is one stage per environment", `"strategy":"Canary","canaryConfig":{"initialPercentage":100,"evaluationPeriod":"PT0S"}`, ten, nil, []string{
-			"install Dev dev-1,dev-2,dev-3 ×3 30% PT0S/PT0S ≥0.95",
-			"install Staging stage-1,stage-2,stage-3 ×3 60% PT0S/PT0S ≥0.95",
-			"install Production prod-1,prod-2,prod-3,prod-4 ×4 100% PT0S/PT0S ≥0.95",
+		{"canary 100 % is one stage", `"strategy":"Canary","canaryConfig":{"initialPercentage":100,"evaluationPeriod":"PT0S"}`, ten, nil, []string{
+			"install * dev-1,dev-2,dev-3,stage-1,stage-2,stage-3,prod-1,prod-2,prod-3,prod-4 ×10 100% PT0S/PT0S ≥0.95",
 		}},
-		{"canary tiny increment: one cluster per stage", `"strategy":"Canary","canaryConfig":{"initialPercentage":0.001,"incrementPercentage":0.001}`, three, nil, []string{
+		{"canary tiny percentages: at least one cluster", `"strategy":"Canary","canaryConfig":{"initialPercentage":0.001,"incrementPercentage":0.001}`, three, nil, []string{
+			"install Dev dev-1 ×1 33.33% PT5M/PT0S ≥0.95",
+			"install * stage-1,prod-1 ×2 100% PT5M/PT0S ≥0.95",
+		}},
+		{"canary stages list 10", `"strategy":"Canary","canaryConfig":{"initialPercentage":10,"incrementPercentage":20,"stages":[10,30,50,100],"evaluationPeriod":"PT1M"}`, ten, nil, []string{
+			"install Dev dev-1 ×1 10% PT1M/PT0S ≥0.95",
+			"install Dev dev-2,dev-3 ×2 30% PT1M/PT0S ≥0.95",
+			"install Staging stage-1,stage-2 ×2 50% PT1M/PT0S ≥0.95",
+			"install * stage-3,prod-1,prod-2,prod-3,prod-4 ×5 100% PT1M/PT0S ≥0.95",
+		}},
+		{"canary stages list 3: the 75 % stage is merged", `"strategy":"Canary","canaryConfig":{"stages":[25,50,75,100]}`, three, nil, []string{
 			"install Dev dev-1 ×1 33.33% PT5M/PT0S ≥0.95",
 			"install Staging stage-1 ×1 66.67% PT5M/PT0S ≥0.95",
+			"install Production prod-1 ×1 100% PT5M/PT0S ≥0.95",
+		}},
+		{"canary stages list 2", `"strategy":"Canary","canaryConfig":{"stages":[10,30,50,100]}`, two, nil, []string{
+			"install Dev dev-1 ×1 50% PT5M/PT0S ≥0.95",
 			"install Production prod-1 ×1 100% PT5M/PT0S ≥0.95",
 		}},
 		// Rolling.
@@ -199,8 +206,10 @@ func plan(t testing.TB, body string, targets []Target, opts *Options) (*request.
 
 // checkPlan asserts what holds for every plan: each target is installed by exactly one install
 // stage; stages are numbered, non-empty, with 1 ≤ Parallel ≤ len(Clusters); percentages rise to
-// 100; Canary, Rolling and BlueGreen stages never mix environments and Canary visits them in
-// promotion order; the switch stage comes last and covers every cluster.
+// 100; a stage's Environment is its clusters' when they share one ("" otherwise); Rolling and
+// BlueGreen stages never mix environments; Canary and BlueGreen visit them in promotion order
+// (Canary: the sorted targets, cut into stages); the switch stage comes last and covers every
+// cluster.
 func checkPlan(t testing.TB, req *request.Request, targets []Target, p *Plan) {
 	t.Helper()
 	env := map[string]string{}
@@ -226,17 +235,29 @@ func checkPlan(t testing.TB, req *request.Request, targets []Target, p *Plan) {
 			}
 			continue
 		}
+		mixed := false
 		for _, c := range s.Clusters {
 			installed[c]++
-			if e := env[c]; p.Strategy != request.StrategyDirect && e != s.Environment {
+			mixed = mixed || env[c] != env[s.Clusters[0]]
+			if e := env[c]; (p.Strategy == request.StrategyRolling || p.Strategy == request.StrategyBlueGreen) && e != s.Environment {
 				t.Fatalf("stage %d (%s) holds %s of %s", i, s.Environment, c, e)
 			}
+			if p.Strategy == request.StrategyCanary || p.Strategy == request.StrategyBlueGreen {
+				if r := request.EnvironmentRank(env[c]); r < lastRank {
+					t.Fatalf("stage %d: %s (%s) after a later environment", i, c, env[c])
+				} else {
+					lastRank = r
+				}
+			}
 		}
-		if p.Strategy == request.StrategyCanary || p.Strategy == request.StrategyBlueGreen {
-			if r := request.EnvironmentRank(s.Environment); r < lastRank {
-				t.Fatalf("stage %d: %s after a later environment", i, s.Environment)
-			} else {
-				lastRank = r
+		if want := env[s.Clusters[0]]; mixed && s.Environment != "" || !mixed && s.Environment != want {
+			t.Fatalf("stage %d: environment %q over %v", i, s.Environment, s.Clusters)
+		}
+		if p.Strategy == request.StrategyCanary {
+			for j, c := range s.Clusters {
+				if k := len(installed) - len(s.Clusters) + j; p.Targets[k].Name != c {
+					t.Fatalf("stage %d: %s where the sorted targets have %s", i, c, p.Targets[k].Name)
+				}
 			}
 		}
 		if p.StageOf(s.Clusters[0]) != i {

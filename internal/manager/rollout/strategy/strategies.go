@@ -2,34 +2,22 @@ package strategy
 
 import (
 	"math"
-	"slices"
 
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 )
 
-// canary cuts the sorted targets at the percentage steps and at environment boundaries.
+// canary cuts the sorted targets (environment, then name) at the stages' percentages: stage k
+// ends at ceil(p_k·N/100) clusters, at least one; a stage that would add no cluster is merged
+// into the next one (it disappears: its percentage is reached with the next stage's clusters).
+// Stages may span environments: the design's 30 % stage is "Dev + Staging".
 func (p *Plan) canary(cfg *request.CanaryConfig) error {
 	c, err := cfg.Resolve()
 	if err != nil {
 		return err
 	}
 	n := len(p.Targets)
-	cuts := map[int]bool{n: true}
-	for _, cut := range canaryCuts(c.InitialPercentage, c.IncrementPercentage, n) {
-		cuts[cut] = true
-	}
-	for i := 1; i < n; i++ {
-		if p.Targets[i].Environment != p.Targets[i-1].Environment {
-			cuts[i] = true
-		}
-	}
-	ends := make([]int, 0, len(cuts))
-	for cut := range cuts {
-		ends = append(ends, cut)
-	}
-	slices.Sort(ends)
 	start := 0
-	for _, end := range ends {
+	for _, end := range canaryCuts(c.Stages, n) {
 		ts := p.Targets[start:end]
 		p.Stages = append(p.Stages, Stage{
 			Kind: StageInstall, Environment: environmentOf(ts), Clusters: names(ts), Parallel: len(ts),
@@ -41,31 +29,22 @@ func (p *Plan) canary(cfg *request.CanaryConfig) error {
 	return nil
 }
 
-// canaryCuts returns the cumulative cluster counts after each percentage step, strictly
-// increasing and ending at n: step k reaches ceil(min(100, initial + k·increment)·n/100),
-// at least one more cluster than the step before (steps that add none are skipped; the
-// skipping is computed, so a tiny increment costs no more than n steps).
-func canaryCuts(initial, increment float64, n int) []int {
+// canaryCuts returns the cumulative cluster counts of the stages at the percentages pcts
+// (rising, the last 100) over n clusters: ceil(p·n/100), at least 1, strictly increasing (a
+// count no larger than the one before is dropped), the last n.
+func canaryCuts(pcts []float64, n int) []int {
 	var cuts []int
 	done := 0
-	p := initial
-	for done < n {
-		cut := int(math.Ceil(p*float64(n)/100 - 1e-9))
-		if cut <= done {
-			cut = done + 1
-		}
-		if cut > n || p >= 100 {
+	for i, pct := range pcts {
+		cut := int(math.Ceil(pct*float64(n)/100 - 1e-9))
+		cut = min(max(cut, 1), n)
+		if i == len(pcts)-1 {
 			cut = n
 		}
-		cuts = append(cuts, cut)
-		done = cut
-		// The first step whose percentage exceeds done/n: initial + k·increment > done·100/n.
-		k := math.Floor((float64(done)*100/float64(n)-initial)/increment) + 1
-		next := initial + k*increment
-		if next <= p { // no progress in floating point
-			next = p + increment
+		if cut > done {
+			cuts = append(cuts, cut)
+			done = cut
 		}
-		p = math.Min(100, next)
 	}
 	return cuts
 }
