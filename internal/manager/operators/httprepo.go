@@ -44,15 +44,38 @@ func repoBase(repository string) (*url.URL, error) {
 }
 
 func (s *httpSource) Versions(ctx context.Context, ref ChartRef) ([]Version, error) {
+	p, err := s.poll(ctx, ref, PollState{})
+	if err != nil {
+		return nil, err
+	}
+	return p.Versions, nil
+}
+
+// poll reads the repository's index.yaml, conditionally when st holds validators: a 304 answer
+// is Polled.NotModified, with the validators kept.
+func (s *httpSource) poll(ctx context.Context, ref ChartRef, st PollState) (*Polled, error) {
+	prev := st.Validators
 	base, err := repoBase(ref.Repository)
 	if err != nil {
 		return nil, err
 	}
 	indexURL := base.ResolveReference(&url.URL{Path: "index.yaml"})
-	body, err := s.get(ctx, indexURL.String(), s.maxIndexBytes, "chart.repository", "index.yaml")
+	ans, err := s.fetch(ctx, indexURL.String(), s.maxIndexBytes, "chart.repository", "index.yaml", prev)
 	if err != nil {
 		return nil, err
 	}
+	if ans.notModified {
+		return &Polled{NotModified: true, Validators: prev}, nil
+	}
+	vs, err := parseIndex(ans.body, base, indexURL, ref)
+	if err != nil {
+		return nil, err
+	}
+	return &Polled{Versions: vs, Validators: ans.validators}, nil
+}
+
+// parseIndex lists the versions of ref's chart in an index.yaml read from indexURL.
+func parseIndex(body []byte, base, indexURL *url.URL, ref ChartRef) ([]Version, error) {
 	var index repo.IndexFile
 	if err := yaml.Unmarshal(body, &index); err != nil {
 		return nil, invalid.Reasoned("chart.repository", "format", err, "%s is not a chart repository index: %v", indexURL.Redacted(), shortError(err))
@@ -124,11 +147,34 @@ func (s *httpSource) resolve(ctx context.Context, ref ChartRef, version string) 
 
 // get reads url's body up to limit bytes; failures are *invalid.Error for field.
 func (s *httpSource) get(ctx context.Context, rawURL string, limit int64, field, what string) ([]byte, error) {
+	ans, err := s.fetch(ctx, rawURL, limit, field, what, Validators{})
+	if err != nil {
+		return nil, err
+	}
+	return ans.body, nil
+}
+
+// answer is what fetch read: the body and its validators, or that it did not change.
+type answer struct {
+	body        []byte
+	validators  Validators
+	notModified bool
+}
+
+// fetch is get, conditional when cond holds validators (If-None-Match, If-Modified-Since): a 304
+// is an answer with notModified and no body.
+func (s *httpSource) fetch(ctx context.Context, rawURL string, limit int64, field, what string, cond Validators) (*answer, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, invalid.Reasoned(field, "format", err, "bad URL for %s", what)
 	}
 	req.Header.Set("User-Agent", "slipway-manager")
+	if cond.ETag != "" {
+		req.Header.Set("If-None-Match", cond.ETag)
+	}
+	if cond.LastModified != "" {
+		req.Header.Set("If-Modified-Since", cond.LastModified)
+	}
 	shown := req.URL.Redacted()
 	resp, err := s.client.Do(req)
 	if err != nil {
@@ -136,6 +182,8 @@ func (s *httpSource) get(ctx context.Context, rawURL string, limit int64, field,
 	}
 	defer resp.Body.Close()
 	switch {
+	case resp.StatusCode == http.StatusNotModified && !cond.empty():
+		return &answer{notModified: true}, nil
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		return nil, invalid.Reasoned(field, "unauthorized", nil, "fetching %s from %s: %s", what, shown, resp.Status)
 	case resp.StatusCode == http.StatusNotFound:
@@ -153,7 +201,7 @@ func (s *httpSource) get(ctx context.Context, rawURL string, limit int64, field,
 	if int64(len(body)) > limit {
 		return nil, invalid.Reasoned(field, "tooLarge", nil, "%s at %s is larger than the limit of %d bytes", what, shown, limit)
 	}
-	return body, nil
+	return &answer{body: body, validators: Validators{ETag: resp.Header.Get("ETag"), LastModified: resp.Header.Get("Last-Modified")}}, nil
 }
 
 // networkReason says why a request failed without echoing internals beyond the usual words.

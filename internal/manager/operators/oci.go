@@ -52,6 +52,22 @@ func (s *ociSource) repository(ref ChartRef) (string, bool, error) {
 }
 
 func (s *ociSource) Versions(ctx context.Context, ref ChartRef) ([]Version, error) {
+	return s.versions(ctx, ref, nil)
+}
+
+// poll lists the tags: an OCI registry has no conditional tag list, so only the tags not known
+// cost more requests (their manifest and config).
+func (s *ociSource) poll(ctx context.Context, ref ChartRef, st PollState) (*Polled, error) {
+	vs, err := s.versions(ctx, ref, st.Known)
+	if err != nil {
+		return nil, err
+	}
+	return &Polled{Versions: vs}, nil
+}
+
+// versions lists the chart's tags as versions; a tag whose version is in known takes what known
+// says of it (digest, appVersion) instead of reading its manifest and config.
+func (s *ociSource) versions(ctx context.Context, ref ChartRef, known map[string]Version) ([]Version, error) {
 	repo, plain, err := s.repository(ref)
 	if err != nil {
 		return nil, err
@@ -73,6 +89,10 @@ func (s *ociSource) Versions(ctx context.Context, ref ChartRef) ([]Version, erro
 		// Helm stores a version's "+" as "_" in the tag.
 		out[i] = Version{Version: strings.ReplaceAll(tag, "_", "+"), location: repo + ":" + tag}
 		if !looksLikeVersion(out[i].Version) {
+			continue
+		}
+		if k, ok := known[out[i].Version]; ok && k.Digest != "" {
+			out[i].Digest, out[i].AppVersion = k.Digest, k.AppVersion
 			continue
 		}
 		wg.Add(1)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 
@@ -102,8 +101,7 @@ func (c *Charts) source(ref ChartRef) (Source, error) {
 // repository URL, an unreachable source, an unknown chart, a chart without a semver version or a
 // filter that keeps none is *invalid.Error (fields chart.repository, chart.name, versions).
 func (c *Charts) Discover(ctx context.Context, ref ChartRef, filter string) ([]Version, error) {
-	constraint, err := ParseFilter(filter)
-	if err != nil {
+	if _, err := ParseFilter(filter); err != nil {
 		return nil, err
 	}
 	src, err := c.source(ref)
@@ -114,33 +112,16 @@ func (c *Charts) Discover(ctx context.Context, ref ChartRef, filter string) ([]V
 	if err != nil {
 		return nil, err
 	}
-	type parsed struct {
-		v   Version
-		sem *semver.Version
-	}
-	var all []parsed
-	seen := map[string]bool{}
-	for _, v := range listed {
-		// Helm's own rule: what Masterminds parses (a leading v and a short "1.2" included).
-		sem, err := semver.NewVersion(v.Version)
-		if err != nil || seen[sem.String()] {
-			continue
-		}
-		seen[sem.String()] = true
-		all = append(all, parsed{v, sem})
-	}
+	all := semverNewestFirst(listed)
 	if len(all) == 0 {
 		return nil, invalid.Reasoned("chart.name", "noVersions", nil, "chart %q in %s has no semver version", ref.Name, ref.Repository)
 	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].sem.GreaterThan(all[j].sem) })
-	out := make([]Version, 0, len(all))
-	for _, p := range all {
-		if constraint == nil || constraint.Check(p.sem) {
-			out = append(out, p.v)
-		}
+	out, err := FilterVersions(all, filter)
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
-		return nil, invalid.Reasoned("versions", "noMatch", nil, "no version of chart %q matches %q (newest is %s)", ref.Name, filter, all[0].v.Version)
+		return nil, invalid.Reasoned("versions", "noMatch", nil, "no version of chart %q matches %q (newest is %s)", ref.Name, filter, all[0].Version)
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package charttest
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
+	chartloader "helm.sh/helm/v4/pkg/chart/v2/loader"
 	repo "helm.sh/helm/v4/pkg/repo/v1"
 	"sigs.k8s.io/yaml"
 
@@ -20,7 +22,8 @@ import (
 )
 
 // Repository is a Helm chart repository served over HTTP for one test: GET /index.yaml and
-// GET /charts/<name>-<version>.tgz, built with Helm's own index type.
+// GET /charts/<name>-<version>.tgz, built with Helm's own index type. index.yaml carries an ETag
+// (a digest of its content) and answers a matching If-None-Match with 304, as static hosts do.
 type Repository struct {
 	// URL is the repository's base URL (http://127.0.0.1:<port>), as given to helm repo add.
 	URL string
@@ -29,6 +32,8 @@ type Repository struct {
 	index    *repo.IndexFile
 	archives map[string][]byte // by path, e.g. /charts/widget-operator-1.0.0.tgz
 	requests atomic.Int64
+	// indexReads counts GET /index.yaml, notModified those answered 304.
+	indexReads, notModified atomic.Int64
 }
 
 // ServeRepository starts a chart repository holding charts and stops it when the test ends.
@@ -61,6 +66,44 @@ func (r *Repository) add(files ChartFiles) error {
 	if err != nil {
 		return err
 	}
+	return r.publish(meta, archive)
+}
+
+// AddArchive publishes a packaged chart (a .tgz as helm package writes it), such as a real
+// operator's chart.
+func (r *Repository) AddArchive(t testing.TB, archive []byte) {
+	t.Helper()
+	ch, err := chartloader.LoadArchive(bytes.NewReader(archive))
+	if err != nil {
+		t.Fatalf("charttest: loading the archive: %v", err)
+	}
+	if err := r.publish(ch.Metadata, archive); err != nil {
+		t.Fatalf("charttest: %v", err)
+	}
+}
+
+// Remove unpublishes version of chart name: its index entry and its archive.
+func (r *Repository) Remove(t testing.TB, name, version string) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kept := r.index.Entries[name][:0]
+	found := false
+	for _, cv := range r.index.Entries[name] {
+		if cv.Version == version {
+			found = true
+			continue
+		}
+		kept = append(kept, cv)
+	}
+	if !found {
+		t.Fatalf("charttest: the repository has no %s %s", name, version)
+	}
+	r.index.Entries[name] = kept
+	delete(r.archives, fmt.Sprintf("/charts/%s-%s.tgz", name, version))
+}
+
+func (r *Repository) publish(meta *chart.Metadata, archive []byte) error {
 	sum := sha256.Sum256(archive)
 	name := fmt.Sprintf("%s-%s.tgz", meta.Name, meta.Version)
 	r.mu.Lock()
@@ -76,6 +119,12 @@ func (r *Repository) add(files ChartFiles) error {
 // Requests is how many requests the repository has served.
 func (r *Repository) Requests() int64 { return r.requests.Load() }
 
+// IndexReads is how many times index.yaml was asked for.
+func (r *Repository) IndexReads() int64 { return r.indexReads.Load() }
+
+// NotModified is how many index.yaml requests were answered 304.
+func (r *Repository) NotModified() int64 { return r.notModified.Load() }
+
 func (r *Repository) serve(w http.ResponseWriter, req *http.Request) {
 	r.requests.Add(1)
 	if req.Method != http.MethodGet {
@@ -86,9 +135,18 @@ func (r *Repository) serve(w http.ResponseWriter, req *http.Request) {
 	defer r.mu.Unlock()
 	switch {
 	case req.URL.Path == "/index.yaml":
+		r.indexReads.Add(1)
 		out, err := yaml.Marshal(r.index)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		sum := sha256.Sum256(out)
+		etag := `"` + hex.EncodeToString(sum[:8]) + `"`
+		w.Header().Set("ETag", etag)
+		if req.Header.Get("If-None-Match") == etag {
+			r.notModified.Add(1)
+			w.WriteHeader(http.StatusNotModified)
 			return
 		}
 		w.Header().Set("Content-Type", "application/x-yaml")
