@@ -17,6 +17,8 @@ func FuzzDecodeValidatePlan(f *testing.F) {
 		`{"operator":"op","version":"1","environments":["Dev"],"strategy":"BlueGreen","blueGreenConfig":{"blueNamespace":"a","greenNamespace":"b","validationPeriod":"P1D","autoSwitch":false}}`,
 		`{"operator":"op","version":"1","clusters":["dev-1"],"values":{"a":{"b":null}},"valuesByEnvironment":{"Dev":{"a":1}},"strategy":"Direct"}`,
 		`{"operator":"op","version":"1","clusters":["dev-1"],"strategy":"Canary","canaryConfig":{"initialPercentage":1e-300,"incrementPercentage":1e-300}}`,
+		`{"operator":"op","version":"1","environments":["Dev","Staging","Production"],"strategy":"Canary","canaryConfig":{"initialPercentage":10,"incrementPercentage":20,"stages":[10,30,50,100]}}`,
+		`{"operator":"op","version":"1","clusters":["dev-1","prod-1"],"strategy":"Canary","canaryConfig":{"stages":[1e-300,100]}}`,
 		`{"operator":"op","version":"1","clusters":["dev-1"],"strategy":"Rolling","canaryConfig":{}}`,
 		`{"operator":"op","version":"1","clusters":["dev-1"],"environments":["Dev"],"strategy":"Direct"}`,
 		`{"Operator":"op","VERSION":"1","clusters":["dev-1"],"strategy":"Direct","directconfig":{"x":1}}`,
