@@ -25,6 +25,9 @@ type Pending struct {
 	Clusters     []string
 	RequestedBy  string
 	ExpiresAt    time.Time
+	// MigrationNotes are the migration notes of the CRD revisions the deployment moves the
+	// clusters to (store.Executor.DeploymentMigrationNotesListMany).
+	MigrationNotes []*store.DeploymentMigrationNote
 }
 
 // PendingOf is the Pending for an approval of a deployment.
@@ -65,7 +68,18 @@ func LinksFor(base string, p Pending) (URLs, error) {
 	}, nil
 }
 
-var bodyTemplate = template.Must(template.New("pending").Parse(
+// indent indents every line of a migration note's markdown by four spaces, under its bullet.
+func indent(text string) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = "    " + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+var bodyTemplate = template.Must(template.New("pending").Funcs(template.FuncMap{"indent": indent}).Parse(
 	`{{.P.RequestedBy}} asked to deploy {{.P.Operator}} {{.P.Version}}{{with .P.Strategy}} ({{.}}){{end}}, and it waits for approval.
 
 Why:          {{.P.Reason}}
@@ -79,6 +93,18 @@ Requested by: {{.P.RequestedBy}}
 Approval:     {{.P.ApprovalID}} ({{.P.Kind}})
 {{- if not .P.ExpiresAt.IsZero}}
 Expires:      {{.Expires}} (an expired request is never executed){{end}}
+{{- with .P.MigrationNotes}}
+
+Migration notes for the CRDs this version changes:
+{{- range .}}
+
+* {{.CRDName}} as {{.Version}} ships it ({{.Digest}}):
+{{- with .Note.URL}}
+  Guide: {{.}}{{end}}
+{{- with .Note.Text}}
+{{indent .}}{{end}}
+{{- end}}
+{{- end}}
 
 Approve: {{.URLs.Approve}}
 Reject:  {{.URLs.Reject}}

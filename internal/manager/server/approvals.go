@@ -40,9 +40,17 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	ids := make([]string, 0, len(list))
+	for _, a := range list {
+		ids = append(ids, a.DeploymentID)
+	}
+	notes, err := s.store.DeploymentMigrationNotesListMany(ctx, ids)
+	if err != nil {
+		return err
+	}
 	out := ApprovalList{Items: make([]DeploymentApproval, 0, len(list))}
 	for _, a := range list {
-		out.Items = append(out.Items, deploymentApprovalOut(a))
+		out.Items = append(out.Items, deploymentApprovalOut(a, notes[a.DeploymentID]))
 	}
 	if len(list) > 0 {
 		out.Continue = p.continueToken(len(list), list[len(list)-1].ID)
@@ -117,11 +125,17 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request, approve 
 	s.rollouts.Wake()
 	s.log.InfoContext(ctx, "server: Approval decided", "approvalId", decided.ID, "deploymentId", decided.DeploymentID,
 		"approve", approve, "status", string(decided.Status))
-	writeJSON(ctx, s.log, w, http.StatusOK, deploymentApprovalOut(decided))
+	// The decision is recorded: a failure to read the notes only leaves them out of the answer.
+	notes, err := s.store.DeploymentMigrationNotesListMany(ctx, []string{decided.DeploymentID})
+	if err != nil {
+		s.log.WarnContext(ctx, "server: Migration notes could not be read", "deploymentId", decided.DeploymentID, "error", err)
+	}
+	writeJSON(ctx, s.log, w, http.StatusOK, deploymentApprovalOut(decided, notes[decided.DeploymentID]))
 	return nil
 }
 
-func deploymentApprovalOut(a *store.Approval) DeploymentApproval {
+// deploymentApprovalOut is an approval with its deployment's migration notes.
+func deploymentApprovalOut(a *store.Approval, notes []*store.DeploymentMigrationNote) DeploymentApproval {
 	out := DeploymentApproval{
 		ID: a.ID, DeploymentID: a.DeploymentID, Kind: a.Kind, RequiredRole: a.RequiredRole, Required: a.Required,
 		RequestedBy: a.RequestedBy, Status: string(a.Status), Reason: a.Reason, ExpiresAt: a.ExpiresAt,
@@ -134,6 +148,10 @@ func deploymentApprovalOut(a *store.Approval) DeploymentApproval {
 			out.Approvals++
 		}
 		out.Decisions = append(out.Decisions, dec)
+	}
+	for _, n := range notes {
+		out.MigrationNotes = append(out.MigrationNotes, RevisionNote{CRD: n.CRDName, Version: n.Version, Digest: n.Digest,
+			Note: MigrationNote{Text: n.Note.Text, URL: n.Note.URL}})
 	}
 	return out
 }

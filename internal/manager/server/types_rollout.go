@@ -7,7 +7,7 @@ import (
 
 // The JSON types of deployments, approvals and operator health (issue 12). The request body of
 // POST /api/v1/deployments is request.Request (the design's JSON as it is); operator health is
-// health.OperatorHealth.
+// health.OperatorHealth (one cluster: health.ClusterOperatorHealth).
 
 // Deployment is a deployment with the status of each of its clusters.
 type Deployment struct {
@@ -35,9 +35,15 @@ type Deployment struct {
 	RollbackReason    string     `json:"rollbackReason,omitempty"`
 	// SwitchedAt and BlueDeleteAt are BlueGreen's: when green took over, and when blue (the
 	// instant rollback target until then) is deleted.
-	SwitchedAt   *time.Time          `json:"switchedAt,omitempty"`
-	BlueDeleteAt *time.Time          `json:"blueDeleteAt,omitempty"`
-	Clusters     []DeploymentCluster `json:"clusters"`
+	SwitchedAt   *time.Time `json:"switchedAt,omitempty"`
+	BlueDeleteAt *time.Time `json:"blueDeleteAt,omitempty"`
+	// Paused: POST /deployments/{id}/pause holds it (PausedBy, PausedAt, PauseReason) until
+	// POST /deployments/{id}/resume; a finished deployment is never paused.
+	Paused      bool                `json:"paused" description:"true between POST /pause and POST /resume: no new cluster step starts"`
+	PausedAt    *time.Time          `json:"pausedAt,omitempty"`
+	PausedBy    string              `json:"pausedBy,omitempty"`
+	PauseReason string              `json:"pauseReason,omitempty"`
+	Clusters    []DeploymentCluster `json:"clusters"`
 }
 
 // DeploymentCluster is one target cluster's progress within a deployment.
@@ -65,6 +71,11 @@ type DeploymentCluster struct {
 type DeploymentList struct {
 	Items    []Deployment `json:"items"`
 	Continue string       `json:"continue,omitempty"`
+}
+
+// PauseRequest is the optional body of POST /deployments/{id}/pause.
+type PauseRequest struct {
+	Reason string `json:"reason,omitempty"`
 }
 
 // RollbackRequest is the optional body of POST /deployments/{id}/rollback.
@@ -149,6 +160,9 @@ type DeploymentApproval struct {
 	UpdatedAt    time.Time  `json:"updatedAt"`
 	NotifiedAt   *time.Time `json:"notifiedAt,omitempty"`
 	Decisions    []Decision `json:"decisions"`
+	// MigrationNotes are the migration notes of the CRD revisions the deployment moves its
+	// clusters to, as planning found them.
+	MigrationNotes []RevisionNote `json:"migrationNotes,omitempty"`
 }
 
 // Decision is one person's approve or reject.

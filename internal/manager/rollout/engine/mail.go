@@ -22,12 +22,23 @@ func (e *Engine) mailPending(ctx context.Context) {
 		e.logErr(ctx, "listing approvals to mail", err)
 		return
 	}
+	ids := make([]string, 0, len(list))
+	for _, a := range list {
+		ids = append(ids, a.DeploymentID)
+	}
+	notes, err := e.cfg.Store.DeploymentMigrationNotesListMany(ctx, ids)
+	if err != nil {
+		e.logErr(ctx, "listing the migration notes of approvals to mail", err)
+		return
+	}
 	for _, a := range list {
 		d, err := e.cfg.Store.DeploymentGetByID(ctx, a.DeploymentID)
 		if err != nil {
 			continue
 		}
-		if err := e.cfg.Notifier.Enqueue(notify.PendingOf(a, d)); err != nil {
+		p := notify.PendingOf(a, d)
+		p.MigrationNotes = notes[a.DeploymentID]
+		if err := e.cfg.Notifier.Enqueue(p); err != nil {
 			e.logErr(ctx, "queueing the mail of approval "+a.ID, err)
 		}
 	}
