@@ -26,12 +26,14 @@ import (
 
 // The rollout benchmarks (issue 12 §7) run the built binary with its shipped defaults plus only
 // what a benchmark needs (a database, the JWT secret, a key, --insecure-http, --metrics-address on
-// a known free port) against rolloutClusters real kube-apiservers of the test binary's workload
-// fleet (testenv.WorkloadFleet: a controller-manager, scheduler and kwok node per server, so an
+// a known free port, and --approval-environments=Staging,Production: by default every upgrade
+// waits for an Admin, and the benchmarks measure the rollout, not people) against
+// rolloutClusters real kube-apiservers of the test binary's workload fleet
+// (testenv.WorkloadFleet: a controller-manager, scheduler and kwok node per server, so an
 // operator's Deployment becomes Available as in a real cluster). Clusters (Dev) and operators are
 // registered through the API; the operator is charttest's small chart (a CRD, a ServiceAccount,
 // RBAC and a one-replica Deployment) from an HTTP chart repository, versions 1.0.0 and 1.0.1 (a
-// patch with a compatible CRD change: no approval under the default policy). Every run registers
+// patch with a compatible CRD change: no approval with Dev's workflow off). Every run registers
 // operators under new names, so releases left in the shared fleet by earlier runs are never
 // touched.
 //
@@ -64,7 +66,7 @@ func newRolloutBench(b *testing.B, engine string, charts []charttest.ChartFiles)
 	r := &rolloutBench{b: b, d: newDeployment(b, engine), repo: charttest.ServeRepository(b, charts...)}
 	addr := testenv.FreeAddr(b)
 	r.metrics = "http://" + addr + "/metrics"
-	r.p = r.d.serve("--insecure-http", "--metrics-address="+addr)
+	r.p = r.d.serve("--insecure-http", "--metrics-address="+addr, "--approval-environments=Staging,Production")
 	r.admin = r.d.admin()
 	for i, s := range f.Servers {
 		name := fmt.Sprintf("c%02d", i)

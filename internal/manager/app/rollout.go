@@ -33,6 +33,7 @@ type rolloutOptions struct {
 	approvalTTL      time.Duration
 	upgradeLevel     string
 	approverCounts   string
+	approvalEnvs     string
 
 	publicURL      string
 	smtpAddress    string
@@ -53,7 +54,8 @@ func (o *rolloutOptions) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.installTimeout, "install-timeout", engine.DefaultInstallTimeout, "the longest one cluster's install, upgrade or rollback may take, readiness included")
 	fs.IntVar(&o.parallelInstalls, "max-parallel-installs", engine.DefaultMaxParallelInstalls, "this replica's Helm installs, rollbacks and switches in flight at once, over all deployments (each holds about 8 MiB)")
 	fs.DurationVar(&o.approvalTTL, "approval-ttl", engine.DefaultApprovalTTL, "how long an approval request stays open before it expires (and its deployment fails)")
-	fs.StringVar(&o.upgradeLevel, "approval-upgrade-level", "minor", "the smallest version change that needs an Admin's approval: major, minor or patch")
+	fs.StringVar(&o.upgradeLevel, "approval-upgrade-level", string(approvals.DefaultLevel), "the smallest version change that needs an Admin's approval: major, minor or patch (patch: every upgrade)")
+	fs.StringVar(&o.approvalEnvs, "approval-environments", "Dev,Staging,Production", "the environments whose deployments go through the approval workflow (comma-separated, or none); clusters of the others ask no approval")
 	fs.StringVar(&o.approverCounts, "approval-counts", "", "distinct approvers per kind (multi-level), e.g. \"production=2,breakingCRD=1\"")
 	fs.StringVar(&o.publicURL, "public-url", "", "the manager's URL as people reach it: the approve/reject links in approval mail")
 	fs.StringVar(&o.smtpAddress, "smtp-address", "", "SMTP submission server (host:port) for approval mail; empty: no mail. STARTTLS is required")
@@ -69,7 +71,11 @@ func (o *rolloutOptions) policy() (approvals.Policy, error) {
 	if err != nil {
 		return approvals.Policy{}, fmt.Errorf("--approval-counts: %w", err)
 	}
-	p := approvals.Policy{UpgradeLevel: approvals.Level(o.upgradeLevel), Count: counts}
+	disabled, err := approvals.ParseEnvironments(o.approvalEnvs)
+	if err != nil {
+		return approvals.Policy{}, fmt.Errorf("--approval-environments: %w", err)
+	}
+	p := approvals.Policy{UpgradeLevel: approvals.Level(o.upgradeLevel), Count: counts, Disabled: disabled}
 	if err := p.Validate(); err != nil {
 		return approvals.Policy{}, fmt.Errorf("--approval-upgrade-level/--approval-counts: %w", err)
 	}

@@ -36,20 +36,32 @@ type Level string
 const (
 	// LevelMajor: only a change of major version (1.x → 2.x).
 	LevelMajor Level = "major"
-	// LevelMinor: a change of major or minor version (1.4.x → 1.5.0). The default.
+	// LevelMinor: a change of major or minor version (1.4.x → 1.5.0).
 	LevelMinor Level = "minor"
-	// LevelPatch: any change of version (1.4.2 → 1.4.3).
+	// LevelPatch: any change of version (1.4.2 → 1.4.3), the design's "every operator version
+	// upgrade requires admin approval". The default.
 	LevelPatch Level = "patch"
 )
 
-// Policy tunes Required. The zero Policy is the default: LevelMinor and one approver per kind.
+// DefaultLevel is the UpgradeLevel of the zero Policy.
+const DefaultLevel = LevelPatch
+
+// Policy tunes Required. The zero Policy is the default: every version change (LevelPatch) needs
+// an Admin, the workflow is on in every environment, one approver per kind.
 type Policy struct {
-	// UpgradeLevel is the smallest version change that needs an Admin (empty: LevelMinor).
+	// UpgradeLevel is the smallest version change that needs an Admin (empty: DefaultLevel).
 	UpgradeLevel Level
 	// Count is the number of distinct approvers each kind needs (missing or 0: 1), for
 	// multi-level approval: {"production": 2} asks two different people.
 	Count map[string]int
+	// Disabled are the environments whose approval workflow is off (design FR-OP-003): their
+	// clusters ask no approval of any kind; a deployment that also goes to other environments
+	// still asks for those.
+	Disabled []store.Environment
 }
+
+// Enabled reports whether the approval workflow is on for env.
+func (p Policy) Enabled(env store.Environment) bool { return !slices.Contains(p.Disabled, env) }
 
 // maxCount bounds Count: more approvers than that is a typo, not a policy.
 const maxCount = 10
@@ -60,6 +72,11 @@ func (p Policy) Validate() error {
 	case "", LevelMajor, LevelMinor, LevelPatch:
 	default:
 		return invalid.Field("approvals.upgradeLevel", "unknown level %q: want major, minor or patch", p.UpgradeLevel)
+	}
+	for _, env := range p.Disabled {
+		if !env.Valid() {
+			return invalid.Field("approvals.environments", "unknown environment %q: want Dev, Staging or Production", env)
+		}
 	}
 	for kind, n := range p.Count {
 		if !slices.Contains(Kinds, kind) {
@@ -94,6 +111,41 @@ func ParseCounts(s string) (map[string]int, error) {
 	return counts, nil
 }
 
+// ParseEnvironments reads the environments whose approval workflow is on, as a flag gives them
+// ("Staging,Production", or "none"), and returns the others: Policy.Disabled. An empty string is
+// an error rather than "none", so that a value left out of a template never turns approvals off.
+func ParseEnvironments(s string) ([]store.Environment, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, invalid.Field("approvals.environments", "empty: list the environments whose deployments need approvals (Dev, Staging, Production), or none")
+	}
+	on := map[store.Environment]bool{}
+	if s != "none" {
+		for part := range strings.SplitSeq(s, ",") {
+			env := store.Environment(strings.TrimSpace(part))
+			if !env.Valid() {
+				return nil, invalid.Field("approvals.environments", "unknown environment %q: want Dev, Staging or Production (as spelled there), or none", clipName(string(env)))
+			}
+			on[env] = true
+		}
+	}
+	var off []store.Environment
+	for _, env := range []store.Environment{store.EnvironmentDev, store.EnvironmentStaging, store.EnvironmentProduction} {
+		if !on[env] {
+			off = append(off, env)
+		}
+	}
+	return off, nil
+}
+
+// clipName bounds a name quoted in an error.
+func clipName(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
 func (p Policy) count(kind string) int {
 	if n := p.Count[kind]; n > 0 {
 		return n
@@ -114,7 +166,8 @@ type Facts struct {
 	Operator string
 	Version  string // the target version
 	Targets  []Target
-	// BreakingCRDs names the chart's CRDs whose new definition breaks the stored one.
+	// BreakingCRDs names the chart's CRDs whose new definition breaks the stored one on a
+	// target whose environment has the approval workflow on (Policy.Enabled).
 	BreakingCRDs []string
 }
 
@@ -130,7 +183,10 @@ type Requirement struct {
 func Required(f Facts) []Requirement { return Policy{}.Required(f) }
 
 // Required returns the approvals f needs, in the order of Kinds; none when it may go ahead.
+// Targets in a Disabled environment are left out (f.BreakingCRDs is the caller's to filter:
+// planning lists only the CRDs that break on a cluster whose environment is Enabled).
 func (p Policy) Required(f Facts) []Requirement {
+	f.Targets = slices.DeleteFunc(slices.Clone(f.Targets), func(t Target) bool { return !p.Enabled(t.Environment) })
 	var reqs []Requirement
 	if reason := p.upgradeReason(f); reason != "" {
 		reqs = append(reqs, Requirement{Kind: KindVersionUpgrade, RequiredRole: RoleAdmin, Count: p.count(KindVersionUpgrade), Reason: reason})
@@ -157,7 +213,7 @@ func (p Policy) Required(f Facts) []Requirement {
 func (p Policy) upgradeReason(f Facts) string {
 	level := p.UpgradeLevel
 	if level == "" {
-		level = LevelMinor
+		level = DefaultLevel
 	}
 	byFrom := map[string][]string{}
 	change := map[string]string{}

@@ -36,16 +36,30 @@ func TestRequired(t *testing.T) {
 			facts: Facts{Operator: "widgets", Version: "1.1.0", Targets: []Target{dev("d1", "1.1.0")}},
 		},
 		{
-			name:  "patch bump is no upgrade",
+			name:  "patch bump needs Admin by default: every upgrade does",
 			facts: Facts{Operator: "widgets", Version: "1.1.3", Targets: []Target{dev("d1", "1.1.2")}},
+			want: []Requirement{{Kind: KindVersionUpgrade, RequiredRole: RoleAdmin, Count: 1,
+				Reason: "operator version upgrade of widgets: 1.1.2 → 1.1.3 (patch upgrade) on d1"}},
+		},
+		{
+			name:   "level minor: a patch bump passes",
+			policy: Policy{UpgradeLevel: LevelMinor},
+			facts:  Facts{Operator: "widgets", Version: "1.1.3", Targets: []Target{dev("d1", "1.1.2")}},
 		},
 		{
 			name:  "v prefix and the same version",
 			facts: Facts{Operator: "widgets", Version: "v1.1.0", Targets: []Target{dev("d1", "1.1.0")}},
 		},
 		{
-			name:  "prerelease to release of the same minor",
+			name:   "level minor: prerelease to release of the same minor passes",
+			policy: Policy{UpgradeLevel: LevelMinor},
+			facts:  Facts{Operator: "widgets", Version: "1.2.0", Targets: []Target{dev("d1", "1.2.0-rc.1")}},
+		},
+		{
+			name:  "prerelease to release needs Admin by default",
 			facts: Facts{Operator: "widgets", Version: "1.2.0", Targets: []Target{dev("d1", "1.2.0-rc.1")}},
+			want: []Requirement{{Kind: KindVersionUpgrade, RequiredRole: RoleAdmin, Count: 1,
+				Reason: "operator version upgrade of widgets: 1.2.0-rc.1 → 1.2.0 (patch upgrade) on d1"}},
 		},
 		{
 			name:  "minor upgrade needs Admin",
@@ -85,7 +99,7 @@ func TestRequired(t *testing.T) {
 		},
 		{
 			name:  "breaking CRDs need Admin in any environment",
-			facts: Facts{Operator: "widgets", Version: "1.0.1", Targets: []Target{dev("d1", "1.0.0")}, BreakingCRDs: []string{"b.example.com", "a.example.com", "b.example.com", ""}},
+			facts: Facts{Operator: "widgets", Version: "1.0.1", Targets: []Target{dev("d1", "1.0.1")}, BreakingCRDs: []string{"b.example.com", "a.example.com", "b.example.com", ""}},
 			want: []Requirement{{Kind: KindBreakingCRD, RequiredRole: RoleAdmin, Count: 1,
 				Reason: "breaking changes to the CRDs a.example.com, b.example.com of widgets 1.0.1"}},
 		},
@@ -108,6 +122,18 @@ func TestRequired(t *testing.T) {
 					Reason: "widgets 2.0.0 to the Production clusters p1, p2, p3, p4, p5 and 1 more"},
 			},
 		},
+		{
+			name:   "workflow off in Production: its clusters ask nothing, Dev's still do",
+			policy: Policy{Disabled: []store.Environment{store.EnvironmentProduction}},
+			facts:  Facts{Operator: "widgets", Version: "2.0.0", Targets: []Target{prod("p1", "1.0.0"), dev("d1", "1.0.0")}},
+			want: []Requirement{{Kind: KindVersionUpgrade, RequiredRole: RoleAdmin, Count: 1,
+				Reason: "operator version upgrade of widgets: 1.0.0 → 2.0.0 (major upgrade) on d1"}},
+		},
+		{
+			name:   "workflow off everywhere: nothing",
+			policy: Policy{Disabled: []store.Environment{store.EnvironmentDev, store.EnvironmentStaging, store.EnvironmentProduction}},
+			facts:  Facts{Operator: "widgets", Version: "2.0.0", Targets: []Target{prod("p1", "1.0.0"), dev("d1", "1.0.0")}},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.policy.Required(tc.facts)
@@ -119,9 +145,44 @@ func TestRequired(t *testing.T) {
 }
 
 func TestRequiredDefaultPolicy(t *testing.T) {
-	got := Required(Facts{Operator: "w", Version: "1.1.0", Targets: []Target{prod("p", "1.0.0")}})
+	got := Required(Facts{Operator: "w", Version: "1.0.1", Targets: []Target{prod("p", "1.0.0")}})
 	if len(got) != 2 || got[0].Kind != KindVersionUpgrade || got[1].Kind != KindProduction || got[0].Count != 1 || got[1].Count != 1 {
-		t.Fatalf("Required = %+v", got)
+		t.Fatalf("Required = %+v: a patch upgrade to Production wants an Admin and the Production owner", got)
+	}
+	for _, env := range []store.Environment{store.EnvironmentDev, store.EnvironmentStaging, store.EnvironmentProduction} {
+		if !(Policy{}).Enabled(env) {
+			t.Errorf("the default policy has the workflow off in %s", env)
+		}
+	}
+}
+
+func TestParseEnvironments(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []store.Environment
+	}{
+		{"Dev,Staging,Production", nil},
+		{" Production , Staging", []store.Environment{store.EnvironmentDev}},
+		{"Production", []store.Environment{store.EnvironmentDev, store.EnvironmentStaging}},
+		{"none", []store.Environment{store.EnvironmentDev, store.EnvironmentStaging, store.EnvironmentProduction}},
+	} {
+		got, err := ParseEnvironments(tc.in)
+		if err != nil {
+			t.Errorf("ParseEnvironments(%q): %v", tc.in, err)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("ParseEnvironments(%q) (-want +got):\n%s", tc.in, diff)
+		}
+		if err := (Policy{Disabled: got}).Validate(); err != nil {
+			t.Errorf("ParseEnvironments(%q): its policy: %v", tc.in, err)
+		}
+	}
+	for _, bad := range []string{"", "  ", "production", "Dev,QA", "Dev,,Staging", "none,Dev"} {
+		_, err := ParseEnvironments(bad)
+		if e, ok := invalid.As(err); !ok || e.Field != "approvals.environments" || e.Message == "" {
+			t.Errorf("ParseEnvironments(%q) = %v, want a field error on approvals.environments", bad, err)
+		}
 	}
 }
 
@@ -136,6 +197,7 @@ func TestPolicyValidate(t *testing.T) {
 		{Policy{Count: map[string]int{"staging": 1}}, "approvals.count"},
 		{Policy{Count: map[string]int{KindProduction: -1}}, "approvals.count.production"},
 		{Policy{Count: map[string]int{KindProduction: 11}}, "approvals.count.production"},
+		{Policy{Disabled: []store.Environment{store.EnvironmentDev, "QA"}}, "approvals.environments"},
 	} {
 		err := tc.policy.Validate()
 		if tc.field == "" {

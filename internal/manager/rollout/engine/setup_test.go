@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"k8s.io/client-go/rest"
 
+	"github.com/slipway-dev/slipway/internal/manager/approvals"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
@@ -34,7 +35,7 @@ type server struct {
 
 // harness is one engine over a fresh SQLite store, with clusters registered and a chart repository.
 type harness struct {
-	t        *testing.T
+	t        testing.TB
 	store    *sqlitestore.Store
 	clusters *clusters.Manager
 	repo     *charttest.Repository
@@ -52,7 +53,7 @@ type target struct {
 }
 
 // newHarness registers targets and builds (without starting) an engine; mod adjusts its config.
-func newHarness(t *testing.T, targets []target, mod func(*Config)) *harness {
+func newHarness(t testing.TB, targets []target, mod func(*Config)) *harness {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "manager.db"))
@@ -98,6 +99,10 @@ func newHarness(t *testing.T, targets []target, mod func(*Config)) *harness {
 		InstallTimeout: 90 * time.Second,
 		SwitchMonitor:  2 * time.Second,
 		HealthLoop:     true,
+		// The rollout tests upgrade patch versions (1.0.0 → 1.0.1) and test what follows, not
+		// the approval of each upgrade (the default, patch): they ask one from minor up. The
+		// approval tests (approvals_test.go) set the default policy.
+		Policy: approvals.Policy{UpgradeLevel: approvals.LevelMinor},
 	}
 	if mod != nil {
 		mod(&h.cfg)
