@@ -26,6 +26,7 @@ var (
 // Executor is every query, usable on the pool or inside a transaction.
 type Executor interface {
 	RolloutExecutor
+	NotificationsExecutor
 	CRDHistoryExecutor
 	OperatorLifecycleExecutor
 

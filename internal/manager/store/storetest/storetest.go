@@ -52,6 +52,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Lease", leaseCases},
 		{"Lifecycle", lifecycleCases},
 	}
+		{"Notification", notificationCases},
 	t.Run("Engine", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
