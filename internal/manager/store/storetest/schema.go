@@ -164,6 +164,10 @@ func ExerciseSchema(t *testing.T, e SchemaEngine) {
 		s := mustOpen(t, loc, sqlstore.WithMigrations(future), sqlstore.WithMigrate())
 		requireOK(t, s.CheckSchema(t.Context()), "check after migrating")
 	})
+	t.Run("CRDHistoryMigration", func(t *testing.T) {
+		t.Parallel()
+		exerciseCRDHistoryMigration(t, e)
+	})
 	if e.ConcurrentMigrate {
 		t.Run("ConcurrentMigrate", func(t *testing.T) {
 			t.Parallel()

@@ -39,6 +39,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Cluster", clusterCases},
 		{"Operator", operatorCases},
 		{"CRD", crdCases},
+		{"CRDHistory", crdHistoryCases},
 		{"Audit", auditCases},
 		{"Tx", txCases},
 		{"Concurrent", concurrentCases},
@@ -51,8 +52,8 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"OperatorHealth", operatorHealthCases},
 		{"Lease", leaseCases},
 		{"Lifecycle", lifecycleCases},
-	}
 		{"Notification", notificationCases},
+	}
 	t.Run("Engine", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
