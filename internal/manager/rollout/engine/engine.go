@@ -107,8 +107,8 @@ func (e *Engine) slot(ctx context.Context) (func(), error) {
 func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }
 
 // event appends a step to the deployment's history, with the replica that made it in its
-// details; a failure is logged, not returned: the
-// history must never stop a deployment.
+// details; a failure is logged, not returned: the history must never stop a deployment. Under a
+// dry run (DryRun puts an eventSink in the context) the event is collected: it stores nothing.
 func (e *Engine) event(ctx context.Context, id, typ, cluster, msg string, details map[string]any) {
 	ev := &store.DeploymentEvent{DeploymentID: id, At: e.now(), Type: typ, Cluster: cluster, Message: msg}
 	all := map[string]any{"replica": e.cfg.ReplicaID} // which replica did the step: a takeover shows
@@ -117,6 +117,10 @@ func (e *Engine) event(ctx context.Context, id, typ, cluster, msg string, detail
 	}
 	if b, err := json.Marshal(all); err == nil {
 		ev.Details = b
+	}
+	if sink, ok := ctx.Value(eventSinkKey{}).(*eventSink); ok {
+		sink.add(ev)
+		return
 	}
 	if _, err := e.cfg.Store.DeploymentEventInsert(context.WithoutCancel(ctx), ev); err != nil {
 		e.log.WarnContext(ctx, "engine: Recording an event failed", "deployment", id, "type", typ, "error", err)

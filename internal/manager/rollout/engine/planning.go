@@ -21,6 +21,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/crds"
 	"github.com/slipway-dev/slipway/internal/manager/install"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
+	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 )
@@ -52,18 +53,62 @@ func (e *Engine) planning(ctx context.Context, d *store.Deployment) (time.Durati
 	if err != nil {
 		return 0, err
 	}
-	plan, req, err := e.planOf(d, op)
-	if err != nil {
-		return e.fail(ctx, d, "planning", err.Error())
-	}
-	ch, err := e.chartOf(ctx, op, d.Version)
-	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
-		return e.fail(ctx, d, "planning", err.Error())
-	}
-	live, err := e.liveReleases(ctx, op)
+	a, err := e.assess(ctx, deploySpan, d, op)
 	if err != nil {
 		return 0, err
+	}
+	if a.failure != "" {
+		span.SetStatus(codes.Error, a.failure)
+		return e.fail(ctx, d, "planning", a.failure)
+	}
+	if err := e.recordMigrationNotes(ctx, d, op, a.chart, a.facts.Targets); err != nil {
+		return 0, err
+	}
+	if len(a.requirements) == 0 {
+		now := e.now()
+		_, err := e.transition(ctx, d, store.DeploymentDeploying, "planned: no approval needed", func(d *store.Deployment) {
+			d.StartedAt, d.Stage, d.StageStartedAt = &now, 0, nil
+		})
+		return 0, err
+	}
+	return e.askApprovals(ctx, d, a.requirements)
+}
+
+// assessment is what planning finds before it writes anything (assess).
+type assessment struct {
+	plan  *strategy.Plan
+	chart *fetched
+	// failure is why planning fails the deployment ("" when it goes on to its approvals).
+	failure string
+	// problems are the clusters planning refuses, and why, by name.
+	problems map[string]string
+	// crds compares each of the chart's CRDs with the definition each cluster stores, by cluster.
+	crds map[string][]crdCheck
+	// approvedCRDs are the CRDs whose breaking change was approved through /crds/{name}/approve.
+	approvedCRDs []string
+	facts        approvals.Facts
+	// requirements are the approvals the policy asks for.
+	requirements []approvals.Requirement
+}
+
+// assess is planning without its writes: the plan, the chart, every cluster, the CRD changes,
+// BlueGreen's blue and the approvals. planning acts on it; DryRun answers it (the events it
+// records are collected there, not stored). deploySpan is the parent of cluster.connect.
+func (e *Engine) assess(ctx context.Context, deploySpan trace.Span, d *store.Deployment, op *store.Operator) (*assessment, error) {
+	plan, req, err := e.planOf(d, op)
+	if err != nil {
+		return &assessment{failure: err.Error()}, nil
+	}
+	a := &assessment{plan: plan, problems: map[string]string{}, crds: map[string][]crdCheck{}}
+	ch, err := e.chartOf(ctx, op, d.Version)
+	if err != nil {
+		a.failure = err.Error()
+		return a, nil
+	}
+	a.chart = ch
+	live, err := e.liveReleases(ctx, op)
+	if err != nil {
+		return nil, err
 	}
 	facts := approvals.Facts{Operator: op.Name, Version: d.Version}
 	breaking := map[string][]crdChange{}
@@ -75,32 +120,49 @@ func (e *Engine) planning(ctx context.Context, d *store.Deployment) (time.Durati
 		}
 		facts.Targets = append(facts.Targets, approvals.Target{Cluster: c.ClusterName, Environment: c.Environment, Installed: installed})
 		if msg, err := e.storedHealth(ctx, c.ClusterName); err != nil {
-			return 0, err
+			return nil, err
 		} else if msg != "" {
 			problems = append(problems, msg)
+			a.problems[c.ClusterName] = msg
 			continue
 		}
-		names, err := e.checkCluster(trace.ContextWithSpan(ctx, deploySpan), c.ClusterName, ch)
+		checks, err := e.checkCluster(trace.ContextWithSpan(ctx, deploySpan), c.ClusterName, ch)
 		if err != nil {
 			problems = append(problems, err.Error())
+			a.problems[c.ClusterName] = err.Error()
 			continue
 		}
-		for _, n := range names {
-			breaking[n] = append(breaking[n], e.changeOf(ctx, op, ch, n, c.ClusterName, installed))
+		a.crds[c.ClusterName] = checks
+		for _, chk := range checks {
+			if chk.breaking() {
+				breaking[chk.Name] = append(breaking[chk.Name], e.changeOf(ctx, op, ch, chk.Name, c.ClusterName, installed))
+			}
+		}
+		dropped, err := e.droppedOn(ctx, d, op, ch, c.ClusterName, installed)
+		if err != nil {
+			problems = append(problems, err.Error())
+			a.problems[c.ClusterName] = err.Error()
+			continue
+		}
+		for n, change := range dropped {
+			breaking[n] = append(breaking[n], change)
 		}
 		if plan.Strategy == request.StrategyBlueGreen {
 			if msg := e.blueProblem(ctx, op, req, c, live[c.ClusterName]); msg != "" {
 				blue = append(blue, msg)
+				a.problems[c.ClusterName] = msg
 			}
 		}
 	}
 	if len(problems) > 0 {
 		sort.Strings(problems)
-		return e.fail(ctx, d, "planning", "clusters not ready for the deployment: "+strings.Join(problems, "; "))
+		a.failure = "clusters not ready for the deployment: " + strings.Join(problems, "; ")
+		return a, nil
 	}
 	if len(blue) > 0 {
 		sort.Strings(blue)
-		return e.fail(ctx, d, "planning", "BlueGreen has no blue to switch from: "+strings.Join(blue, "; "))
+		a.failure = "BlueGreen has no blue to switch from: " + strings.Join(blue, "; ")
+		return a, nil
 	}
 	names := make([]string, 0, len(breaking))
 	for name := range breaking {
@@ -108,12 +170,16 @@ func (e *Engine) planning(ctx context.Context, d *store.Deployment) (time.Durati
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		on := breaking[name]
+		on := e.approvalGated(ctx, d, name, breaking[name])
+		if len(on) == 0 {
+			continue
+		}
 		approved, err := e.crdApproved(ctx, d, name, on)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		if approved {
+			a.approvedCRDs = append(a.approvedCRDs, name)
 			continue
 		}
 		facts.BreakingCRDs = append(facts.BreakingCRDs, name)
@@ -123,16 +189,9 @@ func (e *Engine) planning(ctx context.Context, d *store.Deployment) (time.Durati
 		}
 		e.event(ctx, d.ID, "crd.breaking", "", fmt.Sprintf("CRD %s: the new definition breaks the one stored on %s", name, strings.Join(clusters, ", ")), nil)
 	}
-	span.SetAttributes(attribute.Int("crds.breaking", len(facts.BreakingCRDs)))
-	reqs := e.cfg.Policy.Required(facts)
-	if len(reqs) == 0 {
-		now := e.now()
-		_, err := e.transition(ctx, d, store.DeploymentDeploying, "planned: no approval needed", func(d *store.Deployment) {
-			d.StartedAt, d.Stage, d.StageStartedAt = &now, 0, nil
-		})
-		return 0, err
-	}
-	return e.askApprovals(ctx, d, reqs)
+	trace.SpanFromContext(ctx).SetAttributes(attribute.Int("crds.breaking", len(facts.BreakingCRDs)))
+	a.facts, a.requirements = facts, e.cfg.Policy.Required(facts)
+	return a, nil
 }
 
 // storedHealth is why a cluster must not be deployed to by its registered health: "" unless the
@@ -207,20 +266,21 @@ func blueNamespaceOf(req *request.Request) string {
 type crdChange struct{ Cluster, From, To string }
 
 // changeOf names the change of CRD name on cluster: the digest of the definition the installed
-// version's chart ships (the revision the cluster stores when the manager installed it) and of
-// the new chart's. A digest that cannot be had is "" and matches no approval.
+// version ships (the revision the cluster stores when the manager installed it; from the schema
+// history by version, or the version's chart: shippedCRDs) and of the new chart's. A digest
+// that cannot be had is "" and matches no approval.
 func (e *Engine) changeOf(ctx context.Context, op *store.Operator, ch *fetched, name, cluster, installed string) crdChange {
 	out := crdChange{Cluster: cluster, To: digestOf(ch, name)}
 	if installed == "" {
 		return out
 	}
-	prev, err := e.chartOf(ctx, op, installed)
+	was, err := e.shippedCRDs(ctx, op, installed)
 	if err != nil {
-		e.log.WarnContext(ctx, "engine: The installed version's chart could not be read: its CRD change counts as not approved",
+		e.log.WarnContext(ctx, "engine: What the installed version ships could not be read: its CRD change counts as not approved",
 			"operator", op.Name, "version", installed, "cluster", cluster, "error", err)
 		return out
 	}
-	out.From = digestOf(prev, name)
+	out.From = was[name]
 	return out
 }
 
@@ -338,9 +398,18 @@ func (e *Engine) waitApproval(ctx context.Context, d *store.Deployment) (time.Du
 	return 0, err
 }
 
-// checkCluster checks one target cluster is reachable (span cluster.connect) and compares the
-// chart's CRDs with those it stores; it returns the names of the CRDs whose change breaks.
-func (e *Engine) checkCluster(ctx context.Context, name string, ch *fetched) ([]string, error) {
+// crdCheck is one of the chart's CRDs compared with the definition a cluster stores: Report is
+// nil when the cluster has none (the chart installs it).
+type crdCheck struct {
+	Name   string
+	Report *crds.Report
+}
+
+func (c crdCheck) breaking() bool { return c.Report != nil && c.Report.Breaking() }
+
+// checkCluster checks one target cluster is reachable (span cluster.connect) and compares each
+// of the chart's CRDs with the one it stores.
+func (e *Engine) checkCluster(ctx context.Context, name string, ch *fetched) ([]crdCheck, error) {
 	ctx, span := telemetry.Tracer().Start(ctx, telemetry.SpanClusterConnect)
 	defer span.End()
 	span.SetAttributes(attribute.String("cluster", name))
@@ -366,10 +435,11 @@ func (e *Engine) checkCluster(ctx context.Context, name string, ch *fetched) ([]
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %v", name, err)
 	}
-	var breaking []string
+	var checks []crdCheck
 	for _, def := range ch.defs {
 		cur, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, def.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
+			checks = append(checks, crdCheck{Name: def.Name})
 			continue
 		}
 		if err != nil {
@@ -379,9 +449,7 @@ func (e *Engine) checkCluster(ctx context.Context, name string, ch *fetched) ([]
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s: comparing CRD %s: %v", name, def.Name, err)
 		}
-		if rep.Breaking() {
-			breaking = append(breaking, def.Name)
-		}
+		checks = append(checks, crdCheck{Name: def.Name, Report: rep})
 	}
-	return breaking, nil
+	return checks, nil
 }

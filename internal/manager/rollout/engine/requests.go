@@ -33,8 +33,36 @@ func conflict(format string, args ...any) error {
 // it (a plan that does not resolve is the request's error), and stores it Queued: the engine
 // admits it within the concurrency limit, plans it against the clusters and deploys it. Bad
 // input is *invalid.Error naming the field; an operator already being deployed to one of the
-// clusters is a *ConflictError.
+// clusters is a *ConflictError. The validation and the plan are prepare's, which DryRun shares.
 func (e *Engine) Submit(ctx context.Context, req *request.Request, requestedBy, requestID string) (*store.Deployment, error) {
+	p, err := e.prepare(ctx, req, requestedBy, requestID)
+	if err != nil {
+		return nil, err
+	}
+	created, err := e.cfg.Store.DeploymentCreate(ctx, p.deployment)
+	if errors.Is(err, store.ErrConflict) {
+		return nil, e.activeConflict(ctx, p.op, p.plan.Targets)
+	}
+	if err != nil {
+		return nil, err
+	}
+	e.event(ctx, created.ID, "created", "", fmt.Sprintf("%s %s to %d cluster(s) by %s, requested by %s",
+		p.op.Name, req.Version, len(p.plan.Targets), req.Strategy, requestedBy), map[string]any{"plan": p.plan.String()})
+	e.Wake()
+	return created, nil
+}
+
+// prepared is a request validated and planned, and the deployment Submit stores for it.
+type prepared struct {
+	op         *store.Operator
+	plan       *strategy.Plan
+	live       liveSet
+	deployment *store.Deployment
+}
+
+// prepare validates req and plans it without writing anything: what Submit stores and DryRun
+// answers. Its errors are Submit's: *invalid.Error, *ConflictError, or a store's.
+func (e *Engine) prepare(ctx context.Context, req *request.Request, requestedBy, requestID string) (*prepared, error) {
 	known, err := e.knownTargets(ctx)
 	if err != nil {
 		return nil, err
@@ -73,6 +101,19 @@ func (e *Engine) Submit(ctx context.Context, req *request.Request, requestedBy, 
 			return nil, err
 		}
 	}
+	if err := e.busyOn(ctx, op, targets); err != nil {
+		return nil, err
+	}
+	d, err := e.deploymentOf(ctx, req, op, plan, live, requestedBy, requestID)
+	if err != nil {
+		return nil, err
+	}
+	return &prepared{op: op, plan: plan, live: live, deployment: d}, nil
+}
+
+// deploymentOf is the Queued deployment of a planned request, each cluster with the release it
+// installs (BlueGreen: green, beside blue's).
+func (e *Engine) deploymentOf(ctx context.Context, req *request.Request, op *store.Operator, plan *strategy.Plan, live liveSet, requestedBy, requestID string) (*store.Deployment, error) {
 	cfgJSON, err := req.ConfigJSON()
 	if err != nil {
 		return nil, err
@@ -104,17 +145,7 @@ func (e *Engine) Submit(ctx context.Context, req *request.Request, requestedBy, 
 		}
 		d.Clusters = append(d.Clusters, c)
 	}
-	created, err := e.cfg.Store.DeploymentCreate(ctx, d)
-	if errors.Is(err, store.ErrConflict) {
-		return nil, e.activeConflict(ctx, op, targets)
-	}
-	if err != nil {
-		return nil, err
-	}
-	e.event(ctx, created.ID, "created", "", fmt.Sprintf("%s %s to %d cluster(s) by %s, requested by %s",
-		op.Name, req.Version, len(targets), req.Strategy, requestedBy), map[string]any{"plan": plan.String()})
-	e.Wake()
-	return created, nil
+	return d, nil
 }
 
 // blueRequired refuses a BlueGreen deployment to a cluster where the store knows the operator
@@ -137,11 +168,25 @@ func blueRequired(req *request.Request, op *store.Operator, plan *strategy.Plan,
 
 // activeConflict names the cluster and deployment that refused a new one.
 func (e *Engine) activeConflict(ctx context.Context, op *store.Operator, targets []request.Target) error {
-	active, err := e.cfg.Store.DeploymentList(ctx, &store.DeploymentListParams{OperatorID: op.ID, Active: true, Limit: 100})
-	if err == nil {
-		want := map[string]bool{}
-		for _, t := range targets {
-			want[t.Name] = true
+	if err := e.busyOn(ctx, op, targets); errors.Is(err, store.ErrConflict) {
+		return err
+	}
+	return conflict("operator %q already has an active deployment on one of the clusters", op.Name)
+}
+
+// busyOn is the *ConflictError naming an active deployment of op on one of targets, nil when
+// there is none. It is read before anything is stored, so a dry run answers the 409 a real
+// request gets; the store's unique index still decides between two requests racing.
+func (e *Engine) busyOn(ctx context.Context, op *store.Operator, targets []request.Target) error {
+	want := map[string]bool{}
+	for _, t := range targets {
+		want[t.Name] = true
+	}
+	p := &store.DeploymentListParams{OperatorID: op.ID, Active: true, Limit: 100}
+	for {
+		active, err := e.cfg.Store.DeploymentList(ctx, p)
+		if err != nil {
+			return err
 		}
 		for _, d := range active {
 			for _, c := range d.Clusters {
@@ -150,8 +195,11 @@ func (e *Engine) activeConflict(ctx context.Context, op *store.Operator, targets
 				}
 			}
 		}
+		if len(active) < p.Limit {
+			return nil
+		}
+		p.Before = active[len(active)-1].ID
 	}
-	return conflict("operator %q already has an active deployment on one of the clusters", op.Name)
 }
 
 // Cancel asks a deployment to stop: one that has not started installing stops at once; one that
