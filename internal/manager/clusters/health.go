@@ -58,7 +58,7 @@ func (m *Manager) checkAndStore(ctx context.Context, name string) (CheckResult, 
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	c, err := m.store.ClusterUpdateHealth(ctx, &store.ClusterUpdateHealthParams{
+	c, err := m.recordHealth(ctx, &store.ClusterUpdateHealthParams{
 		Name: name, Health: res.Health, Reason: res.Reason, KubernetesVersion: res.KubernetesVersion, CheckedAt: m.now(),
 	})
 	if err != nil {

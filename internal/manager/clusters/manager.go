@@ -44,6 +44,8 @@ type Config struct {
 	OnRound func(Round)
 	// OnCredential, when set, is called when a cluster's token is minted, renewed or re-minted.
 	OnCredential func(CredentialEvent)
+	// HealthHook, when set, learns each recorded health check in the transaction that stores it.
+	HealthHook HealthHook
 }
 
 // CredentialEvent says how a cluster's ServiceAccount token was obtained.

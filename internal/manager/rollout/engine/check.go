@@ -69,7 +69,7 @@ func (e *Engine) checkOne(ctx context.Context, deploymentID, operator, cluster s
 	if err != nil {
 		return checkResult{}, err
 	}
-	rec, err := e.cfg.Store.OperatorHealthRecord(ctx, &store.OperatorHealthRecordParams{
+	rec, err := e.recordHealth(ctx, h, &store.OperatorHealthRecordParams{
 		OperatorName: operator, ClusterName: cluster, DeploymentID: deploymentID,
 		Health: string(h.Health), Result: raw, CheckedAt: h.LastChecked,
 	})

@@ -53,6 +53,9 @@ type Config struct {
 	Checker *health.Checker
 	// Notifier mails pending approvals (nil: no mail; approvals still work through the API).
 	Notifier *notify.Notifier
+	// Notifications is told, in the same transaction, of status changes and health checks
+	// (nil: nobody is told).
+	Notifications Notifications
 	// Policy decides which approvals a deployment needs.
 	Policy approvals.Policy
 	Logger *slog.Logger

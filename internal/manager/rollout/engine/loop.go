@@ -203,7 +203,7 @@ func (e *Engine) release(ctx context.Context, seen *store.Deployment, wait time.
 // update applies fn to the deployment under this replica's claim (fencing: a replica whose
 // claim lapsed writes nothing).
 func (e *Engine) update(ctx context.Context, id string, fn func(d *store.Deployment) error) (*store.Deployment, error) {
-	return e.cfg.Store.DeploymentUpdate(context.WithoutCancel(ctx), id, func(d *store.Deployment) error {
+	return e.updateNotifying(context.WithoutCancel(ctx), id, func(d *store.Deployment) error {
 		if d.ClaimedBy != e.cfg.ReplicaID {
 			return errLostClaim
 		}

@@ -326,7 +326,7 @@ func (e *Engine) askApprovals(ctx context.Context, d *store.Deployment, reqs []a
 	var created []*store.Approval
 	err := store.WithTx(ctx, e.cfg.Store, func(ctx context.Context, tx store.Tx) error {
 		created = created[:0]
-		_, err := tx.DeploymentUpdate(ctx, d.ID, func(cur *store.Deployment) error {
+		waiting, err := tx.DeploymentUpdate(ctx, d.ID, func(cur *store.Deployment) error {
 			if cur.ClaimedBy != e.cfg.ReplicaID {
 				return errLostClaim
 			}
@@ -352,7 +352,7 @@ func (e *Engine) askApprovals(ctx context.Context, d *store.Deployment, reqs []a
 				return err
 			}
 		}
-		return nil
+		return e.notifyStatus(ctx, tx, d.Status, waiting)
 	})
 	if err != nil {
 		return 0, err
