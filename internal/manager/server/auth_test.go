@@ -34,6 +34,15 @@ var roleMatrix = map[string][]auth.Role{
 	"POST /api/v1/crds/{name}/approve":   {auth.Admin},
 	"GET /api/v1/audit":                  {auth.Admin},
 
+	"POST /api/v1/notifications/channels":             {auth.Admin},
+	"GET /api/v1/notifications/channels":              {auth.Admin},
+	"GET /api/v1/notifications/channels/{name}":       {auth.Admin},
+	"PATCH /api/v1/notifications/channels/{name}":     {auth.Admin},
+	"DELETE /api/v1/notifications/channels/{name}":    {auth.Admin},
+	"POST /api/v1/notifications/channels/{name}/test": {auth.Admin},
+	"GET /api/v1/notifications":                       {auth.Admin, auth.Operator},
+	"GET /api/v1/notifications/{id}":                  {auth.Admin, auth.Operator},
+
 	"POST /api/v1/deployments":                               {auth.Admin, auth.Operator},
 	"GET /api/v1/deployments":                                {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
 	"GET /api/v1/deployments/{id}":                           {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},

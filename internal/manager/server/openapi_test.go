@@ -25,6 +25,9 @@ var designRoutes = []string{
 	"DELETE /api/v1/deployments/{id}", "POST /api/v1/deployments/{id}/switch", "GET /api/v1/deployments/{id}/events",
 	"GET /api/v1/approvals", "POST /api/v1/approvals/{id}/approve", "POST /api/v1/approvals/{id}/reject",
 	"GET /api/v1/operators/{name}/health", "GET /api/v1/clusters/{cluster}/operators/{name}/health",
+	"POST /api/v1/notifications/channels", "GET /api/v1/notifications/channels", "GET /api/v1/notifications/channels/{name}",
+	"PATCH /api/v1/notifications/channels/{name}", "DELETE /api/v1/notifications/channels/{name}",
+	"POST /api/v1/notifications/channels/{name}/test", "GET /api/v1/notifications", "GET /api/v1/notifications/{id}",
 }
 
 // TestOpenAPI checks the served document both ways: every operation it lists is served (not the

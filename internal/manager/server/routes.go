@@ -2,9 +2,11 @@ package server
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/health"
+	"github.com/slipway-dev/slipway/internal/manager/notifications"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 )
 
@@ -150,6 +152,30 @@ func (s *Server) routes() []route {
 		{Method: http.MethodGet, Pattern: "/api/v1/clusters/{cluster}/operators/{name}/health", Roles: anyRole,
 			Summary: "An operator's latest health on one cluster (overallHealth Unknown, no clusters, before its " +
 				"first check there)", Response: health.OperatorHealth{}, Handle: s.getClusterOperatorHealth},
+
+		{Method: http.MethodPost, Pattern: "/api/v1/notifications/channels", Roles: admins, Action: "notification.channel.create",
+			Summary: "Add a notification channel (webhook, slack, smtp) with its routes; its secrets are sealed and never shown",
+			Request: notifications.ChannelRequest{}, Response: notifications.Channel{}, Status: http.StatusCreated, Handle: s.createChannel},
+		{Method: http.MethodGet, Pattern: "/api/v1/notifications/channels", Roles: admins, Summary: "List notification channels by name",
+			Response: ChannelList{}, Query: pageParams, Handle: s.listChannels},
+		{Method: http.MethodGet, Pattern: "/api/v1/notifications/channels/{name}", Roles: admins, Summary: "Get a notification channel",
+			Response: notifications.Channel{}, Handle: s.getChannel},
+		{Method: http.MethodPatch, Pattern: "/api/v1/notifications/channels/{name}", Roles: admins, Action: "notification.channel.update",
+			Summary: "Change a channel's settings (a webhook's url or secret alone) or routes; the name and kind stay",
+			Request: notifications.ChannelPatch{}, Response: notifications.Channel{}, Handle: s.updateChannel},
+		{Method: http.MethodDelete, Pattern: "/api/v1/notifications/channels/{name}", Roles: admins, Action: "notification.channel.delete",
+			Summary: "Remove a channel; its pending deliveries fail, its history stays", Status: http.StatusNoContent, Handle: s.deleteChannel},
+		{Method: http.MethodPost, Pattern: "/api/v1/notifications/channels/{name}/test", Roles: admins, Action: "notification.channel.test",
+			Summary:  "Send a test notification to the channel (delivered like any other: retried, listed)",
+			Response: Notification{}, Status: http.StatusAccepted, Handle: s.testChannel},
+		{Method: http.MethodGet, Pattern: "/api/v1/notifications", Roles: operatorRoles, Summary: "List notification deliveries, newest first, with their state, attempts and last error",
+			Response: NotificationList{}, Query: append([]queryParam{
+				{Name: "state", Enum: notificationStates},
+				{Name: "channel", Description: "only deliveries to this channel"},
+				{Name: "kind", Enum: append(slices.Clone(notifications.Kinds), notifications.KindTest)},
+			}, pageParams...), Handle: s.listNotifications},
+		{Method: http.MethodGet, Pattern: "/api/v1/notifications/{id}", Roles: operatorRoles, Summary: "Get a delivery with the payload it sends",
+			Response: Notification{}, Handle: s.getNotification},
 
 		{Method: http.MethodGet, Pattern: "/api/v1/audit", Roles: admins, Summary: "Query the audit log, newest first",
 			Response: AuditList{}, Query: append([]queryParam{

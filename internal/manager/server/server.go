@@ -18,6 +18,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/audit"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
+	"github.com/slipway-dev/slipway/internal/manager/notifications"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
 	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
@@ -64,6 +65,8 @@ type Deps struct {
 	Limiter  *ratelimit.Limiter
 	Logger   *slog.Logger
 	Now      func() time.Time
+	// Notifications configures channels (the /notifications routes); nil: those routes answer 503.
+	Notifications *notifications.Service
 }
 
 // Server serves the API.
@@ -80,6 +83,8 @@ type Server struct {
 	audit    *audit.Recorder
 	openapi  []byte
 	handler  http.Handler
+	// notifications configures channels and sends test notifications (nil: 503).
+	notifications *notifications.Service
 	// stopping is closed when Serve begins its graceful shutdown: event streams end then, so
 	// that their clients reconnect (to another replica, with Last-Event-ID) instead of holding
 	// the shutdown up until its grace runs out.
@@ -122,6 +127,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		verifier: deps.Verifier, limiter: deps.Limiter, log: deps.Logger, now: deps.Now, stopping: make(chan struct{}),
 	}
 	s.audit = audit.NewRecorder(deps.Store, deps.Logger, deps.Now)
+	s.notifications = deps.Notifications
 	h, err := s.buildHandler()
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/controlplane"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
+	"github.com/slipway-dev/slipway/internal/manager/notifications"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
 	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
 	rolloutengine "github.com/slipway-dev/slipway/internal/manager/rollout/engine"
@@ -156,8 +157,12 @@ func setup(t *testing.T, engine string, opts ...func(*setupOpts)) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
+	notifier, err := notifications.New(notifications.Config{Store: b.store, Sealer: keyring, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := New(o.config, Deps{Store: b.store, Clusters: cm, Charts: charts, Rollouts: b.rollouts, Verifier: verifier,
-		Limiter: ratelimit.New(rules, time.Now), Logger: log})
+		Limiter: ratelimit.New(rules, time.Now), Logger: log, Notifications: notifier})
 	if err != nil {
 		t.Fatal(err)
 	}
