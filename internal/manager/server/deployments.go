@@ -25,14 +25,22 @@ var deploymentStatuses = func() []string {
 
 // createDeployment decodes the design's body as it is (request.Decode: strict, errors with the
 // JSON path), and hands it to the engine, which validates it against the registered clusters and
-// versions and stores it Queued: 202 with the deployment.
+// versions and stores it Queued: 202 with the deployment. With dryRun=true it answers the plan
+// instead (dryRunDeployment).
 func (s *Server) createDeployment(w http.ResponseWriter, r *http.Request) error {
+	dryRun, err := oneOf(r, "dryRun", []string{"true", "false"})
+	if err != nil {
+		return err
+	}
 	body, err := s.readBody(r, min(s.cfg.MaxBodyBytes, request.MaxBody))
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
 	req, err := request.Decode(body)
+	if dryRun == "true" {
+		return s.dryRunDeployment(w, r, req, err)
+	}
 	var d *store.Deployment
 	if err == nil {
 		d, err = s.rollouts.Submit(ctx, req, caller(ctx), telemetry.RequestID(ctx))
@@ -56,6 +64,24 @@ func (s *Server) createDeployment(w http.ResponseWriter, r *http.Request) error 
 	s.log.InfoContext(ctx, "server: Deployment submitted", "deploymentId", d.ID, "operatorName", d.OperatorName,
 		"version", d.Version, "strategy", d.Strategy, "clusters", len(d.Clusters))
 	writeJSON(ctx, s.log, w, http.StatusAccepted, deploymentOut(d))
+	return nil
+}
+
+// dryRunDeployment answers POST /deployments?dryRun=true: the engine's DryRun validates the
+// request as a real POST does (the same errors) and plans it as the engine would, and the
+// answer is 200 with the plan. Nothing is stored: no deployment, no event, no audit entry.
+func (s *Server) dryRunDeployment(w http.ResponseWriter, r *http.Request, req *request.Request, decodeErr error) error {
+	if decodeErr != nil {
+		return decodeErr
+	}
+	ctx := r.Context()
+	plan, err := s.rollouts.DryRun(ctx, req, caller(ctx), telemetry.RequestID(ctx))
+	if err != nil {
+		return err
+	}
+	s.log.InfoContext(ctx, "server: Deployment dry run", "operatorName", plan.Operator, "version", plan.Version,
+		"strategy", plan.Strategy, "clusters", len(plan.Clusters), "wouldFail", plan.WouldFail != "")
+	writeJSON(ctx, s.log, w, http.StatusOK, plan)
 	return nil
 }
 
@@ -140,6 +166,32 @@ func (s *Server) rollbackDeployment(w http.ResponseWriter, r *http.Request) erro
 func (s *Server) switchDeployment(w http.ResponseWriter, r *http.Request) error {
 	return s.deploymentRequest(w, r, "deployment.switch", nil, func(ctx context.Context, id, by string) (*store.Deployment, error) {
 		return s.rollouts.Switch(ctx, id, by)
+	})
+}
+
+// pauseDeployment pauses a deployment (Operator, Admin), with an optional reason: the cluster
+// step under way finishes and no new one starts, on any replica, until it is resumed.
+func (s *Server) pauseDeployment(w http.ResponseWriter, r *http.Request) error {
+	var req PauseRequest
+	if err := s.decodeOptional(r, &req); err != nil {
+		return err
+	}
+	if len(req.Reason) > maxComment {
+		return errInvalid("reason", "at most %d characters, not %d", maxComment, len(req.Reason))
+	}
+	details := map[string]any{}
+	if req.Reason != "" {
+		details["reason"] = req.Reason
+	}
+	return s.deploymentRequest(w, r, "deployment.pause", details, func(ctx context.Context, id, by string) (*store.Deployment, error) {
+		return s.rollouts.Pause(ctx, id, by, req.Reason)
+	})
+}
+
+// resumeDeployment lets a paused deployment go on.
+func (s *Server) resumeDeployment(w http.ResponseWriter, r *http.Request) error {
+	return s.deploymentRequest(w, r, "deployment.resume", nil, func(ctx context.Context, id, by string) (*store.Deployment, error) {
+		return s.rollouts.Resume(ctx, id, by)
 	})
 }
 
@@ -239,6 +291,7 @@ func deploymentOut(d *store.Deployment) Deployment {
 		StartedAt: d.StartedAt, FinishedAt: d.FinishedAt, CancelRequested: d.CancelRequested,
 		RollbackRequested: d.RollbackRequested, SwitchRequested: d.SwitchRequested, RollbackReason: d.RollbackReason,
 		SwitchedAt: d.SwitchedAt, BlueDeleteAt: d.BlueDeleteAt, Clusters: make([]DeploymentCluster, 0, len(d.Clusters)),
+		Paused: d.PausedAt != nil, PausedAt: d.PausedAt, PausedBy: d.PausedBy, PauseReason: d.PauseReason,
 	}
 	if len(out.Config) == 0 {
 		out.Config = []byte("{}")

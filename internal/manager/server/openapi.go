@@ -77,6 +77,13 @@ func (s *Server) buildOpenAPI() ([]byte, error) {
 			ok = ok.WithJSONSchemaRef(sch)
 		}
 		op.AddResponse(status, ok)
+		if rt.AlsoOK != nil {
+			sch, err := schemaFor(rt.AlsoOK)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s response: %w", rt.Method, rt.Pattern, err)
+			}
+			op.AddResponse(http.StatusOK, openapi3.NewResponse().WithDescription(http.StatusText(http.StatusOK)).WithJSONSchemaRef(sch))
+		}
 		for _, code := range errorStatuses(rt) {
 			op.AddResponse(code, openapi3.NewResponse().WithDescription(http.StatusText(code)).WithJSONSchemaRef(errRef))
 		}

@@ -23,6 +23,7 @@ var designRoutes = []string{
 	"POST /api/v1/deployments", "GET /api/v1/deployments", "GET /api/v1/deployments/{id}",
 	"POST /api/v1/deployments/{id}/rollback", "GET /api/v1/deployments/{id}/rollback-status",
 	"DELETE /api/v1/deployments/{id}", "POST /api/v1/deployments/{id}/switch", "GET /api/v1/deployments/{id}/events",
+	"POST /api/v1/deployments/{id}/pause", "POST /api/v1/deployments/{id}/resume",
 	"GET /api/v1/approvals", "POST /api/v1/approvals/{id}/approve", "POST /api/v1/approvals/{id}/reject",
 	"GET /api/v1/operators/{name}/health", "GET /api/v1/clusters/{cluster}/operators/{name}/health",
 	"POST /api/v1/notifications/channels", "GET /api/v1/notifications/channels", "GET /api/v1/notifications/channels/{name}",

@@ -7,6 +7,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/notifications"
+	rolloutengine "github.com/slipway-dev/slipway/internal/manager/rollout/engine"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 )
 
@@ -28,6 +29,8 @@ type route struct {
 	BodyOptional bool
 	// Status is the success status (200 when zero).
 	Status int
+	// AlsoOK is a zero value of a second success body, answered 200 (a dry run's plan).
+	AlsoOK any
 	Query  []queryParam
 	// Conflict documents a 409: the state of what the route changes can refuse it.
 	Conflict bool
@@ -104,8 +107,12 @@ func (s *Server) routes() []route {
 			Status: http.StatusCreated, Handle: s.approveCRD},
 
 		{Method: http.MethodPost, Pattern: "/api/v1/deployments", Roles: operatorRoles, Action: "deployment.create",
-			Summary: "Deploy an operator version to clusters with a strategy: validated, stored Queued and run by the engine",
-			Request: request.Request{}, Response: Deployment{}, Status: http.StatusAccepted, Conflict: true, Handle: s.createDeployment},
+			Summary: "Deploy an operator version to clusters with a strategy: validated, stored Queued and run by the engine; " +
+				"with dryRun=true validated and planned the same way, answered 200 with the plan, and nothing stored",
+			Request: request.Request{}, Response: Deployment{}, Status: http.StatusAccepted, Conflict: true,
+			Query: []queryParam{{Name: "dryRun", Enum: []string{"true", "false"},
+				Description: "true: answer 200 with the plan (stages, approvals, CRD compatibility per cluster) and store nothing"}},
+			AlsoOK: rolloutengine.DryRun{}, Handle: s.createDeployment},
 		{Method: http.MethodGet, Pattern: "/api/v1/deployments", Roles: anyRole, Summary: "List deployments, newest first",
 			Response: DeploymentList{}, Query: append([]queryParam{
 				{Name: "operator", Description: "only deployments of this operator"},
@@ -127,6 +134,13 @@ func (s *Server) routes() []route {
 		{Method: http.MethodPost, Pattern: "/api/v1/deployments/{id}/switch", Roles: operatorRoles, Action: "deployment.switch",
 			Summary:  "Switch a BlueGreen deployment (autoSwitch false) to green once green is validated",
 			Response: Deployment{}, Status: http.StatusAccepted, Conflict: true, Handle: s.switchDeployment},
+		{Method: http.MethodPost, Pattern: "/api/v1/deployments/{id}/pause", Roles: operatorRoles, Action: "deployment.pause",
+			Summary: "Pause a deployment: the cluster step under way finishes, no new one starts until resumed; health " +
+				"checks and automatic rollback go on (the body and its reason are optional)",
+			Request: PauseRequest{}, BodyOptional: true, Response: Deployment{}, Status: http.StatusAccepted, Conflict: true, Handle: s.pauseDeployment},
+		{Method: http.MethodPost, Pattern: "/api/v1/deployments/{id}/resume", Roles: operatorRoles, Action: "deployment.resume",
+			Summary:  "Resume a paused deployment from where it stopped",
+			Response: Deployment{}, Status: http.StatusAccepted, Conflict: true, Handle: s.resumeDeployment},
 		{Method: http.MethodGet, Pattern: "/api/v1/deployments/{id}/events", Roles: anyRole, Stream: true,
 			Summary: "A deployment's step history, oldest first; with Accept: text/event-stream a live stream " +
 				"(Server-Sent Events, resumed from Last-Event-ID, ending with the event end)",

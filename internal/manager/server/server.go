@@ -21,6 +21,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/notifications"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
 	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
+	rolloutengine "github.com/slipway-dev/slipway/internal/manager/rollout/engine"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
@@ -49,9 +50,12 @@ func DefaultConfig() Config {
 // deployment, and Wake after an approval decision so the deployment moves on at once.
 type Rollouts interface {
 	Submit(ctx context.Context, req *request.Request, requestedBy, requestID string) (*store.Deployment, error)
+	DryRun(ctx context.Context, req *request.Request, requestedBy, requestID string) (*rolloutengine.DryRun, error)
 	Cancel(ctx context.Context, id, by string) (*store.Deployment, error)
 	Rollback(ctx context.Context, id, by, reason string) (*store.Deployment, error)
 	Switch(ctx context.Context, id, by string) (*store.Deployment, error)
+	Pause(ctx context.Context, id, by, reason string) (*store.Deployment, error)
+	Resume(ctx context.Context, id, by string) (*store.Deployment, error)
 	Wake()
 }
 
