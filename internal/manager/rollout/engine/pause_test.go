@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
+	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
@@ -207,5 +208,44 @@ func TestPause_HealthRollbackStillRuns(t *testing.T) {
 	ended, ev := h.event(d.ID, "resumed", "")
 	if ended < reached || !strings.Contains(ev.Message, "a rollback is never paused") {
 		t.Errorf("the rollback's end of the pause: #%d %q (pause reached #%d)", ended, ev.Message, reached)
+	}
+}
+
+// TestPauseStops: where a paused deployment stops. It stops before a stage's installs, before a
+// hold begins, before BlueGreen's switch (also one asked for) and before completing; it goes on
+// with a hold under way, an install left mid-way, and a switch already made (its monitor).
+func TestPauseStops(t *testing.T) {
+	now := time.Now()
+	plan := &strategy.Plan{Stages: []strategy.Stage{
+		{Index: 0, Kind: strategy.StageInstall, Clusters: []string{"a", "b"}},
+		{Index: 1, Kind: strategy.StageSwitch, Clusters: []string{"a", "b"}, WaitForSwitch: true},
+	}}
+	deployment := func(stage int, a, b store.ClusterStatus, mod func(d *store.Deployment)) *store.Deployment {
+		d := &store.Deployment{Stage: stage, PausedAt: &now, Clusters: []*store.DeploymentCluster{
+			{ClusterName: "a", Status: a}, {ClusterName: "b", Status: b}}}
+		if mod != nil {
+			mod(d)
+		}
+		return d
+	}
+	for _, tc := range []struct {
+		name string
+		d    *store.Deployment
+		want bool
+	}{
+		{"not paused", deployment(0, store.ClusterPending, store.ClusterPending, func(d *store.Deployment) { d.PausedAt = nil }), false},
+		{"before the stage's installs", deployment(0, store.ClusterPending, store.ClusterPending, nil), true},
+		{"between two installs of a stage", deployment(0, store.ClusterValidating, store.ClusterPending, nil), true},
+		{"an install left mid-way", deployment(0, store.ClusterValidating, store.ClusterInstalling, nil), false},
+		{"installs done, hold not begun", deployment(0, store.ClusterValidating, store.ClusterValidating, nil), true},
+		{"a hold under way", deployment(0, store.ClusterValidating, store.ClusterValidating, func(d *store.Deployment) { d.StageStartedAt = &now }), false},
+		{"waiting for the switch", deployment(1, store.ClusterHealthy, store.ClusterHealthy, nil), true},
+		{"a switch asked for", deployment(1, store.ClusterHealthy, store.ClusterHealthy, func(d *store.Deployment) { d.SwitchRequested = true }), true},
+		{"switched, monitor not begun", deployment(1, store.ClusterHealthy, store.ClusterHealthy, func(d *store.Deployment) { d.SwitchedAt = &now }), false},
+		{"every stage passed", deployment(2, store.ClusterHealthy, store.ClusterHealthy, nil), true},
+	} {
+		if got := pauseStops(tc.d, plan); got != tc.want {
+			t.Errorf("%s: pauseStops %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
