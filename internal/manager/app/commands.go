@@ -9,6 +9,7 @@ import (
 
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
+	"github.com/slipway-dev/slipway/internal/manager/notifications"
 )
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -97,6 +98,14 @@ func runRotateKey(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	fmt.Fprintf(stdout, "re-sealed the credentials of %d clusters under key %s\n", n, keyring.Primary())
+	notes, err := notifications.New(notifications.Config{Store: st, Sealer: keyring})
+	if err != nil {
+		return err
+	}
+	if n, err = notes.RotateKeys(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "re-sealed the secrets of %d notification channels under key %s\n", n, keyring.Primary())
 	return nil
 }
 

@@ -35,6 +35,7 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	o.auth.bind(fs)
 	o.bind(fs)
 	o.rollout.bind(fs)
+	o.notifications.bind(fs)
 	return fs, o
 }
 

@@ -98,6 +98,16 @@ func (o *rolloutOptions) notifier(log *slog.Logger, onResult func(notify.Result)
 	if err != nil {
 		return nil, fmt.Errorf("--approval-recipients: %w", err)
 	}
+	m, err := o.mailer()
+	if err != nil {
+		return nil, err
+	}
+	return notify.New(notify.Config{Sender: m, BaseURL: o.publicURL, Recipients: recipients, Log: log, OnResult: onResult})
+}
+
+// mailer is the SMTP submission client --smtp-* describe: the approval mail's and the smtp
+// notification channels'.
+func (o *rolloutOptions) mailer() (*notify.Mailer, error) {
 	m := &notify.Mailer{Addr: o.smtpAddress, From: o.smtpFrom, Username: o.smtpUsername, Password: os.Getenv(envSMTPPassword)}
 	if o.smtpUsername != "" && m.Password == "" {
 		return nil, fmt.Errorf("--smtp-username is set but $%s is empty", envSMTPPassword)
@@ -113,7 +123,7 @@ func (o *rolloutOptions) notifier(log *slog.Logger, onResult func(notify.Result)
 		}
 		m.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	return notify.New(notify.Config{Sender: m, BaseURL: o.publicURL, Recipients: recipients, Log: log, OnResult: onResult})
+	return m, nil
 }
 
 // parseRecipients reads "Role=a,b;Role2=c;*=d".

@@ -45,6 +45,8 @@ type serveOptions struct {
 
 	rollout rolloutOptions
 
+	notifications notificationOptions
+
 	otlpEndpoint string
 	logLevel     string
 	logFormat    string
@@ -136,9 +138,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	telemetry.SetOperatorCount(ctx, st)
 
+	notes, err := o.notificationService(st, keyring, log)
+	if err != nil {
+		return err
+	}
 	cm, err := clusters.New(clusters.Config{
 		Store: st, Keyring: keyring, Logger: log,
-		HealthInterval: o.healthInterval, HealthConcurrency: o.healthConcurrency, OnRound: observeRound,
+		HealthInterval: o.healthInterval, HealthConcurrency: o.healthConcurrency, OnRound: observeRound, HealthHook: notes,
 	})
 	if err != nil {
 		return err
@@ -163,7 +169,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	eng, err = engine.New(engine.Config{
-		Store: st, Clusters: cm, Charts: charts, Notifier: notifier, Policy: policy, Logger: log,
+		Store: st, Clusters: cm, Charts: charts, Notifier: notifier, Notifications: notes, Policy: policy, Logger: log,
 		ReplicaID: o.rollout.replicaID, MaxConcurrent: o.rollout.maxConcurrent, Lease: o.rollout.lease,
 		HealthInterval: o.rollout.healthInterval, FailureThreshold: o.rollout.failureThreshold,
 		BlueRetention: o.rollout.blueRetention, SwitchMonitor: o.rollout.switchMonitor,
@@ -173,7 +179,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	srv, err := server.New(server.Config{MaxBodyBytes: o.maxBodyBytes, RequestTimeout: o.requestTimeout}, server.Deps{
-		Store: st, Clusters: cm, Charts: charts, Verifier: verifier, Limiter: ratelimit.New(rules, time.Now), Logger: log,
+		Store: st, Clusters: cm, Charts: charts, Verifier: verifier, Limiter: ratelimit.New(rules, time.Now), Logger: log, Notifications: notes,
 		Rollouts: eng,
 	})
 	if err != nil {
@@ -198,6 +204,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer cm.Stop()
+	if err := notes.Start(ctx); err != nil {
+		l.Close()
+		return err
+	}
+	defer notes.Stop()
 	if notifier != nil {
 		if err := notifier.Start(ctx); err != nil {
 			l.Close()
