@@ -63,7 +63,7 @@ func (b *syncBuffer) Bytes() []byte {
 
 // env is a migrated store on a fresh database, the keyring and the log of every service.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	store  store.Store
 	keys   *clusters.Keyring
@@ -72,7 +72,7 @@ type env struct {
 	pgURL  string // PostgreSQL
 }
 
-func newEnv(t *testing.T, engine string) *env {
+func newEnv(t testing.TB, engine string) *env {
 	t.Helper()
 	e := &env{t: t, ctx: t.Context(), logs: &syncBuffer{}}
 	var err error
@@ -167,7 +167,7 @@ type receiver struct {
 	hang   func(r *http.Request)
 }
 
-func newReceiver(t *testing.T, secret string) *receiver {
+func newReceiver(t testing.TB, secret string) *receiver {
 	t.Helper()
 	rc := &receiver{secret: []byte(secret)}
 	rc.Server = httptest.NewServer(http.HandlerFunc(rc.serve))
@@ -232,7 +232,7 @@ func verifyAsDocumented(secret []byte, h http.Header, body []byte, now time.Time
 }
 
 // webhookChannel creates a webhook channel to rc taking every event.
-func webhookChannel(t *testing.T, s *notifications.Service, name string, rc *receiver, routes ...notifications.Route) {
+func webhookChannel(t testing.TB, s *notifications.Service, name string, rc *receiver, routes ...notifications.Route) {
 	t.Helper()
 	if len(routes) == 0 {
 		routes = []notifications.Route{{}}

@@ -104,6 +104,7 @@ func (s *Service) round(ctx context.Context) {
 						delete(s.inflight, id)
 					}
 					s.mu.Unlock()
+					s.Wake() // a slot is free: claim the channel's next one now, not at the next poll
 				}()
 				s.deliver(ctx, n)
 			})
