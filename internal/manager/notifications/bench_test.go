@@ -46,7 +46,9 @@ func BenchmarkDelivery(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				e := newEnv(b, engine)
-				s := e.service("r1", func(c *notifications.Config) { c.Poll, c.RetryFirst, c.RetryMax = time.Second, time.Second, time.Second })
+				s := e.service("r1", func(c *notifications.Config) {
+					c.Poll, c.RetryFirst, c.RetryMax = time.Second, time.Second, time.Second
+				})
 				rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 				if _, err := s.CreateChannel(e.ctx, &notifications.ChannelRequest{Name: "ops", Kind: notifications.KindWebhook,
 					Webhook: &notifications.WebhookSettings{URL: rc.URL + "/hook", Secret: hmacSecret}, Routes: []notifications.Route{{}}}, "alice"); err != nil {
