@@ -5,6 +5,7 @@ package charts_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"regexp"
@@ -594,4 +595,56 @@ func labelsMatch(sel, labels map[string]string) bool {
 		}
 	}
 	return len(sel) > 0
+}
+
+// TestManagerChart_ValuesDocumented: every value of values.yaml is in the values table of
+// docs/manager.md (Install in a cluster), by its full path, or a path under it; objects the
+// schema describes key by key are documented key by key.
+func TestManagerChart_ValuesDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/manager.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## Install in a cluster\n")
+	if !ok {
+		t.Fatal("docs/manager.md has no section Install in a cluster")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	data, err := os.ReadFile(managerChartDir + "/values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemaData, err := os.ReadFile(managerChartDir + "/values.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(schemaData, &schema); err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	valuePaths("", parseValues(t, string(data)), schema, &paths)
+	if len(paths) < 40 {
+		t.Fatalf("only %d values found: %v", len(paths), paths)
+	}
+	for _, p := range paths {
+		if !strings.Contains(section, "`"+p+"`") && !strings.Contains(section, "`"+p+".") {
+			t.Errorf("value %s is not in docs/manager.md, Install in a cluster", p)
+		}
+	}
+}
+
+// valuePaths appends the dotted paths of values' leaves: a map is descended into when its schema
+// lists its properties inline, otherwise it is one value.
+func valuePaths(prefix string, values map[string]any, schema map[string]any, out *[]string) {
+	props, _ := schema["properties"].(map[string]any)
+	for k, v := range values {
+		path := strings.TrimPrefix(prefix+"."+k, ".")
+		sub, _ := props[k].(map[string]any)
+		if m, ok := v.(map[string]any); ok && sub["properties"] != nil {
+			valuePaths(path, m, sub, out)
+			continue
+		}
+		*out = append(*out, path)
+	}
 }
