@@ -150,7 +150,7 @@ func checkStatic(bin []byte, arch string) error {
 	if err != nil {
 		return fmt.Errorf("not an ELF executable: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
 		return fmt.Errorf("ELF type %s is not an executable", f.Type)
 	}

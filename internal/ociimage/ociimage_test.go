@@ -473,7 +473,7 @@ func dynamicBinary(t *testing.T) string {
 	if err != nil {
 		t.Fatalf("the refusal needs a dynamically linked executable: /bin/true: %v", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if !slices.ContainsFunc(f.Progs, func(p *elf.Prog) bool { return p.Type == elf.PT_INTERP }) {
 		t.Fatal("/bin/true is statically linked here: the refusal needs a dynamic executable")
 	}
