@@ -14,6 +14,7 @@ set -euo pipefail
 # One line per package: the Debian package, what shows it is installed (a command in PATH or in
 # /usr/bin, /usr/sbin; or a path glob), and what needs it. A new dependency is one more line.
 # setpriv starts etcd and kube-apiserver with a parent-death signal (internal/controlplane).
+# ca-certificates: the CA bundle make image puts into the images (hack/image --ca-bundle).
 # SLIPWAY_DEPS_PACKAGES replaces the list (the script's own tests use it).
 PACKAGES=${SLIPWAY_DEPS_PACKAGES:-'
 git              git                 test dev ci
@@ -21,6 +22,7 @@ make             make                ci
 util-linux       setpriv             test dev ci
 docker-registry  docker-registry     test ci
 postgresql       /usr/lib/postgresql/*/bin/initdb test ci
+ca-certificates  /etc/ssl/certs/ca-certificates.crt test ci
 '}
 
 usage() {
