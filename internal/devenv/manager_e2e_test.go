@@ -181,19 +181,23 @@ type healthView struct {
 	OperatorName, OverallHealth string
 	Clusters                    []struct {
 		ClusterName, Health string
-		ControllerPods      struct {
+		// The design's one-value fields.
+		ControllerPods                   int
+		WebhookStatus, CRDReconciliation string
+		// Each part's details.
+		Pods struct {
 			Health                  string
 			Total, Ready, OverLimit int
 			CrashLooping            int
 			Resources               string
 			Messages                []string
 		}
-		WebhookStatus struct {
+		Webhooks struct {
 			Health         string
 			Total, Healthy int
 			Messages       []string
 		}
-		CRDReconciliation struct {
+		CRDs struct {
 			Health                                 string
 			CRDs, Resources, Ready, Failing, Stale int
 			Messages                               []string
@@ -279,7 +283,11 @@ func checkSampleDeployment(t *testing.T, m managerAccess, out, state string) str
 		t.Fatalf("operator health %s, want Healthy on cluster %s", body, devenv.DevCluster)
 	}
 	c := h.Clusters[0]
-	pods, hooks, crds := c.ControllerPods, c.WebhookStatus, c.CRDReconciliation
+	if c.ControllerPods != 1 || c.WebhookStatus != "NotConfigured" || c.CRDReconciliation != "Active" {
+		t.Errorf("controllerPods %d, webhookStatus %s, crdReconciliation %s: want 1, NotConfigured, Active",
+			c.ControllerPods, c.WebhookStatus, c.CRDReconciliation)
+	}
+	pods, hooks, crds := c.Pods, c.Webhooks, c.CRDs
 	// The pods are listed and judged; only their resource usage is not (no metrics API).
 	if pods.Health != "Healthy" || pods.Total != 1 || pods.Ready != 1 || pods.CrashLooping != 0 || pods.Resources != "NotChecked" ||
 		len(pods.Messages) != 1 || !strings.HasPrefix(pods.Messages[0], "not checked: resource usage: metrics unavailable") {

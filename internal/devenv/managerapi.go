@@ -136,15 +136,19 @@ type (
 		CRDs     int      `json:"crds"`
 		Messages []string `json:"messages"`
 	}
+	// apiClusterHealth is one cluster's entry: the design's fields, then each part's details.
 	apiClusterHealth struct {
 		ClusterName       string  `json:"clusterName"`
 		Health            string  `json:"health"`
-		ControllerPods    apiPart `json:"controllerPods"`
-		WebhookStatus     apiPart `json:"webhookStatus"`
-		CRDReconciliation struct {
+		ControllerPods    int     `json:"controllerPods"`
+		WebhookStatus     string  `json:"webhookStatus"`
+		CRDReconciliation string  `json:"crdReconciliation"`
+		Pods              apiPart `json:"pods"`
+		Webhooks          apiPart `json:"webhooks"`
+		CRDs              struct {
 			apiPart
 			Resources int `json:"resources"`
-		} `json:"crdReconciliation"`
+		} `json:"crds"`
 	}
 	apiOperatorHealth struct {
 		OperatorName  string             `json:"operatorName"`
@@ -273,11 +277,11 @@ func (a *managerAPI) deploymentRows(ctx context.Context, token, id string) []str
 // healthSummary is one cluster's health in a line: each part's health and what it looked at,
 // then the first message of a part that is not Healthy.
 func healthSummary(c apiClusterHealth) string {
-	crd := c.CRDReconciliation
-	s := fmt.Sprintf("pods %s %d/%d Ready; webhooks %s %d/%d; CRs %s %d/%d Ready", c.ControllerPods.Health,
-		c.ControllerPods.Ready, c.ControllerPods.Total, c.WebhookStatus.Health, c.WebhookStatus.Healthy,
-		c.WebhookStatus.Total, crd.Health, crd.Ready, crd.Resources)
-	for _, p := range []apiPart{c.ControllerPods, c.WebhookStatus, crd.apiPart} {
+	crd := c.CRDs
+	s := fmt.Sprintf("pods %s %d/%d Ready; webhooks %s %s %d/%d; CRs %s %s %d/%d Ready", c.Pods.Health,
+		c.ControllerPods, c.Pods.Total, c.Webhooks.Health, c.WebhookStatus, c.Webhooks.Healthy,
+		c.Webhooks.Total, crd.Health, c.CRDReconciliation, crd.Ready, crd.Resources)
+	for _, p := range []apiPart{c.Pods, c.Webhooks, crd.apiPart} {
 		if p.Health != "Healthy" && len(p.Messages) > 0 {
 			return s + " (" + p.Messages[0] + ")"
 		}

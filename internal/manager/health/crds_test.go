@@ -140,17 +140,17 @@ func TestCRDReconciliation(t *testing.T) {
 	target := Target{OperatorName: "gizmo", Namespace: ns, Release: "gizmo", CRDs: []string{gizmoCRD}}
 	crds := func(cond func(CRDStatus) bool) CRDStatus {
 		t.Helper()
-		return checkUntil(t, c, target, "the reconciliation state", func(h ClusterHealth) bool { return cond(h.CRDReconciliation) }).CRDReconciliation
+		return checkUntil(t, c, target, "the reconciliation state", func(h ClusterHealth) bool { return cond(h.CRDs) }).CRDs
 	}
 
 	got := crds(func(s CRDStatus) bool { return s.Ready == n })
-	if got.Health != Healthy || got.CRDs != 1 || got.Resources != n || got.ErrorRate != 0 {
+	if got.Health != Healthy || got.CRDs != 1 || got.Resources != n || got.ErrorRate != 0 || got.State() != ReconciliationActive {
 		t.Fatalf("all reconciled: %+v, want Healthy", got)
 	}
 
 	op.setFailing("g00")
 	got = crds(func(s CRDStatus) bool { return s.Failing == 1 })
-	if got.Health != Degraded || got.ErrorRate != 1.0/n || !hasMessage(got.Messages, "1 Ready=False ([health-") {
+	if got.Health != Degraded || got.ErrorRate != 1.0/n || !hasMessage(got.Messages, "1 Ready=False ([health-") || got.State() != ReconciliationFailing {
 		t.Fatalf("1 of 40 failing (2.5 %%): %+v, want Degraded", got)
 	}
 
@@ -175,12 +175,12 @@ func TestCRDReconciliation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got = checkOnce(t, c, target).CRDReconciliation; got.Health != Healthy || got.Ready != n {
+	if got = checkOnce(t, c, target).CRDs; got.Health != Healthy || got.Ready != n {
 		t.Fatalf("just changed: %+v, want still Healthy", got)
 	}
 	late := NewChecker(Config{Now: func() time.Time { return time.Now().Add(6 * time.Minute) }})
-	got = checkOnce(t, late, target).CRDReconciliation
-	if got.Health != Unhealthy || got.Stale != n || !hasMessage(got.Messages, "40 not reconciled within 5m0s") {
+	got = checkOnce(t, late, target).CRDs
+	if got.Health != Unhealthy || got.Stale != n || !hasMessage(got.Messages, "40 not reconciled within 5m0s") || got.State() != ReconciliationStale {
 		t.Fatalf("six minutes after a change nobody reconciled: %+v, want Unhealthy, 40 stale", got)
 	}
 
@@ -188,20 +188,23 @@ func TestCRDReconciliation(t *testing.T) {
 	if err := env.Client.Create(context.Background(), gizmo(ns, "new")); err != nil {
 		t.Fatal(err)
 	}
-	if got = checkOnce(t, c, target).CRDReconciliation; got.Pending != 1 || got.Resources != n+1 {
-		t.Fatalf("a new resource: %+v, want 1 pending", got)
+	if got = checkOnce(t, c, target).CRDs; got.Pending != 1 || got.Resources != n+1 || got.State() != ReconciliationActive {
+		t.Fatalf("a new resource: %+v, want 1 pending, Active", got)
 	}
 }
 
 func TestCRDReconciliationNotChecked(t *testing.T) {
 	got := checkOnce(t, NewChecker(Config{}), Target{OperatorName: "x", Namespace: "default", Release: "x",
 		CRDs: []string{"missings.health.test.slipway.dev"}})
-	s := got.CRDReconciliation
+	s := got.CRDs
 	if s.Health != Degraded || s.CRDs != 0 || !hasMessage(s.Messages, "not checked: CRD missings.health.test.slipway.dev") {
 		t.Fatalf("missing CRD: %+v, want Degraded, not checked", s)
 	}
-	w := got.WebhookStatus
-	if w.Health != Degraded || !hasMessage(w.Messages, "not checked: conversion webhook of CRD missings") {
+	if got.CRDReconciliation != ReconciliationUnknown {
+		t.Errorf("crdReconciliation of a missing CRD: %s, want Unknown", got.CRDReconciliation)
+	}
+	w := got.Webhooks
+	if w.Health != Degraded || !hasMessage(w.Messages, "not checked: conversion webhook of CRD missings") || got.WebhookStatus != WebhookUnknown {
 		t.Fatalf("webhooks of a missing CRD: %+v, want Degraded, not checked", w)
 	}
 }

@@ -214,12 +214,13 @@ func (c *Checker) Check(ctx context.Context, cluster string, rc *rest.Config, ta
 		res = NotCheckedOn(cluster, "no client for the cluster: "+err.Error(), time.Time{})
 	} else {
 		var wg sync.WaitGroup
-		wg.Go(func() { res.ControllerPods = c.runPods(ctx, cl, cluster, target) })
-		wg.Go(func() { res.WebhookStatus = c.runWebhooks(ctx, cl, target) })
-		wg.Go(func() { res.CRDReconciliation = c.runCRDs(ctx, cl, target) })
+		wg.Go(func() { res.Pods = c.runPods(ctx, cl, cluster, target) })
+		wg.Go(func() { res.Webhooks = c.runWebhooks(ctx, cl, target) })
+		wg.Go(func() { res.CRDs = c.runCRDs(ctx, cl, target) })
 		wg.Wait()
 	}
-	res.Health = worst(res.ControllerPods.Health, res.WebhookStatus.Health, res.CRDReconciliation.Health)
+	res.Health = worst(res.Pods.Health, res.Webhooks.Health, res.CRDs.Health)
+	res.summarize()
 	res.LastChecked = c.cfg.Now().UTC()
 
 	elapsed := time.Since(start)
@@ -256,10 +257,10 @@ func (c *Checker) runPods(ctx context.Context, cl *clients, cluster string, t Ta
 		func(s PodsStatus) Health { return s.Health })
 }
 
-func (c *Checker) runWebhooks(ctx context.Context, cl *clients, t Target) WebhookStatus {
+func (c *Checker) runWebhooks(ctx context.Context, cl *clients, t Target) WebhooksStatus {
 	return part(ctx, c, telemetry.SpanHealthcheckWebhooks, telemetry.HealthCheckWebhooks,
-		func(ctx context.Context) WebhookStatus { return c.checkWebhooks(ctx, cl, t) },
-		func(s WebhookStatus) Health { return s.Health })
+		func(ctx context.Context) WebhooksStatus { return c.checkWebhooks(ctx, cl, t) },
+		func(s WebhooksStatus) Health { return s.Health })
 }
 
 func (c *Checker) runCRDs(ctx context.Context, cl *clients, t Target) CRDStatus {
@@ -273,7 +274,7 @@ func notChecked(why string) string { return "not checked: " + why }
 // Ran reports whether any part of the check ran: false for NotCheckedOn's result (every part
 // Degraded with only its "not checked" message), true otherwise.
 func (h ClusterHealth) Ran() bool {
-	for _, msgs := range [][]string{h.ControllerPods.Messages, h.WebhookStatus.Messages, h.CRDReconciliation.Messages} {
+	for _, msgs := range [][]string{h.Pods.Messages, h.Webhooks.Messages, h.CRDs.Messages} {
 		if len(msgs) == 0 || !strings.HasPrefix(msgs[0], notChecked("")) {
 			return true
 		}
@@ -285,10 +286,12 @@ func (h ClusterHealth) Ran() bool {
 // connection): every part Degraded with "not checked: why", nothing passed.
 func NotCheckedOn(cluster, why string, at time.Time) ClusterHealth {
 	msg := notChecked(why)
-	return ClusterHealth{
+	h := ClusterHealth{
 		ClusterName: cluster, Health: Degraded, LastChecked: at,
-		ControllerPods:    PodsStatus{Health: Degraded, Resources: NotChecked, Messages: []string{msg}},
-		WebhookStatus:     WebhookStatus{Health: Degraded, Messages: []string{msg}},
-		CRDReconciliation: CRDStatus{Health: Degraded, Messages: []string{msg}},
+		Pods:     PodsStatus{Health: Degraded, Resources: NotChecked, Messages: []string{msg}},
+		Webhooks: WebhooksStatus{Health: Degraded, Webhooks: []WebhookResult{}, Messages: []string{msg}},
+		CRDs:     CRDStatus{Health: Degraded, Messages: []string{msg}},
 	}
+	h.summarize()
+	return h
 }

@@ -111,15 +111,15 @@ func TestPodResources(t *testing.T) {
 	c := NewChecker(Config{})
 	target := Target{OperatorName: "limited", Namespace: ns, Release: "limited"}
 	got := checkUntil(t, c, target, "resources checked", func(h ClusterHealth) bool {
-		return h.ControllerPods.Resources != NotChecked && h.ControllerPods.Ready == 1 && h.ControllerPods.Total == 1
+		return h.Pods.Resources != NotChecked && h.Pods.Ready == 1 && h.Pods.Total == 1
 	})
-	if p := got.ControllerPods; p.Resources != Passed || p.OverLimit != 0 || p.Health != Healthy {
+	if p := got.Pods; p.Resources != Passed || p.OverLimit != 0 || p.Health != Healthy {
 		t.Fatalf("within limits: %+v, want resources Passed, Healthy", p)
 	}
 
 	cpu.Store("1500m")
 	got = checkOnce(t, c, target)
-	if p := got.ControllerPods; p.Resources != Failed || p.OverLimit != 1 || p.Health != Degraded ||
+	if p := got.Pods; p.Resources != Failed || p.OverLimit != 1 || p.Health != Degraded ||
 		!hasMessage(p.Messages, "container manager uses 1500m cpu over its limit 1") {
 		t.Fatalf("over the cpu limit: %+v, want resources Failed, Degraded", p)
 	}

@@ -47,10 +47,15 @@ func TestPods(t *testing.T) {
 		operatorDeployment(t, ns, "good", 2, nil, nil)
 		c := NewChecker(Config{})
 		got := checkUntil(t, c, Target{OperatorName: "good", Namespace: ns, Release: "good"}, "2 pods ready",
-			func(h ClusterHealth) bool { return h.ControllerPods.Ready == 2 })
-		p := got.ControllerPods
+			func(h ClusterHealth) bool { return h.Pods.Ready == 2 })
+		p := got.Pods
 		if p.Health != Healthy || p.Total != 2 || p.CrashLooping != 0 || p.MaxRecentRestarts != 0 {
 			t.Fatalf("pods = %+v, want 2 of 2 Ready, Healthy", p)
+		}
+		// The design's one-value fields: 2 pods, no webhooks in the release, no CRDs to reconcile.
+		if got.ControllerPods != 2 || got.WebhookStatus != WebhookNotConfigured || got.CRDReconciliation != ReconciliationNoResources {
+			t.Fatalf("controllerPods %d, webhookStatus %s, crdReconciliation %s: want 2, NotConfigured, NoResources",
+				got.ControllerPods, got.WebhookStatus, got.CRDReconciliation)
 		}
 		if p.Resources != NotChecked || !hasMessage(p.Messages, "not checked: resource usage: metrics unavailable") {
 			t.Fatalf("resources = %s, messages %q: want NotChecked, metrics unavailable", p.Resources, p.Messages)
@@ -64,9 +69,9 @@ func TestPods(t *testing.T) {
 		c := NewChecker(Config{})
 		got := checkUntil(t, c, Target{OperatorName: "crashy", Namespace: ns, Release: "crashy"}, "a pod in CrashLoopBackOff",
 			func(h ClusterHealth) bool {
-				return h.ControllerPods.CrashLooping == 1 && h.ControllerPods.MaxRecentRestarts >= 3
+				return h.Pods.CrashLooping == 1 && h.Pods.MaxRecentRestarts >= 3
 			})
-		p := got.ControllerPods
+		p := got.Pods
 		if p.Health != Unhealthy || got.Health != Unhealthy || p.Ready != 0 || !hasMessage(p.Messages, "container manager in CrashLoopBackOff") {
 			t.Fatalf("pods = %+v, want Unhealthy with CrashLoopBackOff", p)
 		}
@@ -80,12 +85,12 @@ func TestPods(t *testing.T) {
 		c := NewChecker(Config{})
 		target := Target{OperatorName: "flaky", Namespace: ns, Release: "flaky"}
 		// Before the third restart the pod is Ready and the part passes: a restart or two is fine.
-		first := checkUntil(t, c, target, "a Ready pod", func(h ClusterHealth) bool { return h.ControllerPods.Ready == 1 })
-		if first.ControllerPods.MaxRecentRestarts < 3 && first.ControllerPods.Health != Healthy {
-			t.Fatalf("pods with %d restarts = %+v, want Healthy", first.ControllerPods.MaxRecentRestarts, first.ControllerPods)
+		first := checkUntil(t, c, target, "a Ready pod", func(h ClusterHealth) bool { return h.Pods.Ready == 1 })
+		if first.Pods.MaxRecentRestarts < 3 && first.Pods.Health != Healthy {
+			t.Fatalf("pods with %d restarts = %+v, want Healthy", first.Pods.MaxRecentRestarts, first.Pods)
 		}
-		got := checkUntil(t, c, target, "3 restarts", func(h ClusterHealth) bool { return h.ControllerPods.MaxRecentRestarts >= 3 })
-		p := got.ControllerPods
+		got := checkUntil(t, c, target, "3 restarts", func(h ClusterHealth) bool { return h.Pods.MaxRecentRestarts >= 3 })
+		p := got.Pods
 		if p.Health != Unhealthy || p.CrashLooping != 0 || !hasMessage(p.Messages, "container manager restarted") {
 			t.Fatalf("pods = %+v, want Unhealthy for restarts, no CrashLoopBackOff", p)
 		}
@@ -98,8 +103,8 @@ func TestPods(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.ControllerPods.Health != Unhealthy || got.ControllerPods.Total != 0 || !hasMessage(got.ControllerPods.Messages, "no controller pods") {
-			t.Fatalf("pods = %+v, want Unhealthy: no controller pods", got.ControllerPods)
+		if got.Pods.Health != Unhealthy || got.Pods.Total != 0 || !hasMessage(got.Pods.Messages, "no controller pods") {
+			t.Fatalf("pods = %+v, want Unhealthy: no controller pods", got.Pods)
 		}
 	})
 }

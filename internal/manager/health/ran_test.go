@@ -13,12 +13,12 @@ func TestRan(t *testing.T) {
 		t.Errorf("NotCheckedOn's result reports it ran: %+v", none)
 	}
 	some := NotCheckedOn("c", "no connection", time.Now())
-	some.CRDReconciliation = CRDStatus{Health: Healthy, CRDs: 1, Resources: 2, Ready: 2}
+	some.CRDs = CRDStatus{Health: Healthy, CRDs: 1, Resources: 2, Ready: 2}
 	if !some.Ran() {
 		t.Errorf("a result whose CRD part ran reports it did not: %+v", some)
 	}
 	found := NotCheckedOn("c", "x", time.Now())
-	found.ControllerPods.Messages = []string{"pod p: container manager restarted 4 times within 5m0s"}
+	found.Pods.Messages = []string{"pod p: container manager restarted 4 times within 5m0s"}
 	if !found.Ran() {
 		t.Errorf("a result whose pod part found a problem reports it did not run: %+v", found)
 	}

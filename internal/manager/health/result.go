@@ -1,6 +1,9 @@
 package health
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Health is the health of a part, a cluster or an operator.
 //
@@ -52,22 +55,75 @@ const (
 	NotChecked Verdict = "NotChecked"
 )
 
-// OperatorHealth is the response of GET /api/v1/operators/{name}/health and (with one cluster)
-// GET /api/v1/clusters/{cluster}/operators/{name}/health.
+// OperatorHealth is the response of GET /api/v1/operators/{name}/health: the design's shape
+// (operator-manager-spec.md, "Health Check Endpoint"), key for key and type for type.
 type OperatorHealth struct {
 	OperatorName  string          `json:"operatorName"`
-	OverallHealth Health          `json:"overallHealth"`
+	OverallHealth Health          `json:"overallHealth" description:"the worst cluster's health: Healthy, Degraded or Unhealthy; Unknown before the first check"`
 	Clusters      []ClusterHealth `json:"clusters"`
 }
 
-// ClusterHealth is one operator's health on one cluster: one Checker.Check.
+// ClusterOperatorHealth is the response of GET /api/v1/clusters/{cluster}/operators/{name}/health:
+// the design's cluster entry with the operator's name beside it.
+type ClusterOperatorHealth struct {
+	OperatorName string `json:"operatorName"`
+	ClusterHealth
+}
+
+// WebhookState is the design's webhookStatus: one word for the webhooks part.
+type WebhookState string
+
+// The webhook states, from the webhooks part (WebhooksStatus.State).
+const (
+	// WebhookAvailable: the release has webhooks and every one answered and verified.
+	WebhookAvailable WebhookState = "Available"
+	// WebhookUnavailable: at least one webhook failed its call or its certificate check.
+	WebhookUnavailable WebhookState = "Unavailable"
+	// WebhookNotConfigured: the check ran and the release has no webhook.
+	WebhookNotConfigured WebhookState = "NotConfigured"
+	// WebhookUnknown: the webhooks could not all be looked for (or the cluster not reached).
+	WebhookUnknown WebhookState = "Unknown"
+)
+
+// ReconciliationState is the design's crdReconciliation: one word for the reconciliation part.
+type ReconciliationState string
+
+// The reconciliation states, from the reconciliation part (CRDStatus.State).
+const (
+	// ReconciliationActive: every custom resource is Ready, or Pending within the freshness window.
+	ReconciliationActive ReconciliationState = "Active"
+	// ReconciliationFailing: at least one custom resource is Ready=False.
+	ReconciliationFailing ReconciliationState = "Failing"
+	// ReconciliationStale: none failing, at least one not reconciled within the freshness window.
+	ReconciliationStale ReconciliationState = "Stale"
+	// ReconciliationNoResources: the check ran and found no custom resources (or the operator has
+	// no CRDs).
+	ReconciliationNoResources ReconciliationState = "NoResources"
+	// ReconciliationUnknown: a CRD or its resources could not be read (or the cluster not reached).
+	ReconciliationUnknown ReconciliationState = "Unknown"
+)
+
+// ClusterHealth is one operator's health on one cluster: one Checker.Check. The first six
+// fields are the design's cluster entry; Pods, Webhooks and CRDs are each part's details.
 type ClusterHealth struct {
-	ClusterName       string        `json:"clusterName"`
-	Health            Health        `json:"health"`
-	ControllerPods    PodsStatus    `json:"controllerPods"`
-	WebhookStatus     WebhookStatus `json:"webhookStatus"`
-	CRDReconciliation CRDStatus     `json:"crdReconciliation"`
-	LastChecked       time.Time     `json:"lastChecked"`
+	ClusterName string `json:"clusterName"`
+	Health      Health `json:"health" description:"Healthy, Degraded or Unhealthy: the worst of the three parts"`
+	// ControllerPods is the number of controller pods Running and Ready (Pods.Ready).
+	ControllerPods    int                 `json:"controllerPods" description:"controller pods Running and Ready (pods.total counts them all)"`
+	WebhookStatus     WebhookState        `json:"webhookStatus" enum:"Available,Unavailable,NotConfigured,Unknown"`
+	CRDReconciliation ReconciliationState `json:"crdReconciliation" enum:"Active,Failing,Stale,NoResources,Unknown"`
+	LastChecked       time.Time           `json:"lastChecked"`
+
+	Pods     PodsStatus     `json:"pods" description:"the controller pods part, in detail"`
+	Webhooks WebhooksStatus `json:"webhooks" description:"the webhooks part, in detail"`
+	CRDs     CRDStatus      `json:"crds" description:"the CRD reconciliation part, in detail"`
+}
+
+// summarize sets the design's one-value fields from the parts' details.
+func (h *ClusterHealth) summarize() {
+	h.ControllerPods = h.Pods.Ready
+	h.WebhookStatus = h.Webhooks.State()
+	h.CRDReconciliation = h.CRDs.State()
 }
 
 // PodsStatus is the controller pods' part. Messages name each problem found, or say
@@ -89,9 +145,9 @@ type PodsStatus struct {
 	Messages  []string `json:"messages"`
 }
 
-// WebhookStatus is the webhooks' part: Total webhooks found, Healthy of them passing both the
+// WebhooksStatus is the webhooks' part: Total webhooks found, Healthy of them passing both the
 // call and the certificate check (a certificate NotChecked does not fail a webhook).
-type WebhookStatus struct {
+type WebhooksStatus struct {
 	Health   Health          `json:"health"`
 	Total    int             `json:"total"`
 	Healthy  int             `json:"healthy"`
@@ -135,6 +191,37 @@ type CRDStatus struct {
 	Messages  []string `json:"messages"`
 }
 
+// State is the part in one word: Unavailable when a webhook failed, Unknown when the webhooks
+// could not all be looked for, NotConfigured when there are none, Available otherwise.
+func (s WebhooksStatus) State() WebhookState {
+	switch {
+	case s.Health == Unhealthy:
+		return WebhookUnavailable
+	case s.Health != Healthy:
+		return WebhookUnknown
+	case s.Total == 0:
+		return WebhookNotConfigured
+	}
+	return WebhookAvailable
+}
+
+// State is the part in one word: Failing when a resource is Ready=False, Stale when one is
+// stale, Unknown when a CRD or its resources could not be read, NoResources when there are
+// none, Active otherwise (every resource Ready, or Pending within the freshness window).
+func (s CRDStatus) State() ReconciliationState {
+	switch {
+	case s.Failing > 0:
+		return ReconciliationFailing
+	case s.Stale > 0:
+		return ReconciliationStale
+	case s.Health != Healthy:
+		return ReconciliationUnknown
+	case s.Resources == 0:
+		return ReconciliationNoResources
+	}
+	return ReconciliationActive
+}
+
 // Overall is the OperatorHealth of operator over the given cluster results (sorted as given).
 func Overall(operator string, clusters []ClusterHealth) OperatorHealth {
 	oh := OperatorHealth{OperatorName: operator, OverallHealth: Unhealthy, Clusters: clusters}
@@ -149,4 +236,37 @@ func Overall(operator string, clusters []ClusterHealth) OperatorHealth {
 		oh.OverallHealth = worst(hs...)
 	}
 	return oh
+}
+
+// DecodeResult reads a stored check (store.OperatorHealth.Result, Check's result as JSON). It
+// also reads the shape checks were stored in before the design's one-value fields, with the
+// details under controllerPods, webhookStatus and crdReconciliation, so that checks stored by
+// an older manager still answer in the design's shape.
+func DecodeResult(raw []byte) (ClusterHealth, error) {
+	var probe struct {
+		ControllerPods json.RawMessage `json:"controllerPods"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return ClusterHealth{}, err
+	}
+	var h ClusterHealth
+	if len(probe.ControllerPods) == 0 || probe.ControllerPods[0] != '{' {
+		err := json.Unmarshal(raw, &h)
+		return h, err
+	}
+	var old struct {
+		ClusterName string         `json:"clusterName"`
+		Health      Health         `json:"health"`
+		LastChecked time.Time      `json:"lastChecked"`
+		Pods        PodsStatus     `json:"controllerPods"`
+		Webhooks    WebhooksStatus `json:"webhookStatus"`
+		CRDs        CRDStatus      `json:"crdReconciliation"`
+	}
+	if err := json.Unmarshal(raw, &old); err != nil {
+		return ClusterHealth{}, err
+	}
+	h = ClusterHealth{ClusterName: old.ClusterName, Health: old.Health, LastChecked: old.LastChecked,
+		Pods: old.Pods, Webhooks: old.Webhooks, CRDs: old.CRDs}
+	h.summarize()
+	return h, nil
 }

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -34,12 +35,101 @@ func TestResponseShape(t *testing.T) {
 		t.Fatalf("top-level keys %v", got)
 	}
 	c := m["clusters"].([]any)[0].(map[string]any)
-	want := []string{"clusterName", "controllerPods", "crdReconciliation", "health", "lastChecked", "webhookStatus"}
+	// The design's six keys, and each part's details beside them.
+	want := []string{"clusterName", "controllerPods", "crdReconciliation", "crds", "health", "lastChecked", "pods", "webhookStatus", "webhooks"}
 	if got := sortedKeys(c); !reflect.DeepEqual(got, want) {
 		t.Fatalf("cluster keys %v, want %v", got, want)
 	}
 	if m["overallHealth"] != "Healthy" || c["clusterName"] != "prod-eu" {
 		t.Fatalf("values: %s", raw)
+	}
+
+	// One cluster's answer: the same entry, flattened, with the operator's name.
+	raw, err = json.Marshal(ClusterOperatorHealth{OperatorName: "cert-manager", ClusterHealth: oh.Clusters[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = nil
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if got := sortedKeys(m); !reflect.DeepEqual(got, []string{"clusterName", "controllerPods", "crdReconciliation", "crds",
+		"health", "lastChecked", "operatorName", "pods", "webhookStatus", "webhooks"}) {
+		t.Fatalf("one cluster's keys %v", got)
+	}
+}
+
+// TestStates: the design's one-word webhookStatus and crdReconciliation, from each part.
+func TestStates(t *testing.T) {
+	for _, tc := range []struct {
+		in   WebhooksStatus
+		want WebhookState
+	}{
+		{WebhooksStatus{Health: Healthy, Total: 2, Healthy: 2}, WebhookAvailable},
+		{WebhooksStatus{Health: Unhealthy, Total: 2, Healthy: 1}, WebhookUnavailable},
+		{WebhooksStatus{Health: Unhealthy, Total: 1}, WebhookUnavailable}, // also when some could not be listed
+		{WebhooksStatus{Health: Healthy}, WebhookNotConfigured},
+		{WebhooksStatus{Health: Degraded, Total: 1, Healthy: 1}, WebhookUnknown},
+		{WebhooksStatus{Health: Degraded}, WebhookUnknown},
+	} {
+		if got := tc.in.State(); got != tc.want {
+			t.Errorf("%+v: %s, want %s", tc.in, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		in   CRDStatus
+		want ReconciliationState
+	}{
+		{CRDStatus{Health: Healthy, CRDs: 1, Resources: 3, Ready: 3}, ReconciliationActive},
+		{CRDStatus{Health: Healthy, CRDs: 1, Resources: 3, Ready: 2, Pending: 1}, ReconciliationActive},
+		{CRDStatus{Health: Degraded, CRDs: 1, Resources: 40, Ready: 39, Failing: 1}, ReconciliationFailing},
+		{CRDStatus{Health: Unhealthy, CRDs: 1, Resources: 4, Ready: 1, Failing: 1, Stale: 2}, ReconciliationFailing},
+		{CRDStatus{Health: Unhealthy, CRDs: 1, Resources: 4, Stale: 4}, ReconciliationStale},
+		{CRDStatus{Health: Degraded, CRDs: 1, Resources: 3, Ready: 3}, ReconciliationUnknown}, // another CRD not read
+		{CRDStatus{Health: Degraded}, ReconciliationUnknown},
+		{CRDStatus{Health: Healthy, CRDs: 2}, ReconciliationNoResources},
+		{CRDStatus{Health: Healthy}, ReconciliationNoResources}, // no CRDs at all
+	} {
+		if got := tc.in.State(); got != tc.want {
+			t.Errorf("%+v: %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestDecodeResult reads a stored check in today's shape and in the one stored before the
+// design's one-value fields (details under controllerPods, webhookStatus, crdReconciliation).
+func TestDecodeResult(t *testing.T) {
+	checked := time.Date(2026, 11, 24, 1, 30, 0, 0, time.UTC)
+	want := ClusterHealth{ClusterName: "prod-eu", Health: Unhealthy, LastChecked: checked,
+		Pods:     PodsStatus{Health: Unhealthy, Total: 3, Ready: 2, CrashLooping: 1, Resources: NotChecked, Messages: []string{"pod x: CrashLoopBackOff"}},
+		Webhooks: WebhooksStatus{Health: Healthy, Total: 1, Healthy: 1, Webhooks: []WebhookResult{{Name: "w/v", Kind: "Validating", Answer: Passed, Certificate: Passed}}, Messages: []string{}},
+		CRDs:     CRDStatus{Health: Healthy, CRDs: 1, Resources: 2, Ready: 2, Messages: []string{}},
+	}
+	want.summarize()
+	if want.ControllerPods != 2 || want.WebhookStatus != WebhookAvailable || want.CRDReconciliation != ReconciliationActive {
+		t.Fatalf("summarized %d %s %s", want.ControllerPods, want.WebhookStatus, want.CRDReconciliation)
+	}
+	current, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := `{"clusterName":"prod-eu","health":"Unhealthy","lastChecked":"2026-11-24T01:30:00Z",
+	 "controllerPods":{"health":"Unhealthy","total":3,"ready":2,"crashLooping":1,"maxRecentRestarts":0,"resources":"NotChecked","overLimit":0,"messages":["pod x: CrashLoopBackOff"]},
+	 "webhookStatus":{"health":"Healthy","total":1,"healthy":1,"webhooks":[{"name":"w/v","kind":"Validating","endpoint":"","answer":"Passed","latencyMs":0,"certificate":"Passed"}],"messages":[]},
+	 "crdReconciliation":{"health":"Healthy","crds":1,"resources":2,"ready":2,"failing":0,"stale":0,"pending":0,"errorRate":0,"messages":[]}}`
+	for name, raw := range map[string][]byte{"current": current, "legacy": []byte(legacy)} {
+		got, err := DecodeResult(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", name, got, want)
+		}
+	}
+	for _, bad := range []string{`not json`, `{"controllerPods": "three"}`, `{"controllerPods": {"total": "x"}}`} {
+		if _, err := DecodeResult([]byte(bad)); err == nil {
+			t.Errorf("DecodeResult(%s): no error", bad)
+		}
 	}
 }
 
@@ -99,14 +189,15 @@ func TestUnreachableClusterNeverPasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Health != Degraded || got.ControllerPods.Health != Degraded || got.WebhookStatus.Health != Degraded ||
-		got.CRDReconciliation.Health != Degraded {
+	if got.Health != Degraded || got.Pods.Health != Degraded || got.Webhooks.Health != Degraded ||
+		got.CRDs.Health != Degraded {
 		t.Fatalf("unreachable cluster = %+v, want every part Degraded", got)
 	}
-	if got.ControllerPods.Resources != NotChecked || got.WebhookStatus.Healthy != 0 || got.CRDReconciliation.Ready != 0 {
+	if got.Pods.Resources != NotChecked || got.Webhooks.Healthy != 0 || got.CRDs.Ready != 0 || got.ControllerPods != 0 ||
+		got.WebhookStatus != WebhookUnknown || got.CRDReconciliation != ReconciliationUnknown {
 		t.Fatalf("something passed on an unreachable cluster: %+v", got)
 	}
-	for _, ms := range [][]string{got.ControllerPods.Messages, got.WebhookStatus.Messages, got.CRDReconciliation.Messages} {
+	for _, ms := range [][]string{got.Pods.Messages, got.Webhooks.Messages, got.CRDs.Messages} {
 		if !hasMessage(ms, "not checked: ") {
 			t.Fatalf("messages %q do not say not checked", ms)
 		}

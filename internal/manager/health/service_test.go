@@ -105,15 +105,15 @@ func TestWebhookThroughService(t *testing.T) {
 	c := NewChecker(Config{})
 	target := Target{OperatorName: "svc-op", Namespace: ns, Release: "svc-op"}
 	got := checkUntil(t, c, target, "the webhook answering through the service proxy",
-		func(h ClusterHealth) bool { return h.WebhookStatus.Healthy == 1 })
-	r := got.WebhookStatus.Webhooks[0]
-	if got.WebhookStatus.Health != Healthy || r.Kind != "Mutating" || r.Answer != Passed || r.Certificate != NotChecked ||
+		func(h ClusterHealth) bool { return h.Webhooks.Healthy == 1 })
+	r := got.Webhooks.Webhooks[0]
+	if got.Webhooks.Health != Healthy || r.Kind != "Mutating" || r.Answer != Passed || r.Certificate != NotChecked ||
 		r.Endpoint != "service "+ns+"/op-webhook:443/mutate" {
 		t.Fatalf("webhook through a service = %+v", r)
 	}
 
 	plain.mode.Store(modeFail)
-	r = checkOnce(t, c, target).WebhookStatus.Webhooks[0]
+	r = checkOnce(t, c, target).Webhooks.Webhooks[0]
 	if r.Answer != Failed || r.StatusCode != 500 || r.Certificate != NotChecked {
 		t.Fatalf("failing webhook through a service = %+v, want answered 500", r)
 	}

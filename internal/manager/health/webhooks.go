@@ -45,8 +45,8 @@ func (e endpoint) String() string {
 }
 
 // checkWebhooks finds the release's webhooks and calls each, concurrently.
-func (c *Checker) checkWebhooks(ctx context.Context, cl *clients, t Target) WebhookStatus {
-	st := WebhookStatus{Health: Healthy, Webhooks: []WebhookResult{}, Messages: []string{}}
+func (c *Checker) checkWebhooks(ctx context.Context, cl *clients, t Target) WebhooksStatus {
+	st := WebhooksStatus{Health: Healthy, Webhooks: []WebhookResult{}, Messages: []string{}}
 	eps, problems := c.findWebhooks(ctx, cl, t)
 	for _, p := range problems {
 		st.Messages = append(st.Messages, notChecked(p))

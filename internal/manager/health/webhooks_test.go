@@ -115,9 +115,10 @@ func TestWebhooks(t *testing.T) {
 
 	t.Run("answering webhook with a valid certificate passes", func(t *testing.T) {
 		srv.mode.Store(modeOK)
-		w := checkOnce(t, c, target("wh-good")).WebhookStatus
-		if w.Health != Healthy || w.Total != 1 || w.Healthy != 1 {
-			t.Fatalf("webhooks = %+v, want 1 of 1 healthy", w)
+		got := checkOnce(t, c, target("wh-good"))
+		w := got.Webhooks
+		if w.Health != Healthy || w.Total != 1 || w.Healthy != 1 || got.WebhookStatus != WebhookAvailable {
+			t.Fatalf("webhooks = %+v (webhookStatus %s), want 1 of 1 healthy, Available", w, got.WebhookStatus)
 		}
 		r := w.Webhooks[0]
 		if r.Answer != Passed || r.Certificate != Passed || r.StatusCode != 200 || r.Kind != "Validating" ||
@@ -129,8 +130,10 @@ func TestWebhooks(t *testing.T) {
 	t.Run("slow webhook fails", func(t *testing.T) {
 		srv.mode.Store(modeSlow)
 		defer srv.mode.Store(modeOK)
-		w := checkOnce(t, c, target("wh-good")).WebhookStatus
-		if w.Health != Unhealthy || w.Healthy != 0 || w.Webhooks[0].Answer != Failed || w.Webhooks[0].Message != "no answer within 1s" {
+		got := checkOnce(t, c, target("wh-good"))
+		w := got.Webhooks
+		if w.Health != Unhealthy || w.Healthy != 0 || w.Webhooks[0].Answer != Failed || w.Webhooks[0].Message != "no answer within 1s" ||
+			got.WebhookStatus != WebhookUnavailable {
 			t.Fatalf("webhooks = %+v, want Unhealthy: no answer within 1s", w)
 		}
 	})
@@ -139,14 +142,14 @@ func TestWebhooks(t *testing.T) {
 		srv.mode.Store(modeFail)
 		defer srv.mode.Store(modeOK)
 		got := checkOnce(t, c, target("wh-good"))
-		w := got.WebhookStatus
+		w := got.Webhooks
 		if w.Health != Unhealthy || got.Health != Unhealthy || w.Webhooks[0].StatusCode != 500 || w.Webhooks[0].Message != "answered 500, want 200" {
 			t.Fatalf("webhooks = %+v, want Unhealthy: answered 500", w)
 		}
 	})
 
 	t.Run("certificate not signed by the caBundle fails", func(t *testing.T) {
-		w := checkOnce(t, c, target("wh-wrong-ca")).WebhookStatus
+		w := checkOnce(t, c, target("wh-wrong-ca")).Webhooks
 		r := w.Webhooks[0]
 		if w.Health != Unhealthy || r.Answer != Passed || r.Certificate != Failed ||
 			r.Message != "certificate: not signed by the configuration's caBundle" {
@@ -157,7 +160,7 @@ func TestWebhooks(t *testing.T) {
 	t.Run("expired certificate fails", func(t *testing.T) {
 		expired := srv.Certificate().NotAfter.Add(time.Hour)
 		late := NewChecker(Config{Now: func() time.Time { return expired }})
-		r := checkOnce(t, late, target("wh-good")).WebhookStatus.Webhooks[0]
+		r := checkOnce(t, late, target("wh-good")).Webhooks.Webhooks[0]
 		if r.Certificate != Failed || r.Message != "certificate: expired at "+srv.Certificate().NotAfter.UTC().Format(time.RFC3339) {
 			t.Fatalf("webhook = %+v, want certificate expired", r)
 		}
@@ -167,21 +170,22 @@ func TestWebhooks(t *testing.T) {
 		srv.mode.Store(modeOK)
 		crd := convertedCRD(t, srv.URL+"/convert", srv.caBundle())
 		got := checkOnce(t, c, Target{OperatorName: "conv", Namespace: "operators", Release: "conv", CRDs: []string{crd}})
-		w := got.WebhookStatus
+		w := got.Webhooks
 		if w.Health != Healthy || w.Total != 1 || w.Webhooks[0].Kind != "Conversion" || w.Webhooks[0].Name != crd ||
 			w.Webhooks[0].Answer != Passed || w.Webhooks[0].Certificate != Passed {
 			t.Fatalf("webhooks = %+v, want the conversion webhook passing", w)
 		}
 		srv.mode.Store(modeFail)
 		defer srv.mode.Store(modeOK)
-		if w := checkOnce(t, c, Target{OperatorName: "conv", Namespace: "operators", Release: "conv", CRDs: []string{crd}}).WebhookStatus; w.Health != Unhealthy {
+		if w := checkOnce(t, c, Target{OperatorName: "conv", Namespace: "operators", Release: "conv", CRDs: []string{crd}}).Webhooks; w.Health != Unhealthy {
 			t.Fatalf("failing conversion webhook: %+v, want Unhealthy", w)
 		}
 	})
 
 	t.Run("no webhooks pass with none counted", func(t *testing.T) {
-		w := checkOnce(t, c, target("wh-none")).WebhookStatus
-		if w.Health != Healthy || w.Total != 0 || len(w.Webhooks) != 0 {
+		got := checkOnce(t, c, target("wh-none"))
+		w := got.Webhooks
+		if w.Health != Healthy || w.Total != 0 || len(w.Webhooks) != 0 || got.WebhookStatus != WebhookNotConfigured {
 			t.Fatalf("webhooks = %+v", w)
 		}
 	})

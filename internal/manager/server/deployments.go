@@ -61,8 +61,8 @@ func (s *Server) createDeployment(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	s.log.InfoContext(ctx, "server: Deployment submitted", "deploymentId", d.ID, "operatorName", d.OperatorName,
-		"version", d.Version, "strategy", d.Strategy, "clusters", len(d.Clusters))
+	s.log.InfoContext(telemetry.WithDeployment(ctx, telemetry.Deployment{ID: d.ID, Operator: d.OperatorName, Version: d.Version,
+		UserID: d.RequestedBy}), "server: Deployment submitted", "strategy", d.Strategy, "clusters", len(d.Clusters))
 	writeJSON(ctx, s.log, w, http.StatusAccepted, deploymentOut(d))
 	return nil
 }

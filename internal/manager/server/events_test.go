@@ -257,7 +257,7 @@ func testDeploymentEvents(t *testing.T, engine string) {
 	}
 	s.cancel()
 	waitFor(t, "the stream's handler to return after the client left", func() bool {
-		return logged(b, `"path":"`+livePath+`"`, `"msg":"server: Request"`)
+		return logged(b, `"path":"`+livePath+`"`, `"message":"server: Request"`)
 	})
 }
 

@@ -59,7 +59,7 @@ func (b *bundle) logLines(msg, id string) []map[string]any {
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			b.t.Fatalf("log line not JSON: %s", sc.Bytes())
 		}
-		if rec["msg"] == msg && rec["requestId"] == id {
+		if rec["message"] == msg && rec["requestId"] == id {
 			out = append(out, rec)
 		}
 	}

@@ -141,7 +141,8 @@ func errorStatuses(rt route) []int {
 
 var rawMessageType = reflect.TypeOf(json.RawMessage{})
 
-// schemaFor generates the JSON schema of a Go type from its json tags; json.RawMessage fields
+// schemaFor generates the JSON schema of a Go type from its json tags (a description tag
+// describes the field, an enum tag lists its values, comma-separated); json.RawMessage fields
 // accept any JSON (a CRD definition: an object or YAML text; Helm values: an object).
 func schemaFor(v any) (*openapi3.SchemaRef, error) {
 	return openapi3gen.NewSchemaRefForValue(v, nil, openapi3gen.SchemaCustomizer(
@@ -155,6 +156,11 @@ func schemaFor(v any) (*openapi3.SchemaRef, error) {
 			}
 			if d := tag.Get("description"); d != "" {
 				schema.Description = d
+			}
+			if e := tag.Get("enum"); e != "" {
+				for _, v := range strings.Split(e, ",") {
+					schema.Enum = append(schema.Enum, v)
+				}
 			}
 			return nil
 		}))

@@ -1,8 +1,8 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/slipway-dev/slipway/internal/manager/health"
@@ -13,38 +13,13 @@ import (
 // (it was never deployed, or the first check has not run): neither a pass nor a failure.
 const healthUnknown health.Health = "Unknown"
 
-// getOperatorHealth is the latest health of an operator on every cluster it was checked on.
+// getOperatorHealth is the latest health of an operator on every cluster it was checked on: the
+// design's shape (health.OperatorHealth); overallHealth Unknown with no clusters before any check.
 func (s *Server) getOperatorHealth(w http.ResponseWriter, r *http.Request) error {
-	return s.operatorHealth(w, r, "")
-}
-
-// getClusterOperatorHealth is the latest health of an operator on one cluster.
-func (s *Server) getClusterOperatorHealth(w http.ResponseWriter, r *http.Request) error {
-	name := r.PathValue("cluster")
-	if _, err := s.store.ClusterGetByName(r.Context(), name); errors.Is(err, store.ErrNotFound) {
-		return errNotFound("cluster", name)
-	} else if err != nil {
-		return err
-	}
-	return s.operatorHealth(w, r, name)
-}
-
-// operatorHealth answers the design's shape (health.OperatorHealth) from the stored checks: 404
-// for an unknown operator, overallHealth Unknown with no clusters before any check.
-func (s *Server) operatorHealth(w http.ResponseWriter, r *http.Request, cluster string) error {
 	ctx, name := r.Context(), r.PathValue("name")
-	if _, err := s.store.OperatorGetByName(ctx, name); errors.Is(err, store.ErrNotFound) {
-		return errNotFound("operator", name)
-	} else if err != nil {
-		return err
-	}
-	records, err := s.store.OperatorHealthList(ctx, &store.OperatorHealthListParams{OperatorName: name, ClusterName: cluster})
+	clusters, err := s.operatorHealth(r, name, "")
 	if err != nil {
 		return err
-	}
-	clusters := make([]health.ClusterHealth, 0, len(records))
-	for _, rec := range records {
-		clusters = append(clusters, clusterHealthOf(rec))
 	}
 	out := health.Overall(name, clusters)
 	if len(clusters) == 0 {
@@ -54,13 +29,55 @@ func (s *Server) operatorHealth(w http.ResponseWriter, r *http.Request, cluster 
 	return nil
 }
 
+// getClusterOperatorHealth is the latest health of an operator on one cluster: the design's
+// cluster entry with operatorName (health.ClusterOperatorHealth); 404 before the first check there.
+func (s *Server) getClusterOperatorHealth(w http.ResponseWriter, r *http.Request) error {
+	ctx, name, cluster := r.Context(), r.PathValue("name"), r.PathValue("cluster")
+	if _, err := s.store.ClusterGetByName(ctx, cluster); errors.Is(err, store.ErrNotFound) {
+		return errNotFound("cluster", cluster)
+	} else if err != nil {
+		return err
+	}
+	clusters, err := s.operatorHealth(r, name, cluster)
+	if err != nil {
+		return err
+	}
+	if len(clusters) == 0 {
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound,
+			Message: fmt.Sprintf("operator %q has no health check on cluster %q yet", name, cluster),
+			Details: map[string]any{"kind": "operatorHealth", "name": name, "cluster": cluster}}
+	}
+	writeJSON(ctx, s.log, w, http.StatusOK, health.ClusterOperatorHealth{OperatorName: name, ClusterHealth: clusters[0]})
+	return nil
+}
+
+// operatorHealth reads the stored checks of operator name (on cluster, or on all when it is ""):
+// 404 for an unknown operator.
+func (s *Server) operatorHealth(r *http.Request, name, cluster string) ([]health.ClusterHealth, error) {
+	ctx := r.Context()
+	if _, err := s.store.OperatorGetByName(ctx, name); errors.Is(err, store.ErrNotFound) {
+		return nil, errNotFound("operator", name)
+	} else if err != nil {
+		return nil, err
+	}
+	records, err := s.store.OperatorHealthList(ctx, &store.OperatorHealthListParams{OperatorName: name, ClusterName: cluster})
+	if err != nil {
+		return nil, err
+	}
+	clusters := make([]health.ClusterHealth, 0, len(records))
+	for _, rec := range records {
+		clusters = append(clusters, clusterHealthOf(rec))
+	}
+	return clusters, nil
+}
+
 // clusterHealthOf is a stored check as the design shows it: the check's result, with the
-// cluster, health and time of the record (which the store keeps as columns).
+// cluster, health and time of the record (which the store keeps as columns). A result that does
+// not decode still shows the record's cluster, health and time, its parts Unknown.
 func clusterHealthOf(rec *store.OperatorHealth) health.ClusterHealth {
-	var ch health.ClusterHealth
-	if len(rec.Result) > 0 {
-		// A result that does not decode still shows the record's cluster, health and time.
-		_ = json.Unmarshal(rec.Result, &ch)
+	ch, err := health.DecodeResult(rec.Result)
+	if err != nil {
+		ch = health.NotCheckedOn(rec.ClusterName, "the stored result does not decode: "+err.Error(), rec.CheckedAt)
 	}
 	ch.ClusterName, ch.Health, ch.LastChecked = rec.ClusterName, health.Health(rec.Health), rec.CheckedAt
 	return ch

@@ -53,11 +53,35 @@ func UserID(ctx context.Context) string {
 // NewRequestID returns a random id of 26 characters from [A-Z2-7].
 func NewRequestID() string { return rand.Text() }
 
+// The design's log fields (operator-manager-spec.md, "Logging"): the record's time, level and
+// message under these keys, and, on every line written for a deployment, the deployment's
+// fields (WithDeployment) and the cluster (WithCluster).
+const (
+	KeyTimestamp    = "timestamp"
+	KeyLevel        = "level"
+	KeyMessage      = "message"
+	KeyOperatorName = "operatorName"
+	KeyVersion      = "version"
+	KeyCluster      = "cluster"
+	KeyDeploymentID = "deploymentId"
+)
+
+// The level names: the design's Debug, Info, Warning and Error, upper-case as in its example.
+const (
+	LevelDebug   = "DEBUG"
+	LevelInfo    = "INFO"
+	LevelWarning = "WARNING"
+	LevelError   = "ERROR"
+)
+
+// TimestampLayout is how KeyTimestamp is written: RFC 3339 in UTC, with milliseconds.
+const TimestampLayout = "2006-01-02T15:04:05.000Z07:00"
+
 // NewLogger returns a logger writing to w at level, as JSON or, when format is "text", as
-// logfmt-like text (anything else is JSON). Every record gets requestId, traceId, spanId and
-// userId from the context of its *Context call, when the context has them.
+// logfmt-like text (anything else is JSON). Records carry the design's keys (timestamp, level,
+// message; ReplaceAttr) and whatever NewContextHandler adds from their context.
 func NewLogger(w io.Writer, level slog.Leveler, format string) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: DesignAttr}
 	var h slog.Handler
 	if format == "text" {
 		h = slog.NewTextHandler(w, opts)
@@ -67,8 +91,73 @@ func NewLogger(w io.Writer, level slog.Leveler, format string) *slog.Logger {
 	return slog.New(NewContextHandler(h))
 }
 
-// NewContextHandler wraps h so that records carry the ids found in their context. Inside a
-// WithGroup the ids land in the group, like any attribute added there.
+// DesignAttr is a slog.HandlerOptions.ReplaceAttr that writes a record's built-in attributes as
+// the design's log fields: time as timestamp (TimestampLayout), msg as message, and the level as
+// DEBUG, INFO, WARNING or ERROR (a level between two takes the lower name).
+func DesignAttr(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) > 0 {
+		return a
+	}
+	switch a.Key {
+	case slog.TimeKey:
+		if a.Value.Kind() == slog.KindTime {
+			return slog.String(KeyTimestamp, a.Value.Time().UTC().Format(TimestampLayout))
+		}
+	case slog.MessageKey:
+		return slog.Attr{Key: KeyMessage, Value: a.Value}
+	case slog.LevelKey:
+		if l, ok := a.Value.Any().(slog.Level); ok {
+			return slog.String(KeyLevel, LevelName(l))
+		}
+	}
+	return a
+}
+
+// LevelName is the design's name of l.
+func LevelName(l slog.Level) string {
+	switch {
+	case l < slog.LevelInfo:
+		return LevelDebug
+	case l < slog.LevelWarn:
+		return LevelInfo
+	case l < slog.LevelError:
+		return LevelWarning
+	}
+	return LevelError
+}
+
+// Deployment is what every log line written for a deployment carries: the design's
+// deploymentId, operatorName, version and userId (the caller who asked for the deployment).
+type Deployment struct {
+	ID, Operator, Version, UserID string
+}
+
+type deploymentKey struct{}
+
+type clusterKey struct{}
+
+// WithDeployment returns ctx whose log lines are the deployment d's: they carry the design's
+// fields, traceId (empty without a trace) and cluster (empty unless WithCluster names one).
+func WithDeployment(ctx context.Context, d Deployment) context.Context {
+	return context.WithValue(ctx, deploymentKey{}, d)
+}
+
+// WithCluster returns ctx whose deployment log lines name cluster.
+func WithCluster(ctx context.Context, cluster string) context.Context {
+	return context.WithValue(ctx, clusterKey{}, cluster)
+}
+
+// DeploymentOf is the deployment of ctx's log lines, if any.
+func DeploymentOf(ctx context.Context) (Deployment, bool) {
+	d, ok := ctx.Value(deploymentKey{}).(Deployment)
+	return d, ok
+}
+
+// NewContextHandler wraps h so that records carry the ids found in their context: requestId,
+// traceId and spanId, userId; and on a deployment's lines (WithDeployment) the design's fields,
+// every one of them, with the deployment's requester as userId. An attribute the record already
+// has is not added again. Inside a WithGroup the ids land in the group, like any attribute added
+// there.
 func NewContextHandler(h slog.Handler) slog.Handler { return contextHandler{h} }
 
 type contextHandler struct{ inner slog.Handler }
@@ -78,14 +167,37 @@ func (h contextHandler) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h contextHandler) Handle(ctx context.Context, r slog.Record) error {
-	if id := RequestID(ctx); id != "" {
-		r.AddAttrs(slog.String(KeyRequestID, id))
+	has := map[string]bool{}
+	r.Attrs(func(a slog.Attr) bool {
+		has[a.Key] = true
+		return true
+	})
+	add := func(key, value string) {
+		if !has[key] {
+			has[key] = true
+			r.AddAttrs(slog.String(key, value))
+		}
 	}
+	if id := RequestID(ctx); id != "" {
+		add(KeyRequestID, id)
+	}
+	d, isDeployment := DeploymentOf(ctx)
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-		r.AddAttrs(slog.String(KeyTraceID, sc.TraceID().String()), slog.String(KeySpanID, sc.SpanID().String()))
+		add(KeyTraceID, sc.TraceID().String())
+		add(KeySpanID, sc.SpanID().String())
+	} else if isDeployment {
+		add(KeyTraceID, "")
+	}
+	if isDeployment {
+		cluster, _ := ctx.Value(clusterKey{}).(string)
+		add(KeyOperatorName, d.Operator)
+		add(KeyVersion, d.Version)
+		add(KeyCluster, cluster)
+		add(KeyDeploymentID, d.ID)
+		add(KeyUserID, d.UserID)
 	}
 	if id := UserID(ctx); id != "" {
-		r.AddAttrs(slog.String(KeyUserID, id))
+		add(KeyUserID, id)
 	}
 	return h.inner.Handle(ctx, r)
 }

@@ -73,8 +73,7 @@ func (e *Engine) transition(ctx context.Context, d *store.Deployment, status sto
 		return nil, err
 	}
 	e.event(ctx, d.ID, "status", "", fmt.Sprintf("%s → %s: %s", from, status, reason), map[string]any{"from": from, "to": status})
-	e.log.InfoContext(ctx, "engine: Deployment "+string(status), "deployment", d.ID, "operator", d.OperatorName,
-		"version", d.Version, "reason", reason)
+	e.log.InfoContext(logContext(ctx, d), "engine: Deployment "+string(status), "reason", reason)
 	return out, nil
 }
 
@@ -115,6 +114,7 @@ func (e *Engine) cancelDeployment(ctx context.Context, d *store.Deployment) (tim
 
 func (e *Engine) clusterEvent(ctx context.Context, d *store.Deployment, c *store.DeploymentCluster, typ, msg string) {
 	e.event(ctx, d.ID, typ, c.ClusterName, msg, nil)
+	e.logClusterEvent(ctx, d, c.ClusterName, typ, msg)
 }
 
 // clusterByName returns the deployment's row for cluster.

@@ -75,6 +75,7 @@ func (e *Engine) switchAll(ctx context.Context, d *store.Deployment) []string {
 }
 
 func (e *Engine) switchOne(ctx context.Context, d *store.Deployment, c *store.DeploymentCluster) error {
+	ctx = clusterContext(ctx, c.ClusterName)
 	cfg, err := e.cfg.Clusters.RESTConfig(ctx, c.ClusterName)
 	if err != nil {
 		return err

@@ -87,9 +87,9 @@ func summary(h health.ClusterHealth) string {
 		h    health.Health
 		msgs []string
 	}{
-		{"pods", h.ControllerPods.Health, h.ControllerPods.Messages},
-		{"webhooks", h.WebhookStatus.Health, h.WebhookStatus.Messages},
-		{"crds", h.CRDReconciliation.Health, h.CRDReconciliation.Messages},
+		{"pods", h.Pods.Health, h.Pods.Messages},
+		{"webhooks", h.Webhooks.Health, h.Webhooks.Messages},
+		{"crds", h.CRDs.Health, h.CRDs.Messages},
 	} {
 		if part.h != health.Healthy {
 			m := part.name + " " + string(part.h)

@@ -94,6 +94,7 @@ func (e *Engine) installAll(ctx context.Context, d *store.Deployment, op *store.
 // on a repeated attempt it adopts a release the previous attempt completed instead of
 // installing twice.
 func (e *Engine) installOne(ctx context.Context, d *store.Deployment, req *request.Request, ch *fetched, st *strategy.Stage, c *store.DeploymentCluster) error {
+	ctx = clusterContext(ctx, c.ClusterName)
 	cfg, err := e.cfg.Clusters.RESTConfig(ctx, c.ClusterName)
 	if err != nil {
 		return e.clusterFailed(ctx, d, c, nil, err)

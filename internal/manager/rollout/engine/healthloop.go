@@ -184,7 +184,7 @@ func (e *Engine) checkLive(ctx context.Context, op *store.Operator, r *store.Liv
 		return
 	}
 	reason := fmt.Sprintf("health check: %s failed %d checks in a row: %s", r.ClusterName, res.failures, summary(res.health))
-	_, err = e.cfg.Store.DeploymentUpdate(ctx, r.DeploymentID, func(d *store.Deployment) error {
+	rolled, err := e.cfg.Store.DeploymentUpdate(ctx, r.DeploymentID, func(d *store.Deployment) error {
 		if d.RollbackRequested || d.Status == store.DeploymentRollingBack || (d.Status.Terminal() && d.Status != store.DeploymentCompleted) {
 			return errNothingToDo
 		}
@@ -193,7 +193,7 @@ func (e *Engine) checkLive(ctx context.Context, op *store.Operator, r *store.Liv
 		return nil
 	})
 	if err == nil {
-		e.log.WarnContext(ctx, "engine: Automatic rollback", "deployment", r.DeploymentID, "operator", op.Name, "cluster", r.ClusterName, "reason", reason)
+		e.log.WarnContext(clusterContext(logContext(ctx, rolled), r.ClusterName), "engine: Automatic rollback", "reason", reason)
 		e.event(ctx, r.DeploymentID, "rollback.requested", r.ClusterName, "automatic rollback: "+reason, nil)
 		e.Wake()
 	}

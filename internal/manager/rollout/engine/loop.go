@@ -113,7 +113,7 @@ func (e *Engine) touch(ctx context.Context, id string) {
 // work runs a claimed deployment's steps while they follow each other without waiting, renewing
 // the claim meanwhile, then releases it with the time it is due again.
 func (e *Engine) work(ctx context.Context, d *store.Deployment) {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(logContext(ctx, d)) // its log lines are the deployment's
 	defer cancel()
 	renewed := make(chan struct{})
 	go func() {
@@ -135,12 +135,12 @@ func (e *Engine) work(ctx context.Context, d *store.Deployment) {
 	}
 	switch {
 	case errors.Is(err, errLostClaim):
-		e.log.InfoContext(ctx, "engine: Claim lost; another replica goes on", "deployment", d.ID)
+		e.log.InfoContext(ctx, "engine: Claim lost; another replica goes on")
 		return
 	case ctx.Err() != nil:
 		return // stopping: the lease lapses and another replica resumes
 	case err != nil:
-		e.log.WarnContext(ctx, "engine: Step failed; retrying", "deployment", d.ID, "status", d.Status, "error", err)
+		e.log.WarnContext(ctx, "engine: Step failed; retrying", "status", d.Status, "error", err)
 		e.event(ctx, d.ID, "step.retry", "", "step failed, retrying in "+retryDelay.String()+": "+err.Error(), nil)
 		wait = retryDelay
 	}
@@ -159,7 +159,7 @@ func (e *Engine) renew(ctx context.Context, id string, lost context.CancelFunc) 
 		}
 		err := e.cfg.Store.DeploymentRenew(ctx, id, e.cfg.ReplicaID, e.now().Add(e.cfg.Lease))
 		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
-			e.log.WarnContext(ctx, "engine: Claim taken over; stopping the step", "deployment", id)
+			e.log.WarnContext(ctx, "engine: Claim taken over; stopping the step")
 			lost()
 			return
 		}

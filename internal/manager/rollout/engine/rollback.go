@@ -52,7 +52,7 @@ func (e *Engine) startRollback(ctx context.Context, d *store.Deployment, reason 
 	if d.PausedAt != nil {
 		e.event(ctx, d.ID, "resumed", "", "the pause of "+d.PausedBy+" ends: a rollback is never paused", map[string]any{"by": "slipway-manager", "pausedBy": d.PausedBy})
 	}
-	e.log.WarnContext(ctx, "engine: Rolling back", "deployment", d.ID, "operator", d.OperatorName, "version", d.Version, "reason", reason)
+	e.log.WarnContext(logContext(ctx, d), "engine: Rolling back", "reason", reason)
 	return 0, nil
 }
 
@@ -119,6 +119,7 @@ func (e *Engine) rollingBack(ctx context.Context, d *store.Deployment) (time.Dur
 // check could not run within --install-timeout: the cluster is rolled back, its health not
 // checked (message and a rollback.notChecked event say so).
 func (e *Engine) restore(ctx context.Context, d *store.Deployment, op *store.Operator, c *store.DeploymentCluster) (checked bool, err error) {
+	ctx = clusterContext(ctx, c.ClusterName)
 	cfg, err := e.cfg.Clusters.RESTConfig(ctx, c.ClusterName)
 	if err != nil {
 		return false, e.restoreFailed(ctx, d, c, err)

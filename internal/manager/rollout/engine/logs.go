@@ -1,0 +1,31 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+
+	"github.com/slipway-dev/slipway/internal/manager/store"
+	"github.com/slipway-dev/slipway/internal/manager/telemetry"
+)
+
+// logContext is ctx whose log lines are d's: each carries the design's log fields (deploymentId,
+// operatorName, version, cluster, userId: the caller who asked for the deployment, traceId).
+func logContext(ctx context.Context, d *store.Deployment) context.Context {
+	return telemetry.WithDeployment(ctx, telemetry.Deployment{ID: d.ID, Operator: d.OperatorName, Version: d.Version, UserID: d.RequestedBy})
+}
+
+// logClusterEvent writes a cluster's step (install, adoption, switch, failure) as a log line of
+// the deployment naming the cluster: Warning for a failure, Info otherwise.
+func (e *Engine) logClusterEvent(ctx context.Context, d *store.Deployment, cluster, typ, msg string) {
+	level := slog.LevelInfo
+	if strings.HasSuffix(typ, ".failed") {
+		level = slog.LevelWarn
+	}
+	e.log.Log(telemetry.WithCluster(logContext(ctx, d), cluster), level, "engine: "+typ, "detail", msg)
+}
+
+// clusterContext is ctx whose deployment log lines name cluster (the work of one cluster).
+func clusterContext(ctx context.Context, cluster string) context.Context {
+	return telemetry.WithCluster(ctx, cluster)
+}
