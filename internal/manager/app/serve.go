@@ -16,6 +16,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
 	"github.com/slipway-dev/slipway/internal/manager/notify"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
+	"github.com/slipway-dev/slipway/internal/manager/operators/refresh"
 	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/engine"
 	"github.com/slipway-dev/slipway/internal/manager/server"
@@ -43,6 +44,9 @@ type serveOptions struct {
 
 	plainHTTPRegistries string
 
+	refreshInterval    time.Duration
+	refreshConcurrency int
+
 	rollout rolloutOptions
 
 	notifications notificationOptions
@@ -67,6 +71,8 @@ func (o *serveOptions) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.requestTimeout, "request-timeout", def.RequestTimeout, "the longest a request may work")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 15*time.Second, "how long in-flight requests get at shutdown")
 	fs.StringVar(&o.plainHTTPRegistries, "plain-http-registries", "", "comma-separated OCI registry hosts (host:port) spoken to over plain HTTP, such as a local development registry")
+	fs.DurationVar(&o.refreshInterval, "operator-refresh-interval", refresh.DefaultInterval, "how often every operator's chart versions are discovered again (each run jittered by ±10%)")
+	fs.IntVar(&o.refreshConcurrency, "operator-refresh-concurrency", refresh.DefaultConcurrency, "operators whose chart versions one replica refreshes at once")
 	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "OTLP/HTTP traces endpoint (host:port or URL); also $OTEL_EXPORTER_OTLP_ENDPOINT")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "json", "json or text")
@@ -178,9 +184,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if o.refreshInterval <= 0 || o.refreshConcurrency <= 0 {
+		return fmt.Errorf("--operator-refresh-interval and --operator-refresh-concurrency must be positive, not %s and %d", o.refreshInterval, o.refreshConcurrency)
+	}
+	refresher, err := server.NewRefresher(refresh.Config{Store: st, Charts: charts, Logger: log, ReplicaID: eng.ReplicaID(),
+		Interval: o.refreshInterval, Concurrency: o.refreshConcurrency})
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Config{MaxBodyBytes: o.maxBodyBytes, RequestTimeout: o.requestTimeout}, server.Deps{
 		Store: st, Clusters: cm, Charts: charts, Verifier: verifier, Limiter: ratelimit.New(rules, time.Now), Logger: log, Notifications: notes,
-		Rollouts: eng,
+		Rollouts: eng, Refresher: refresher,
 	})
 	if err != nil {
 		return err
@@ -221,6 +235,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer eng.Stop()
+	if err := refresher.Start(ctx); err != nil {
+		l.Close()
+		return err
+	}
+	defer refresher.Stop()
 	scheme := "https"
 	if tlsConfig == nil {
 		scheme = "http"

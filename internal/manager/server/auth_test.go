@@ -17,22 +17,25 @@ import (
 // roleMatrix is the design's table: who may call what. Every route must have a row (the test
 // fails on a route without one), so a new endpoint cannot ship without deciding its roles.
 var roleMatrix = map[string][]auth.Role{
-	"GET /health":                        nil, // public
-	"GET /api/v1/openapi.json":           {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
-	"POST /api/v1/operators":             {auth.Admin, auth.Operator},
-	"GET /api/v1/operators":              {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
-	"GET /api/v1/operators/{name}":       {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
-	"POST /api/v1/clusters":              {auth.Admin},
-	"GET /api/v1/clusters":               {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
-	"GET /api/v1/clusters/{name}":        {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
-	"GET /api/v1/clusters/{name}/health": {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
-	"DELETE /api/v1/clusters/{name}":     {auth.Admin},
-	"POST /api/v1/crds":                  {auth.Admin, auth.Operator},
-	"GET /api/v1/crds":                   {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
-	"GET /api/v1/crds/{name}":            {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
-	"POST /api/v1/crds/{name}/validate":  {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
-	"POST /api/v1/crds/{name}/approve":   {auth.Admin},
-	"GET /api/v1/audit":                  {auth.Admin},
+	"GET /health":                           nil, // public
+	"GET /api/v1/openapi.json":              {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
+	"POST /api/v1/operators":                {auth.Admin, auth.Operator},
+	"GET /api/v1/operators":                 {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
+	"GET /api/v1/operators/{name}":          {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
+	"PATCH /api/v1/operators/{name}":        {auth.Admin, auth.Operator},
+	"DELETE /api/v1/operators/{name}":       {auth.Admin},
+	"POST /api/v1/operators/{name}/refresh": {auth.Admin, auth.Operator},
+	"POST /api/v1/clusters":                 {auth.Admin},
+	"GET /api/v1/clusters":                  {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
+	"GET /api/v1/clusters/{name}":           {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
+	"GET /api/v1/clusters/{name}/health":    {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
+	"DELETE /api/v1/clusters/{name}":        {auth.Admin},
+	"POST /api/v1/crds":                     {auth.Admin, auth.Operator},
+	"GET /api/v1/crds":                      {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
+	"GET /api/v1/crds/{name}":               {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
+	"POST /api/v1/crds/{name}/validate":     {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
+	"POST /api/v1/crds/{name}/approve":      {auth.Admin},
+	"GET /api/v1/audit":                     {auth.Admin},
 
 	"POST /api/v1/notifications/channels":             {auth.Admin},
 	"GET /api/v1/notifications/channels":              {auth.Admin},
@@ -50,6 +53,8 @@ var roleMatrix = map[string][]auth.Role{
 	"POST /api/v1/deployments/{id}/rollback":                 {auth.Admin},
 	"GET /api/v1/deployments/{id}/rollback-status":           {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
 	"POST /api/v1/deployments/{id}/switch":                   {auth.Admin, auth.Operator},
+	"POST /api/v1/deployments/{id}/pause":                    {auth.Admin, auth.Operator},
+	"POST /api/v1/deployments/{id}/resume":                   {auth.Admin, auth.Operator},
 	"GET /api/v1/deployments/{id}/events":                    {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
 	"GET /api/v1/approvals":                                  {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
 	"POST /api/v1/approvals/{id}/approve":                    {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
@@ -152,7 +157,7 @@ func testTokens(t *testing.T, engine string) {
 	// The access log line names the route, the caller and the request.
 	var logged bool
 	for _, line := range strings.Split(string(b.logs.Bytes()), "\n") {
-		if strings.Contains(line, `"msg":"server: Request"`) && strings.Contains(line, `"requestId":"req-tokens-1"`) {
+		if strings.Contains(line, `"message":"server: Request"`) && strings.Contains(line, `"requestId":"req-tokens-1"`) {
 			logged = strings.Contains(line, `"userId":"alice"`) && strings.Contains(line, `"route":"GET /api/v1/clusters"`)
 		}
 	}

@@ -15,6 +15,7 @@ var designRoutes = []string{
 	"GET /health",
 	"GET /api/v1/openapi.json",
 	"POST /api/v1/operators", "GET /api/v1/operators", "GET /api/v1/operators/{name}",
+	"PATCH /api/v1/operators/{name}", "DELETE /api/v1/operators/{name}", "POST /api/v1/operators/{name}/refresh",
 	"POST /api/v1/clusters", "GET /api/v1/clusters", "GET /api/v1/clusters/{name}",
 	"GET /api/v1/clusters/{name}/health", "DELETE /api/v1/clusters/{name}",
 	"POST /api/v1/crds", "GET /api/v1/crds", "GET /api/v1/crds/{name}",

@@ -64,8 +64,8 @@ func (s *Server) registerOperator(ctx context.Context, req OperatorRequest) (*Op
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.store.OperatorGetByName(ctx, req.Name); err == nil {
-		return nil, store.ErrAlreadyExists
+	if old, err := s.store.OperatorGetByName(ctx, req.Name); err == nil {
+		return nil, nameTaken(old)
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
@@ -145,6 +145,9 @@ func (s *Server) getOperator(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if o.Refresh, err = s.refreshStatus(ctx, op.ID); err != nil {
+		return err
+	}
 	writeJSON(ctx, s.log, w, http.StatusOK, o)
 	return nil
 }
@@ -158,12 +161,19 @@ func (s *Server) operatorWithVersions(ctx context.Context, op *store.Operator) (
 	return &out, nil
 }
 
+// operatorOut is op with its versions: those that can be deployed in Versions, those marked
+// removed in RemovedVersions.
 func operatorOut(op *store.Operator, versions []*store.OperatorVersion) Operator {
 	out := Operator{
 		ID: op.ID, Name: op.Name, Namespace: op.Namespace, VersionFilter: op.VersionFilter, CreatedAt: op.CreatedAt,
 		Chart: ChartRef{Repository: op.ChartRepository, Name: op.ChartName}, Versions: make([]string, 0, len(versions)),
+		UpdatedAt: op.UpdatedAt, DeletedAt: op.DeletedAt,
 	}
 	for _, v := range versions {
+		if v.RemovedAt != nil {
+			out.RemovedVersions = append(out.RemovedVersions, RemovedVersion{Version: v.Version, RemovedAt: *v.RemovedAt, Reason: v.RemovedReason})
+			continue
+		}
 		out.Versions = append(out.Versions, v.Version)
 	}
 	return out

@@ -74,6 +74,18 @@ func (s *Server) routes() []route {
 			Handle: s.listOperators},
 		{Method: http.MethodGet, Pattern: "/api/v1/operators/{name}", Roles: anyRole, Summary: "Get an operator",
 			Response: Operator{}, Handle: s.getOperator},
+		{Method: http.MethodPatch, Pattern: "/api/v1/operators/{name}", Roles: operatorRoles, Action: "operator.update",
+			Summary: "Change an operator's chart source, version filter or migration notes: the new source is read, and each " +
+				"new version's chart fetched, before anything is stored", Request: OperatorPatch{}, Response: Operator{},
+			Conflict: true, Handle: s.updateOperator},
+		{Method: http.MethodDelete, Pattern: "/api/v1/operators/{name}", Roles: admins, Action: "operator.delete",
+			Summary: "Delete an operator (refused while it has active deployments); its deployments, audit records and " +
+				"CRD revisions stay readable, its releases stay installed", Status: http.StatusNoContent, Conflict: true,
+			Handle: s.deleteOperator},
+		{Method: http.MethodPost, Pattern: "/api/v1/operators/{name}/refresh", Roles: operatorRoles, Action: "operator.refresh",
+			Summary: "Re-read the operator's chart source now: new versions are stored with their CRDs, versions gone " +
+				"are marked removed", Request: RefreshRequest{}, BodyOptional: true, Response: OperatorRefreshResult{},
+			Conflict: true, Handle: s.refreshOperator},
 
 		{Method: http.MethodPost, Pattern: "/api/v1/clusters", Roles: admins, Action: "cluster.create",
 			Summary: "Register a cluster: connectivity is checked, the Kubernetes version detected, the kubeconfig sealed",
@@ -164,8 +176,8 @@ func (s *Server) routes() []route {
 			Summary: "An operator's latest health on each cluster it runs on (overallHealth Unknown, no clusters, " +
 				"before its first check)", Response: health.OperatorHealth{}, Handle: s.getOperatorHealth},
 		{Method: http.MethodGet, Pattern: "/api/v1/clusters/{cluster}/operators/{name}/health", Roles: anyRole,
-			Summary: "An operator's latest health on one cluster (overallHealth Unknown, no clusters, before its " +
-				"first check there)", Response: health.OperatorHealth{}, Handle: s.getClusterOperatorHealth},
+			Summary: "An operator's latest health on one cluster: the design's cluster entry with operatorName " +
+				"(404 before its first check there)", Response: health.ClusterOperatorHealth{}, Handle: s.getClusterOperatorHealth},
 
 		{Method: http.MethodPost, Pattern: "/api/v1/notifications/channels", Roles: admins, Action: "notification.channel.create",
 			Summary: "Add a notification channel (webhook, slack, smtp) with its routes; its secrets are sealed and never shown",

@@ -20,6 +20,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
 	"github.com/slipway-dev/slipway/internal/manager/notifications"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
+	"github.com/slipway-dev/slipway/internal/manager/operators/refresh"
 	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
 	rolloutengine "github.com/slipway-dev/slipway/internal/manager/rollout/engine"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
@@ -69,6 +70,9 @@ type Deps struct {
 	Limiter  *ratelimit.Limiter
 	Logger   *slog.Logger
 	Now      func() time.Time
+	// Refresher refreshes operators' chart versions (POST /operators/{name}/refresh, PATCH);
+	// nil: one over Store and Charts whose loop is not started.
+	Refresher *refresh.Refresher
 	// Notifications configures channels (the /notifications routes); nil: those routes answer 503.
 	Notifications *notifications.Service
 }
@@ -80,6 +84,7 @@ type Server struct {
 	clusters *clusters.Manager
 	charts   *operators.Charts
 	rollouts Rollouts
+	refresh  *refresh.Refresher
 	verifier auth.Verifier
 	limiter  *ratelimit.Limiter
 	log      *slog.Logger
@@ -132,6 +137,13 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s.audit = audit.NewRecorder(deps.Store, deps.Logger, deps.Now)
 	s.notifications = deps.Notifications
+	if s.refresh = deps.Refresher; s.refresh == nil {
+		r, err := NewRefresher(refresh.Config{Store: deps.Store, Charts: deps.Charts, Logger: deps.Logger, Now: deps.Now})
+		if err != nil {
+			return nil, err
+		}
+		s.refresh = r
+	}
 	h, err := s.buildHandler()
 	if err != nil {
 		return nil, err

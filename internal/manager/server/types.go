@@ -48,13 +48,20 @@ type MigrationNote struct {
 
 // Operator is a registered operator.
 type Operator struct {
-	ID            string    `json:"id"`
-	Name          string    `json:"name"`
-	Namespace     string    `json:"namespace"`
-	Chart         ChartRef  `json:"chart"`
+	ID        string   `json:"id"`
+	Name      string   `json:"name"`
+	Namespace string   `json:"namespace"`
+	Chart     ChartRef `json:"chart"`
+	// Versions are the versions that can be deployed, newest first.
 	Versions      []string  `json:"versions"`
 	VersionFilter string    `json:"versionFilter,omitempty"`
 	CreatedAt     time.Time `json:"createdAt"`
+	// The operator lifecycle (issue 19): versions no longer offered, when the operator last
+	// changed or was deleted, and (one operator's GET) its last refresh.
+	RemovedVersions []RemovedVersion       `json:"removedVersions,omitempty"`
+	UpdatedAt       time.Time              `json:"updatedAt"`
+	DeletedAt       *time.Time             `json:"deletedAt,omitempty"`
+	Refresh         *OperatorRefreshStatus `json:"refresh,omitempty"`
 }
 
 // OperatorList is a page of operators.

@@ -81,8 +81,8 @@ func (e *Engine) prepare(ctx context.Context, req *request.Request, requestedBy,
 	if err != nil {
 		return nil, err
 	}
-	if !hasVersion(versions, req.Version) {
-		return nil, invalid.Reasoned("version", "notFound", nil, "operator %q has no version %q (%s)", op.Name, req.Version, versionList(versions))
+	if err := deployable(op, versions, req.Version); err != nil {
+		return nil, err
 	}
 	targets, err := req.Targets(known)
 	if err != nil {
