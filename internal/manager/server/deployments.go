@@ -61,8 +61,7 @@ func (s *Server) createDeployment(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	s.log.InfoContext(telemetry.WithDeployment(ctx, telemetry.Deployment{ID: d.ID, Operator: d.OperatorName, Version: d.Version,
-		UserID: d.RequestedBy}), "server: Deployment submitted", "strategy", d.Strategy, "clusters", len(d.Clusters))
+	s.log.InfoContext(deploymentLogContext(ctx, d), "server: Deployment submitted", "strategy", d.Strategy, "clusters", len(d.Clusters))
 	writeJSON(ctx, s.log, w, http.StatusAccepted, deploymentOut(d))
 	return nil
 }
@@ -216,7 +215,7 @@ func (s *Server) deploymentRequest(w http.ResponseWriter, r *http.Request, actio
 	if err != nil {
 		return err
 	}
-	s.log.InfoContext(ctx, "server: Deployment request accepted", "deploymentId", d.ID, "action", action, "status", string(d.Status))
+	s.log.InfoContext(deploymentLogContext(ctx, d), "server: Deployment request accepted", "action", action, "status", string(d.Status))
 	writeJSON(ctx, s.log, w, http.StatusAccepted, deploymentOut(d))
 	return nil
 }
@@ -305,4 +304,10 @@ func deploymentOut(d *store.Deployment) Deployment {
 		})
 	}
 	return out
+}
+
+// deploymentLogContext is ctx whose log lines are d's: they carry the design's log fields, with
+// d's requester as userId (the caller of this request is on its access log line, same requestId).
+func deploymentLogContext(ctx context.Context, d *store.Deployment) context.Context {
+	return telemetry.WithDeployment(ctx, telemetry.Deployment{ID: d.ID, Operator: d.OperatorName, Version: d.Version, UserID: d.RequestedBy})
 }

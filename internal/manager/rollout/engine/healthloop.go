@@ -166,14 +166,14 @@ func (e *Engine) HealthRound(ctx context.Context) int {
 func (e *Engine) checkLive(ctx context.Context, op *store.Operator, r *store.LiveRelease) {
 	ch, err := e.chartOf(ctx, op, r.Version)
 	if err != nil {
-		e.logErr(ctx, "health: fetching the chart of "+op.Name+" "+r.Version, err)
+		e.logErr(e.liveLogContext(ctx, op, r), "health: fetching the chart of "+op.Name+" "+r.Version, err)
 		return
 	}
 	res, err := e.checkOne(ctx, r.DeploymentID, op.Name, r.ClusterName, health.Target{
 		OperatorName: op.Name, Namespace: r.Namespace, Release: r.Release, CRDs: ch.crds,
 	})
 	if err != nil {
-		e.logErr(ctx, "health: checking "+op.Name+" on "+r.ClusterName, err)
+		e.logErr(e.liveLogContext(ctx, op, r), "health: checking "+op.Name+" on "+r.ClusterName, err)
 		return
 	}
 	if res.health.Health == health.Unhealthy {

@@ -29,3 +29,14 @@ func (e *Engine) logClusterEvent(ctx context.Context, d *store.Deployment, clust
 func clusterContext(ctx context.Context, cluster string) context.Context {
 	return telemetry.WithCluster(ctx, cluster)
 }
+
+// liveLogContext is ctx whose log lines are those of the deployment that installed r (the
+// health loop's check of a live release), naming r's cluster. It reads the deployment for its
+// requester (userId); when that fails, the line still names the deployment, operator and version.
+func (e *Engine) liveLogContext(ctx context.Context, op *store.Operator, r *store.LiveRelease) context.Context {
+	ctx = clusterContext(ctx, r.ClusterName)
+	if d, err := e.cfg.Store.DeploymentGetByID(ctx, r.DeploymentID); err == nil {
+		return logContext(ctx, d)
+	}
+	return telemetry.WithDeployment(ctx, telemetry.Deployment{ID: r.DeploymentID, Operator: op.Name, Version: r.Version})
+}

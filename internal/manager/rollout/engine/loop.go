@@ -106,7 +106,7 @@ func (e *Engine) touch(ctx context.Context, id string) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		e.logErr(ctx, "waking deployment "+id, err)
+		e.logErr(ctx, "waking deployment "+id, err, telemetry.KeyDeploymentID, id)
 	}
 }
 
@@ -196,7 +196,7 @@ func (e *Engine) release(ctx context.Context, seen *store.Deployment, wait time.
 		return nil
 	})
 	if err != nil && !errors.Is(err, errLostClaim) {
-		e.logErr(ctx, "releasing deployment "+id, err)
+		e.logErr(ctx, "releasing deployment "+id, err, telemetry.KeyDeploymentID, id)
 	}
 }
 
@@ -223,11 +223,12 @@ func (e *Engine) setGauges(ctx context.Context) {
 	telemetry.SetDeployments(m)
 }
 
-func (e *Engine) logErr(ctx context.Context, what string, err error) {
+// logErr writes what failed as an error line; args are more attributes.
+func (e *Engine) logErr(ctx context.Context, what string, err error, args ...any) {
 	if ctx.Err() != nil {
 		return
 	}
-	e.log.ErrorContext(ctx, "engine: "+what+" failed", "error", err)
+	e.log.ErrorContext(ctx, "engine: "+what+" failed", append([]any{"error", err}, args...)...)
 }
 
 // pendingRequest reports whether the deployment holds an API request the engine has not acted on

@@ -277,7 +277,7 @@ func (e *Engine) changeOf(ctx context.Context, op *store.Operator, ch *fetched, 
 	was, err := e.shippedCRDs(ctx, op, installed)
 	if err != nil {
 		e.log.WarnContext(ctx, "engine: What the installed version ships could not be read: its CRD change counts as not approved",
-			"operator", op.Name, "version", installed, "cluster", cluster, "error", err)
+			"installedVersion", installed, telemetry.KeyCluster, cluster, "error", err)
 		return out
 	}
 	out.From = was[name]

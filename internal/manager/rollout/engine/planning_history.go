@@ -11,6 +11,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/approvals"
 	"github.com/slipway-dev/slipway/internal/manager/crds"
 	"github.com/slipway-dev/slipway/internal/manager/store"
+	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 )
 
 // shippedCRDs is what an operator version ships: the digest of each CRD's revision, by name.
@@ -55,7 +56,7 @@ func (e *Engine) droppedOn(ctx context.Context, d *store.Deployment, op *store.O
 	was, err := e.shippedCRDs(ctx, op, installed)
 	if err != nil {
 		e.log.WarnContext(ctx, "engine: What the installed version ships could not be read: no CRD it drops is checked",
-			"operator", op.Name, "version", installed, "cluster", cluster, "error", err)
+			"installedVersion", installed, telemetry.KeyCluster, cluster, "error", err)
 		return nil, nil
 	}
 	var gone []string
