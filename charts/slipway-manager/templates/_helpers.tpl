@@ -195,6 +195,7 @@ defaults; secrets are files or environment variables, never arguments.
 {{- with $v.rateLimits }}
 - {{ printf "--rate-limits=%s" . | quote }}
 {{- end }}
+- --operator-refresh-interval={{ $v.operatorRefreshInterval }}
 - --shutdown-grace={{ $v.shutdownGrace }}
 {{- range $v.extraArgs }}
 - {{ . | quote }}
