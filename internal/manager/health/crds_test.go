@@ -21,7 +21,7 @@ var gizmoGVK = schema.GroupVersionKind{Group: "health.test.slipway.dev", Version
 const gizmoCRD = "gizmos.health.test.slipway.dev"
 
 // installGizmoCRD installs the CRD of the test's operator and waits until it is served.
-func installGizmoCRD(t *testing.T) {
+func installGizmoCRD(t testing.TB) {
 	t.Helper()
 	crd := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: gizmoCRD},
@@ -70,7 +70,7 @@ type fakeOperator struct {
 	done   chan struct{}
 }
 
-func startOperator(t *testing.T, ns string) *fakeOperator {
+func startOperator(t testing.TB, ns string) *fakeOperator {
 	ctx, cancel := context.WithCancel(context.Background())
 	o := &fakeOperator{ns: ns, fail: map[string]bool{}, cancel: cancel, done: make(chan struct{})}
 	go func() {

@@ -15,7 +15,7 @@ import (
 
 // operatorDeployment is an operator's controller Deployment as a Helm chart renders it, with
 // extra pod template labels and annotations (the kwok stage controls).
-func operatorDeployment(t *testing.T, ns, release string, replicas int32, labels, annotations map[string]string, edit ...func(*appsv1.Deployment)) {
+func operatorDeployment(t testing.TB, ns, release string, replicas int32, labels, annotations map[string]string, edit ...func(*appsv1.Deployment)) {
 	t.Helper()
 	tl := map[string]string{InstanceLabel: release}
 	for k, v := range labels {

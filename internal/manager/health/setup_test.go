@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { testenv.Main(m, testenv.Full, func(e *testenv.Env)
 var nsSeq atomic.Int32
 
 // namespace creates a namespace of its own for a test.
-func namespace(t *testing.T) string {
+func namespace(t testing.TB) string {
 	t.Helper()
 	name := fmt.Sprintf("health-%d", nsSeq.Add(1))
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -33,14 +33,14 @@ func namespace(t *testing.T) string {
 	return name
 }
 
-func testCtx(t *testing.T) context.Context {
+func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }
 
 // checkUntil runs c.Check until cond holds for its result, and returns that result.
-func checkUntil(t *testing.T, c *Checker, target Target, what string, cond func(ClusterHealth) bool) ClusterHealth {
+func checkUntil(t testing.TB, c *Checker, target Target, what string, cond func(ClusterHealth) bool) ClusterHealth {
 	t.Helper()
 	ctx := testCtx(t)
 	var got ClusterHealth

@@ -36,7 +36,7 @@ type webhookServer struct {
 	mode atomic.Int32
 }
 
-func newWebhookServer(t *testing.T) *webhookServer {
+func newWebhookServer(t testing.TB) *webhookServer {
 	w := &webhookServer{}
 	w.Server = httptest.NewTLSServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		switch w.mode.Load() {
@@ -70,13 +70,20 @@ func (w *webhookServer) caBundle() []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: w.Certificate().Raw})
 }
 
-// validatingWebhook registers a ValidatingWebhookConfiguration of release calling url. Its rule
-// names a resource nothing creates, so the API server never calls it itself.
-func validatingWebhook(t *testing.T, name, release, url string, caBundle []byte) {
+// validatingWebhook registers a ValidatingWebhookConfiguration of release (in namespace
+// operators) calling url. Its rule names a resource nothing creates, so the API server never
+// calls it itself.
+func validatingWebhook(t testing.TB, name, release, url string, caBundle []byte) {
+	t.Helper()
+	validatingWebhookIn(t, "operators", name, release, url, caBundle)
+}
+
+// validatingWebhookIn is validatingWebhook of a release in namespace ns.
+func validatingWebhookIn(t testing.TB, ns, name, release, url string, caBundle []byte) {
 	t.Helper()
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
-			ReleaseNameAnnotation: release, ReleaseNamespaceAnnotation: "operators"}},
+			ReleaseNameAnnotation: release, ReleaseNamespaceAnnotation: ns}},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name:                    "validate.health.test.slipway.dev",
 			AdmissionReviewVersions: []string{"v1"},
