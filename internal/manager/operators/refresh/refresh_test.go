@@ -3,6 +3,8 @@ package refresh_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,9 +21,18 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/store/pgstore"
 	"github.com/slipway-dev/slipway/internal/manager/store/pgtest"
 	"github.com/slipway-dev/slipway/internal/manager/store/sqlitestore"
+	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+// TestMain stops the test binary's PostgreSQL server and workload fleet (deploy_test.go).
+func TestMain(m *testing.M) {
+	code := testenv.StopFleet(m.Run())
+	if err := pgtest.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping PostgreSQL: %v\n", err)
+		code = 1
+	}
+	os.Exit(code)
+}
 
 // replicas opens n store clients on one fresh database of engine, as n manager replicas would.
 func replicas(t *testing.T, engine string, n int) []store.Store {
