@@ -175,14 +175,19 @@ func TestFailingReceiver_GetsEveryNotificationOnceRecovered(t *testing.T) {
 	forEngine(t, func(t *testing.T, e *env) {
 		s := e.service("r1", nil)
 		rc := newReceiver(t, hmacSecret)
+		// The receiver decides each answer when the request arrives and counts its 503s, so
+		// "answered 503 three times" is known at the receiver, not read from attempts the store
+		// counts when it claims a delivery (a claimed third attempt may still be on its way).
 		var mu sync.Mutex
 		recovered := false
-		rc.answer = func(received) int {
+		refused := map[string]int{}
+		rc.answer = func(r received) int {
 			mu.Lock()
 			defer mu.Unlock()
 			if recovered {
 				return http.StatusOK
 			}
+			refused[r.Header.Get("X-Slipway-Delivery")]++
 			return http.StatusServiceUnavailable
 		}
 		webhookChannel(t, s, "ops", rc)
@@ -192,13 +197,15 @@ func TestFailingReceiver_GetsEveryNotificationOnceRecovered(t *testing.T) {
 			}
 		}
 		e.start(s)
-		eventually(t, "every delivery retried twice", func() bool {
+		eventually(t, "every delivery refused three times", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
 			for _, n := range e.deliveries(store.NotificationListParams{}) {
-				if n.Attempts < 3 || n.State != store.NotificationPending {
+				if refused[n.ID] < 3 || n.State != store.NotificationPending {
 					return false
 				}
 			}
-			return true
+			return len(refused) == 5
 		})
 		for _, n := range e.deliveries(store.NotificationListParams{}) {
 			if !strings.Contains(n.LastError, "503 Service Unavailable: status 503") || strings.Contains(n.LastError, "tok-ops") {

@@ -11,14 +11,15 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/secrettest"
 )
 
-// Fleet servers: 0 is registered by every test and never removed; 1 and 2 are removed by the
-// clusters test of one engine each (a removed cluster's namespace stays Terminating here, with
-// no namespace controller, so each server is removed once).
+// Fleet servers: 0, 1 and 2 are registered by any test and never removed; 3 and 4 are removed
+// by the clusters test of one engine each and used by no other test (a removed cluster's
+// namespace stays Terminating here, with no namespace controller, so a server that lost a
+// registration cannot be registered again).
 func deletableServer(engine string) int {
 	if engine == "sqlite" {
-		return 1
+		return 3
 	}
-	return 2
+	return 4
 }
 
 func TestClusters(t *testing.T) {

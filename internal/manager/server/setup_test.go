@@ -32,7 +32,7 @@ import (
 
 // The package's clusters: kube-apiservers over one etcd (testenv.Fleet), started on first use and
 // stopped by TestMain. Each test registers them under its own names in its own store.
-const fleetServers = 3
+const fleetServers = 5
 
 func TestMain(m *testing.M) {
 	code := testenv.StopFleet(m.Run())
