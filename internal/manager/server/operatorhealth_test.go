@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/google/uuid"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -390,4 +391,64 @@ func widgetOf(t *testing.T, cfg *rest.Config, ns string) {
 	if _, err := dynamic.NewForConfigOrDie(cfg).Resource(gvr).Namespace(ns).Create(ctx, w, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestOperatorHealthOpenAPI: the API's document describes both health answers with the
+// design's types: controllerPods an integer, webhookStatus and crdReconciliation strings with
+// their words, lastChecked a date-time; the per-cluster answer with operatorName beside them.
+func TestOperatorHealthOpenAPI(t *testing.T) {
+	b := setup(t, "sqlite")
+	r := b.do("GET", "/api/v1/openapi.json", b.viewer(), nil)
+	expect(t, "openapi.json", r, http.StatusOK)
+	doc, err := openapi3.NewLoader().LoadFromData(r.body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := func(path string) *openapi3.Schema {
+		t.Helper()
+		op := doc.Paths.Value(path)
+		if op == nil || op.Get == nil || op.Get.Responses.Value("200") == nil {
+			t.Fatalf("%s: no GET answering 200", path)
+		}
+		mt := op.Get.Responses.Value("200").Value.Content.Get("application/json")
+		if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
+			t.Fatalf("%s: no JSON schema", path)
+		}
+		return mt.Schema.Value
+	}
+	entry := func(where string, s *openapi3.Schema) {
+		t.Helper()
+		for key, want := range map[string]string{"clusterName": "string", "health": "string", "controllerPods": "integer",
+			"webhookStatus": "string", "crdReconciliation": "string", "lastChecked": "string",
+			"pods": "object", "webhooks": "object", "crds": "object"} {
+			p := s.Properties[key]
+			if p == nil || p.Value == nil || !p.Value.Type.Is(want) {
+				t.Errorf("%s.%s: want type %s", where, key, want)
+			}
+		}
+		enum := func(key string) []any { return s.Properties[key].Value.Enum }
+		if !slices.Equal(enum("webhookStatus"), []any{"Available", "Unavailable", "NotConfigured", "Unknown"}) ||
+			!slices.Equal(enum("crdReconciliation"), []any{"Active", "Failing", "Stale", "NoResources", "Unknown"}) {
+			t.Errorf("%s: enums %v, %v", where, enum("webhookStatus"), enum("crdReconciliation"))
+		}
+		if f := s.Properties["lastChecked"].Value.Format; f != "date-time" {
+			t.Errorf("%s.lastChecked format %q", where, f)
+		}
+	}
+	all := answer("/api/v1/operators/{name}/health")
+	for _, key := range []string{"operatorName", "overallHealth"} {
+		if p := all.Properties[key]; p == nil || !p.Value.Type.Is("string") {
+			t.Errorf("%s: want a string", key)
+		}
+	}
+	clusters := all.Properties["clusters"]
+	if clusters == nil || !clusters.Value.Type.Is("array") || clusters.Value.Items == nil {
+		t.Fatalf("clusters: want an array")
+	}
+	entry("clusters[]", clusters.Value.Items.Value)
+	one := answer("/api/v1/clusters/{cluster}/operators/{name}/health")
+	if p := one.Properties["operatorName"]; p == nil || !p.Value.Type.Is("string") {
+		t.Error("one cluster: operatorName: want a string")
+	}
+	entry("one cluster", one)
 }
