@@ -54,6 +54,8 @@ func main() {
 	fs.StringVar(&opts.OperatorBinary, "operator", "", "operator binary (default: build ./cmd/operator)")
 	fs.StringVar(&opts.ManagerBinary, "manager", "", "operator manager binary (default: build ./cmd/manager)")
 	fs.StringVar(&opts.ChartDir, "chart-dir", "", "chart published as the manager's sample operator (default: charts/slipway of this repository)")
+	fs.DurationVar(&opts.LaterVersionDelay, "later-version-delay", devenv.DefaultLaterVersionDelay,
+		"how long after the environment is ready version "+devenv.SampleLaterVersion+" of the sample operator's chart is published (negative: never)")
 	_ = fs.Parse(os.Args[2:])
 	ctrl.SetLogger(zap.New())
 	if err := webhookPortFromEnv(fs, &opts); err != nil {
@@ -140,7 +142,7 @@ func serveCmd(opts devenv.Options) *exec.Cmd {
 	return exec.Command(self, "serve", "--dir="+opts.Dir, "--registry-addr="+opts.RegistryAddr,
 		"--probe-addr="+opts.ProbeAddr, "--metrics-addr="+opts.MetricsAddr, "--webhook-port="+strconv.Itoa(opts.WebhookPort), "--git-addr="+opts.GitAddr,
 		"--operator="+opts.OperatorBinary, "--manager-addr="+opts.ManagerAddr, "--manager-metrics-addr="+opts.ManagerMetricsAddr,
-		"--manager="+opts.ManagerBinary, "--chart-dir="+opts.ChartDir)
+		"--manager="+opts.ManagerBinary, "--chart-dir="+opts.ChartDir, "--later-version-delay="+opts.LaterVersionDelay.String())
 }
 
 // supervise runs serve in the foreground, in its own process group so Ctrl-C reaches only this

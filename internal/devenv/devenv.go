@@ -54,6 +54,10 @@ type Options struct {
 	OperatorBinary string
 	// ManagerBinary is the manager executable; built from ./cmd/manager when empty.
 	ManagerBinary string
+	// LaterVersionDelay is how long after the environment is ready SampleLaterVersion of the
+	// sample operator's chart is published (DefaultLaterVersionDelay when zero; never when
+	// negative).
+	LaterVersionDelay time.Duration
 	// ChartDir is the chart published as the manager's sample operator; charts/slipway of the
 	// repository around the working directory when empty.
 	ChartDir string
@@ -79,6 +83,8 @@ type Env struct {
 	opDone   chan error
 	samples  []sampleRef
 	manager  *manager
+	// later publishes the sample chart's later version (laterversion.go).
+	later *laterVersion
 }
 
 // Start brings everything up and returns once the node is Ready, the operator answers /readyz
@@ -171,6 +177,9 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if err := os.WriteFile(filepath.Join(opts.Dir, readyFile), []byte(time.Now().Format(time.RFC3339)), 0o644); err != nil {
 		return env, err
 	}
+	if env.manager != nil {
+		env.scheduleLaterVersion(env.manager.chartDir)
+	}
 	abs, _ := filepath.Abs(kubeconfig)
 	kubectl := filepath.Join(opts.Dir, "..", "bin", "kubectl")
 	_ = os.Remove(kubectl)
@@ -207,6 +216,7 @@ func (e *Env) ManagerExited() <-chan error {
 // Stop stops the manager and the operator (gracefully), the registry and the control plane.
 func (e *Env) Stop() error {
 	var errs []error
+	e.later.stop()
 	errs = append(errs, e.manager.stop())
 	if e.operator != nil && e.operator.Process != nil {
 		_ = e.operator.Process.Signal(syscall.SIGTERM)

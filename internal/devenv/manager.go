@@ -42,6 +42,8 @@ type manager struct {
 	log                string
 	// deploymentID is the sample deployment make dev submitted.
 	deploymentID string
+	// chartDir is the sample operator's chart, published again later (laterversion.go).
+	chartDir string
 }
 
 // startManager writes fresh secrets, starts `manager serve` on embedded SQLite and waits for its
@@ -115,6 +117,8 @@ func (e *Env) managerArgs(f managerFiles) []string {
 		"--cluster-health-interval=10s",
 		// The status view follows the sample deployment's health every 10 s, not 30.
 		"--operator-health-interval=10s",
+		// The chart version published after start shows within 30 s, not 10 minutes.
+		"--operator-refresh-interval=" + DevRefreshInterval.String(),
 		"--shutdown-grace=5s",
 	}
 }
@@ -220,6 +224,7 @@ func (e *Env) runManager(ctx context.Context, step func(string, ...any)) error {
 		return err
 	}
 	m := e.manager
+	m.chartDir = chartDir
 	c, err := m.api.registerCluster(ctx, m.token, DevCluster, filepath.Join(e.opts.Dir, kubeconfigFile))
 	if err != nil {
 		return fmt.Errorf("%w\nthe end of %s:\n%s", err, m.log, tail(m.log, 15))
@@ -276,6 +281,10 @@ func (e *Env) printManager(out io.Writer) {
 	fmt.Fprintf(out, "  token:      %s\n              (Admin, valid %d h; in %s)\n", e.manager.token, int(ManagerTokenTTL.Hours()), filepath.Join(dir, ManagerTokenFile))
 	fmt.Fprintf(out, "  curl:       curl -k -H \"Authorization: Bearer $(cat %s)\" \"$(cat %s)/api/v1/clusters\"\n",
 		filepath.Join(dir, ManagerTokenFile), filepath.Join(dir, ManagerURLFile))
+	if l := e.later; l != nil {
+		fmt.Fprintf(out, "  later:      %s %s is published to the registry at %s; the manager reads chart sources every %s (the status view shows it appear)\n",
+			SampleOperator, SampleLaterVersion, l.at.Format(time.TimeOnly), DevRefreshInterval)
+	}
 	if id := e.manager.deploymentID; id != "" {
 		fmt.Fprintf(out, "  deployment: %s  (Direct, %s %s to cluster %s, health checks on; the status view follows it)\n",
 			id, SampleOperator, SampleDeploymentVersion, DevCluster)

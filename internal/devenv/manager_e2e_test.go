@@ -121,8 +121,10 @@ func checkManager(t *testing.T, state string) managerAccess {
 	op := operators.Items[0]
 	newestFirst := slices.Clone(devenv.SampleOperatorVersions)
 	slices.Reverse(newestFirst)
+	// The version published after start may have been found already (checkLaterVersion).
+	later := append([]string{devenv.SampleLaterVersion}, newestFirst...)
 	if op.Name != devenv.SampleOperator || op.Namespace != devenv.SampleOperatorNamespace || op.Chart.Name != devenv.SampleOperator ||
-		!strings.HasPrefix(op.Chart.Repository, "oci://") || !slices.Equal(op.Versions, newestFirst) || len(op.Versions) < 2 {
+		!strings.HasPrefix(op.Chart.Repository, "oci://") || !(slices.Equal(op.Versions, newestFirst) || slices.Equal(op.Versions, later)) || len(op.Versions) < 2 {
 		t.Errorf("operator %+v, want %s in %s from the OCI chart %s with versions %v", op, devenv.SampleOperator,
 			devenv.SampleOperatorNamespace, devenv.SampleOperator, newestFirst)
 	}
@@ -310,9 +312,7 @@ func checkSampleDeployment(t *testing.T, m managerAccess, out, state string) str
 	slices.Reverse(newestFirst)
 	clusterRow := regexp.MustCompile(`(?m)^manager/Cluster +` + regexp.QuoteMeta(devenv.DevCluster) +
 		` +Healthy +Dev, Kubernetes v1\.[0-9]+\.[0-9]+[^ ]*$`)
-	operatorRow := regexp.MustCompile(`(?m)^manager/Operator +` + regexp.QuoteMeta(devenv.SampleOperatorNamespace) + ` +` +
-		regexp.QuoteMeta(devenv.SampleOperator) + fmt.Sprintf(` +%d versions +`, len(newestFirst)) +
-		regexp.QuoteMeta(strings.Join(newestFirst, ", ")) + `$`)
+	operatorRow := operatorRowOf(newestFirst)
 	deadline = time.Now().Add(30 * time.Second)
 	for {
 		log := readStateFile(t, state, "devenv.log")
@@ -330,4 +330,65 @@ func checkSampleDeployment(t *testing.T, m managerAccess, out, state string) str
 		time.Sleep(time.Second)
 	}
 	return id
+}
+
+// operatorRowOf matches the status view's row of the sample operator with versions (newest first).
+func operatorRowOf(versions []string) *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^manager/Operator +` + regexp.QuoteMeta(devenv.SampleOperatorNamespace) + ` +` +
+		regexp.QuoteMeta(devenv.SampleOperator) + fmt.Sprintf(` +%d versions +`, len(versions)) +
+		regexp.QuoteMeta(strings.Join(versions, ", ")) + `$`)
+}
+
+// checkLaterVersion is the issue's promise for a chart version published after start: make dev
+// publishes SampleLaterVersion of the sample chart (after --later-version-delay), the manager's
+// refresh loop finds it without the operator being registered again, and the status view shows
+// the operator's row gain it after showing it without (and the chart's row Published). The
+// output said when it would be published.
+func checkLaterVersion(t *testing.T, m managerAccess, out, state string) {
+	t.Helper()
+	if !strings.Contains(out, "later:      "+devenv.SampleOperator+" "+devenv.SampleLaterVersion+" is published to the registry at ") {
+		t.Errorf("the output does not say when %s is published:\n%s", devenv.SampleLaterVersion, out)
+	}
+	before := slices.Clone(devenv.SampleOperatorVersions)
+	slices.Reverse(before)
+	after := append([]string{devenv.SampleLaterVersion}, before...)
+	var op struct {
+		Versions []string
+		Refresh  *struct{ Error string }
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		code, body := m.get(t, "/api/v1/operators/"+devenv.SampleOperator, m.token)
+		if code != http.StatusOK {
+			t.Fatalf("GET /api/v1/operators/%s = %d: %s", devenv.SampleOperator, code, body)
+		}
+		if err := json.Unmarshal(body, &op); err != nil {
+			t.Fatal(err)
+		}
+		if slices.Equal(op.Versions, after) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the manager does not list %s: %s\n--- end of manager.log:\n%s", devenv.SampleLaterVersion, body,
+				lastLines(filepath.Join(state, "logs", "manager.log"), 30))
+		}
+		time.Sleep(time.Second)
+	}
+	if op.Refresh == nil || op.Refresh.Error != "" {
+		t.Errorf("the operator's last refresh: %+v", op.Refresh)
+	}
+	published := regexp.MustCompile(`(?m)^registry/Chart +` + regexp.QuoteMeta(devenv.SampleOperator+":"+devenv.SampleLaterVersion) + ` +Published +at `)
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		log := readStateFile(t, state, "devenv.log")
+		without, with := operatorRowOf(before).FindStringIndex(log), operatorRowOf(after).FindStringIndex(log)
+		if without != nil && with != nil && with[0] > without[0] && published.MatchString(log) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the status view does not show the operator's row without %s, then with it (%v, %v), and the chart Published (%v):\n%s",
+				devenv.SampleLaterVersion, without, with, published.MatchString(log), lastLines(filepath.Join(state, "devenv.log"), 40))
+		}
+		time.Sleep(time.Second)
+	}
 }

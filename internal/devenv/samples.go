@@ -94,6 +94,9 @@ func (e *Env) statusTable(ctx context.Context) string {
 		status, message := summarize(u, err)
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.gvk.Kind, s.namespace, s.name, status, message)
 	}
+	if e.later != nil {
+		fmt.Fprintln(w, e.later.row())
+	}
 	if e.manager != nil {
 		rows := e.manager.api.statusRows(ctx, e.manager.statusToken)
 		if id := e.manager.deploymentID; id != "" {

@@ -40,7 +40,8 @@ import (
 // URL and token it lists the control plane as cluster dev and the operator slipway; the second
 // run's manager has a new database and secret, so the first run's token no longer opens it.
 // Each run's sample deployment (Direct, health checks on) completes with the operator Healthy,
-// every part checked, and the status view follows it: the second run submits it afresh.
+// every part checked, and the status view follows it: the second run submits it afresh. Version
+// 0.3.0 of the sample chart, published after each up, is found by the manager and shown.
 func TestDevEnv_UpDownUpDownInOneDirectory(t *testing.T) {
 	dir := t.TempDir()
 	devenvBin, operatorBin, managerBin := buildBinary(t, dir, "devenv"), buildBinary(t, dir, "operator"), buildBinary(t, dir, "manager")
@@ -49,7 +50,9 @@ func TestDevEnv_UpDownUpDownInOneDirectory(t *testing.T) {
 	args := []string{"--dir=" + state, "--operator=" + operatorBin, "--manager=" + managerBin, "--registry-addr=" + addrs[0],
 		"--git-addr=" + addrs[1], "--probe-addr=" + addrs[2], "--metrics-addr=" + addrs[3],
 		"--manager-addr=" + addrs[4], "--manager-metrics-addr=" + addrs[5],
-		"--webhook-port=" + strconv.Itoa(webhookPort(t))}
+		"--webhook-port=" + strconv.Itoa(webhookPort(t)),
+		// 0.3.0 of the sample chart is published 10 s after each up, not a minute.
+		"--later-version-delay=10s"}
 	devenv := func(cmd string) (string, error) {
 		out, err := exec.Command(devenvBin, append([]string{cmd}, args...)...).CombinedOutput()
 		return string(out), err
@@ -70,6 +73,7 @@ func TestDevEnv_UpDownUpDownInOneDirectory(t *testing.T) {
 		m := checkManager(t, state)
 		printsCurl(t, out, state)
 		checkSampleDeployment(t, m, out, state)
+		checkLaterVersion(t, m, out, state)
 		for _, prev := range tokens {
 			if code, body := m.get(t, "/api/v1/clusters", prev); code != http.StatusUnauthorized {
 				t.Errorf("up #%d: the previous run's token = %d, want 401 (a fresh secret): %s", run, code, body)
