@@ -24,9 +24,10 @@ import (
 // fleet (kube-apiserver, controller-manager, scheduler and kwok: Deployments become Available).
 // The approval workflow is off in Dev, so an upgrade needs no Admin here.
 type rollout struct {
-	t   *testing.T
-	st  store.Store
-	eng *engine.Engine
+	t        *testing.T
+	st       store.Store
+	clusters *clusters.Manager
+	eng      *engine.Engine
 }
 
 func newRollout(t *testing.T, st store.Store, charts *operators.Charts, log *slog.Logger) *rollout {
@@ -59,7 +60,7 @@ func newRollout(t *testing.T, st store.Store, charts *operators.Charts, log *slo
 		t.Fatal(err)
 	}
 	t.Cleanup(eng.Stop)
-	return &rollout{t: t, st: st, eng: eng}
+	return &rollout{t: t, st: st, clusters: cm, eng: eng}
 }
 
 // deploy deploys version of operator to dev-1 with Direct and waits (90 s at most) for it to end
