@@ -60,7 +60,7 @@ func (s *httpSource) poll(ctx context.Context, ref ChartRef, st PollState) (*Pol
 		return nil, err
 	}
 	indexURL := base.ResolveReference(&url.URL{Path: "index.yaml"})
-	ans, err := s.fetch(ctx, indexURL.String(), s.maxIndexBytes, "chart.repository", "index.yaml", prev)
+	ans, err := s.fetch(ctx, ref, indexURL.String(), s.maxIndexBytes, "chart.repository", "index.yaml", prev)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (s *httpSource) Archive(ctx context.Context, ref ChartRef, v Version) ([]by
 		}
 		v = resolved
 	}
-	body, err := s.get(ctx, v.location, s.maxArchiveBytes, "version", "the chart archive")
+	body, err := s.get(ctx, ref, v.location, s.maxArchiveBytes, "version", "the chart archive")
 	if err != nil {
 		return nil, Version{}, err
 	}
@@ -146,8 +146,8 @@ func (s *httpSource) resolve(ctx context.Context, ref ChartRef, version string) 
 }
 
 // get reads url's body up to limit bytes; failures are *invalid.Error for field.
-func (s *httpSource) get(ctx context.Context, rawURL string, limit int64, field, what string) ([]byte, error) {
-	ans, err := s.fetch(ctx, rawURL, limit, field, what, Validators{})
+func (s *httpSource) get(ctx context.Context, ref ChartRef, rawURL string, limit int64, field, what string) ([]byte, error) {
+	ans, err := s.fetch(ctx, ref, rawURL, limit, field, what, Validators{})
 	if err != nil {
 		return nil, err
 	}
@@ -163,12 +163,13 @@ type answer struct {
 
 // fetch is get, conditional when cond holds validators (If-None-Match, If-Modified-Since): a 304
 // is an answer with notModified and no body.
-func (s *httpSource) fetch(ctx context.Context, rawURL string, limit int64, field, what string, cond Validators) (*answer, error) {
+func (s *httpSource) fetch(ctx context.Context, ref ChartRef, rawURL string, limit int64, field, what string, cond Validators) (*answer, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, invalid.Reasoned(field, "format", err, "bad URL for %s", what)
 	}
 	req.Header.Set("User-Agent", "slipway-manager")
+	authorize(req, ref)
 	if cond.ETag != "" {
 		req.Header.Set("If-None-Match", cond.ETag)
 	}

@@ -79,22 +79,22 @@ func TestHTTPDiscoverErrors(t *testing.T) {
 		filter        string
 		field, reason string
 	}{
-		{"ftp scheme", c, ChartRef{"ftp://example.com/charts", chartName}, "", "chart.repository", "format"},
-		{"no scheme", c, ChartRef{"example.com/charts", chartName}, "", "chart.repository", "format"},
-		{"empty repository", c, ChartRef{"", chartName}, "", "chart.repository", "required"},
-		{"credentials in URL", c, ChartRef{"https://user:secret@example.com/charts", chartName}, "", "chart.repository", "format"},
-		{"empty name", c, ChartRef{repo.URL, ""}, "", "chart.name", "required"},
-		{"name with slash", c, ChartRef{repo.URL, "a/b"}, "", "chart.name", "format"},
-		{"unreachable", c, ChartRef{closed.URL, chartName}, "", "chart.repository", "unreachable"},
-		{"timeout", c, ChartRef{slow.URL, chartName}, "", "chart.repository", "unreachable"},
-		{"server error", c, ChartRef{broken.URL, chartName}, "", "chart.repository", "unreachable"},
-		{"unauthorized", c, ChartRef{private.URL, chartName}, "", "chart.repository", "unauthorized"},
-		{"no index.yaml", c, ChartRef{empty.URL, chartName}, "", "chart.repository", "notFound"},
-		{"not an index", c, ChartRef{notIndex.URL, chartName}, "", "chart.repository", "format"},
-		{"index too large", small, ChartRef{repo.URL, chartName}, "", "chart.repository", "tooLarge"},
-		{"unknown chart", c, ChartRef{repo.URL, "nope"}, "", "chart.name", "notFound"},
-		{"bad filter", c, ChartRef{repo.URL, chartName}, ">= banana", "versions", "format"},
-		{"filter keeps nothing", c, ChartRef{repo.URL, chartName}, ">= 3", "versions", "noMatch"},
+		{"ftp scheme", c, ChartRef{Repository: "ftp://example.com/charts", Name: chartName}, "", "chart.repository", "format"},
+		{"no scheme", c, ChartRef{Repository: "example.com/charts", Name: chartName}, "", "chart.repository", "format"},
+		{"empty repository", c, ChartRef{Repository: "", Name: chartName}, "", "chart.repository", "required"},
+		{"credentials in URL", c, ChartRef{Repository: "https://user:secret@example.com/charts", Name: chartName}, "", "chart.repository", "format"},
+		{"empty name", c, ChartRef{Repository: repo.URL, Name: ""}, "", "chart.name", "required"},
+		{"name with slash", c, ChartRef{Repository: repo.URL, Name: "a/b"}, "", "chart.name", "format"},
+		{"unreachable", c, ChartRef{Repository: closed.URL, Name: chartName}, "", "chart.repository", "unreachable"},
+		{"timeout", c, ChartRef{Repository: slow.URL, Name: chartName}, "", "chart.repository", "unreachable"},
+		{"server error", c, ChartRef{Repository: broken.URL, Name: chartName}, "", "chart.repository", "unreachable"},
+		{"unauthorized", c, ChartRef{Repository: private.URL, Name: chartName}, "", "chart.repository", "unauthorized"},
+		{"no index.yaml", c, ChartRef{Repository: empty.URL, Name: chartName}, "", "chart.repository", "notFound"},
+		{"not an index", c, ChartRef{Repository: notIndex.URL, Name: chartName}, "", "chart.repository", "format"},
+		{"index too large", small, ChartRef{Repository: repo.URL, Name: chartName}, "", "chart.repository", "tooLarge"},
+		{"unknown chart", c, ChartRef{Repository: repo.URL, Name: "nope"}, "", "chart.name", "notFound"},
+		{"bad filter", c, ChartRef{Repository: repo.URL, Name: chartName}, ">= banana", "versions", "format"},
+		{"filter keeps nothing", c, ChartRef{Repository: repo.URL, Name: chartName}, ">= 3", "versions", "noMatch"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.charts.Discover(context.Background(), tc.ref, tc.filter)

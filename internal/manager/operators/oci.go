@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -24,6 +23,7 @@ import (
 // and appVersion, and the chart layer for the archive, through go-containerregistry.
 type ociSource struct {
 	opts              Options
+	base              registry.Options
 	secure, plainHTTP *registry.Client
 }
 
@@ -33,12 +33,13 @@ func newOCISource(opts Options) (*ociSource, error) {
 	if err != nil {
 		return nil, err
 	}
+	shared := base
 	base.Insecure = true
 	plain, err := registry.NewClient(base, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &ociSource{opts: opts, secure: secure, plainHTTP: plain}, nil
+	return &ociSource{opts: opts, base: shared, secure: secure, plainHTTP: plain}, nil
 }
 
 // repository is the OCI repository of ref: host/path/name, and whether it is plain HTTP.
@@ -49,6 +50,21 @@ func (s *ociSource) repository(ref ChartRef) (string, bool, error) {
 	}
 	repo := u.Host + strings.TrimRight(u.Path, "/") + "/" + ref.Name
 	return repo, isPlainHTTP(s.opts, u.Host), nil
+}
+
+// client is the registry client for ref: the shared anonymous one, or one holding ref's
+// credentials (its token cache lives for this read).
+func (s *ociSource) client(ref ChartRef, plain bool) (*registry.Client, error) {
+	if ref.Auth.IsAnonymous() {
+		if plain {
+			return s.plainHTTP, nil
+		}
+		return s.secure, nil
+	}
+	o := s.base
+	o.Insecure = plain
+	o.Credentials = ref.Auth
+	return registry.NewClient(o, nil)
 }
 
 func (s *ociSource) Versions(ctx context.Context, ref ChartRef) ([]Version, error) {
@@ -72,9 +88,9 @@ func (s *ociSource) versions(ctx context.Context, ref ChartRef, known map[string
 	if err != nil {
 		return nil, err
 	}
-	client := s.secure
-	if plain {
-		client = s.plainHTTP
+	client, err := s.client(ref, plain)
+	if err != nil {
+		return nil, err
 	}
 	list, err := client.ListTags(ctx, repo, "")
 	if err != nil {
@@ -145,7 +161,7 @@ func (s *ociSource) image(ctx context.Context, ref ChartRef, plain bool, locatio
 	if err != nil {
 		return nil, invalid.Reasoned("chart.repository", "format", err, "%s is not an OCI reference", location)
 	}
-	img, err := remote.Image(tag, remote.WithContext(ctx), remote.WithAuth(authn.Anonymous),
+	img, err := remote.Image(tag, remote.WithContext(ctx), remote.WithAuth(ociAuth(ref)),
 		remote.WithTransport(s.opts.Transport), remote.WithUserAgent("slipway-manager"))
 	if err != nil {
 		return nil, registryError(err, ref)

@@ -16,6 +16,8 @@ import (
 type ChartRef struct {
 	Repository string `json:"repository"`
 	Name       string `json:"name"`
+	// Auth authenticates every read of the source; it is never serialized.
+	Auth Credentials `json:"-"`
 }
 
 // Version is one version of a chart as its source lists it.

@@ -34,6 +34,8 @@ type Repository struct {
 	requests atomic.Int64
 	// indexReads counts GET /index.yaml, notModified those answered 304.
 	indexReads, notModified atomic.Int64
+	// refused counts requests a private repository answered 401.
+	refused atomic.Int64
 }
 
 // ServeRepository starts a chart repository holding charts and stops it when the test ends.
