@@ -29,6 +29,7 @@ type Executor interface {
 	NotificationsExecutor
 	CRDHistoryExecutor
 	OperatorLifecycleExecutor
+	OperatorConfigExecutor
 
 	ClusterCreate(ctx context.Context, p *ClusterCreateParams) (*Cluster, error)
 	ClusterGetByName(ctx context.Context, name string) (*Cluster, error)

@@ -53,6 +53,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Lease", leaseCases},
 		{"Lifecycle", lifecycleCases},
 		{"Notification", notificationCases},
+		{"OperatorConfig", operatorConfigCases},
 	}
 	t.Run("Engine", func(t *testing.T) {
 		t.Parallel()
