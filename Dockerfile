@@ -13,13 +13,13 @@ COPY cmd/ cmd/
 COPY config/ config/
 COPY internal/ internal/
 ARG TARGETOS=linux TARGETARCH=amd64
-ENV CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH
+ENV GOOS=$TARGETOS GOARCH=$TARGETARCH
 
 FROM source AS build-manager
-RUN go build -trimpath -ldflags="-s -w" -o /out/manager ./cmd/manager
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/manager ./cmd/manager
 
 FROM source AS build-operator
-RUN go build -trimpath -ldflags="-s -w" -o /out/operator ./cmd/operator
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/operator ./cmd/operator
 
 FROM gcr.io/distroless/static:nonroot AS manager
 COPY --from=build-manager /out/manager /manager
