@@ -10,6 +10,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
 	"github.com/slipway-dev/slipway/internal/manager/notifications"
+	"github.com/slipway-dev/slipway/internal/manager/operators/sourceauth"
 )
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -106,6 +107,10 @@ func runRotateKey(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	fmt.Fprintf(stdout, "re-sealed the secrets of %d notification channels under key %s\n", n, keyring.Primary())
+	if n, err = sourceauth.RotateKeys(ctx, st, keyring); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "re-sealed the chart source credentials of %d operators under key %s\n", n, keyring.Primary())
 	return nil
 }
 

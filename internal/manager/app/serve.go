@@ -17,6 +17,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/notify"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
 	"github.com/slipway-dev/slipway/internal/manager/operators/refresh"
+	"github.com/slipway-dev/slipway/internal/manager/operators/sourceauth"
 	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/engine"
 	"github.com/slipway-dev/slipway/internal/manager/server"
@@ -175,7 +176,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	eng, err = engine.New(engine.Config{
-		Store: st, Clusters: cm, Charts: charts, Notifier: notifier, Notifications: notes, Policy: policy, Logger: log,
+		Store: st, Clusters: cm, Charts: charts, Credentials: sourceauth.Lookup(st, keyring), Notifier: notifier, Notifications: notes, Policy: policy, Logger: log,
 		ReplicaID: o.rollout.replicaID, MaxConcurrent: o.rollout.maxConcurrent, Lease: o.rollout.lease,
 		HealthInterval: o.rollout.healthInterval, FailureThreshold: o.rollout.failureThreshold,
 		BlueRetention: o.rollout.blueRetention, SwitchMonitor: o.rollout.switchMonitor,
@@ -187,7 +188,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if o.refreshInterval <= 0 || o.refreshConcurrency <= 0 {
 		return fmt.Errorf("--operator-refresh-interval and --operator-refresh-concurrency must be positive, not %s and %d", o.refreshInterval, o.refreshConcurrency)
 	}
-	refresher, err := server.NewRefresher(refresh.Config{Store: st, Charts: charts, Logger: log, ReplicaID: eng.ReplicaID(),
+	refresher, err := server.NewRefresher(refresh.Config{Store: st, Charts: charts, Credentials: sourceauth.Lookup(st, keyring), Logger: log, ReplicaID: eng.ReplicaID(),
 		Interval: o.refreshInterval, Concurrency: o.refreshConcurrency})
 	if err != nil {
 		return err

@@ -291,3 +291,7 @@ func (m *Manager) credentialEvent(name, kind string, expires time.Time) {
 		m.cfg.OnCredential(CredentialEvent{Cluster: name, Kind: kind, Expires: expires})
 	}
 }
+
+// Keyring is the keyring the manager seals credentials with; the API seals operators' chart
+// source credentials with it too.
+func (m *Manager) Keyring() *Keyring { return m.keys }

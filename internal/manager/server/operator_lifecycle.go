@@ -41,7 +41,7 @@ type OperatorRefreshStatus struct {
 // namespace. A new chart source is read (and each new version's chart fetched) before anything
 // is stored.
 type OperatorPatch struct {
-	Chart *ChartRef `json:"chart,omitempty" description:"a new chart source; a field left empty keeps its value"`
+	Chart *ChartPatch `json:"chart,omitempty" description:"a new chart source; a field left empty keeps its value; credentials null removes them"`
 	// Versions replaces the version filter ("" keeps every version).
 	Versions *string `json:"versions,omitempty" description:"a new version filter (a semver constraint; empty: every version)"`
 	// Namespace cannot change (the operator's releases live there): given, it is refused.
@@ -185,6 +185,10 @@ func (s *Server) updateOperator(w http.ResponseWriter, r *http.Request) error {
 	if op != nil {
 		details["to"] = map[string]any{"repository": op.ChartRepository, "chart": op.ChartName, "versions": op.VersionFilter}
 	}
+	if req.Chart != nil && req.Chart.Credentials.Present {
+		// That they changed, never what they are.
+		details["credentials"] = map[bool]string{true: "replaced", false: "removed"}[req.Chart.Credentials.Value != nil]
+	}
 	s.audit.Record(ctx, operatorEntry("operator.update", name, err, res, details))
 	if err != nil {
 		return err
@@ -207,7 +211,7 @@ func (s *Server) changeOperator(ctx context.Context, name string, req OperatorPa
 		return nil, nil, errInvalid("namespace", "cannot change: the operator's releases live in its namespace; register the operator again under another name to install it elsewhere")
 	}
 	if req.Chart == nil && req.Versions == nil && req.MigrationNotes == nil {
-		return nil, nil, errInvalid("", "nothing to change: give chart, versions or migrationNotes")
+		return nil, nil, errInvalid("", "nothing to change: give chart (repository, name, credentials), versions or migrationNotes")
 	}
 	notes, err := parseMigrationNotes("migrationNotes", req.MigrationNotes)
 	if err != nil {
@@ -218,6 +222,12 @@ func (s *Server) changeOperator(ctx context.Context, name string, req OperatorPa
 		return nil, nil, err
 	}
 	ch := refresh.Change{Ref: operators.ChartRef{Repository: op.ChartRepository, Name: op.ChartName}, Filter: op.VersionFilter}
+	newCreds := req.Chart != nil && req.Chart.Credentials.Present
+	if !newCreds {
+		if ch.Ref.Auth, err = s.credentialsOf(ctx, op.ID); err != nil {
+			return nil, nil, err
+		}
+	}
 	if req.Chart != nil {
 		ch.Ref.Repository = cmpOr(req.Chart.Repository, ch.Ref.Repository)
 		ch.Ref.Name = cmpOr(req.Chart.Name, ch.Ref.Name)
@@ -225,14 +235,40 @@ func (s *Server) changeOperator(ctx context.Context, name string, req OperatorPa
 	if req.Versions != nil {
 		ch.Filter = *req.Versions
 	}
+	if newCreds {
+		if ch.Ref.Auth, err = credentialsIn(req.Chart.Credentials.Value); err != nil {
+			return nil, nil, err
+		}
+		if !ch.Ref.Auth.IsAnonymous() && s.sealer == nil {
+			return nil, nil, errNoSealer
+		}
+		notesTx := notesIn(op.ID, notes)
+		creds, now := ch.Ref.Auth, s.now().UTC()
+		extra := func(ctx context.Context, tx store.Tx) error {
+			if notesTx != nil {
+				if err := notesTx(ctx, tx); err != nil {
+					return err
+				}
+			}
+			return s.storeCredentials(ctx, tx, op.ID, creds, now)
+		}
+		res, updated, err := s.changeSource(ctx, op, ch, extra)
+		return updated, res, err
+	}
+	res, updated, err := s.changeSource(ctx, op, ch, notesIn(op.ID, notes))
+	return updated, res, err
+}
+
+// changeSource is the refresher's Change, refused with 409 while deployments are active when the
+// chart source moves; extra runs in its transaction.
+func (s *Server) changeSource(ctx context.Context, op *store.Operator, ch refresh.Change, extra func(context.Context, store.Tx) error) (*refresh.Result, *store.Operator, error) {
 	if ch.Ref.Repository != op.ChartRepository || ch.Ref.Name != op.ChartName {
 		// A deployment fetches its chart from the operator's source at each step.
 		if err := s.noActiveDeployments(ctx, s.store, op, "its chart source cannot change"); err != nil {
 			return nil, nil, err
 		}
 	}
-	res, updated, err := s.refresh.Change(ctx, op, ch, refresh.Options{Extra: notesIn(op.ID, notes)})
-	return updated, res, err
+	return s.refresh.Change(ctx, op, ch, refresh.Options{Extra: extra})
 }
 
 func cmpOr(v, def string) string {

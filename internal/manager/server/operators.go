@@ -25,7 +25,8 @@ func (s *Server) createOperator(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	op, err := s.registerOperator(ctx, req)
 	entry := audit.Entry{Action: "operator.create", TargetKind: "operator", TargetName: req.Name, Result: resultOf(err),
-		Details: map[string]any{"namespace": req.Namespace, "repository": req.Chart.Repository, "chart": req.Chart.Name}}
+		Details: map[string]any{"namespace": req.Namespace, "repository": req.Chart.Repository, "chart": req.Chart.Name,
+			"credentials": req.Chart.Credentials != nil}}
 	if e, ok := invalid.As(err); ok {
 		entry.Details["field"], entry.Details["reason"] = e.Field, e.Reason
 	}
@@ -60,6 +61,14 @@ func (s *Server) registerOperator(ctx context.Context, req OperatorRequest) (*Op
 	if err := operators.ValidateRef(ref); err != nil {
 		return nil, err
 	}
+	creds, err := credentialsIn(req.Chart.Credentials)
+	if err != nil {
+		return nil, err
+	}
+	if !creds.IsAnonymous() && s.sealer == nil {
+		return nil, errNoSealer
+	}
+	ref.Auth = creds
 	notes, err := parseMigrationNotes("migrationNotes", req.MigrationNotes)
 	if err != nil {
 		return nil, err
@@ -84,6 +93,12 @@ func (s *Server) registerOperator(ctx context.Context, req OperatorRequest) (*Op
 		}
 		if err := storeVersions(ctx, tx, op.ID, found.CRDs, notes, now); err != nil {
 			return nil, err
+		}
+		if !creds.IsAnonymous() {
+			if err := s.storeCredentials(ctx, tx, op.ID, creds, now); err != nil {
+				return nil, err
+			}
+			return tx.OperatorGetByID(ctx, op.ID)
 		}
 		return op, nil
 	})
@@ -158,6 +173,11 @@ func (s *Server) operatorWithVersions(ctx context.Context, op *store.Operator) (
 		return nil, err
 	}
 	out := operatorOut(op, versions)
+	creds, err := s.credentialsOf(ctx, op.ID)
+	if err != nil {
+		return nil, err
+	}
+	out.Chart.Credentials = credentialsOut(creds)
 	return &out, nil
 }
 

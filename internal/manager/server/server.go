@@ -21,6 +21,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/notifications"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
 	"github.com/slipway-dev/slipway/internal/manager/operators/refresh"
+	"github.com/slipway-dev/slipway/internal/manager/operators/sourceauth"
 	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
 	rolloutengine "github.com/slipway-dev/slipway/internal/manager/rollout/engine"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
@@ -75,6 +76,8 @@ type Deps struct {
 	Refresher *refresh.Refresher
 	// Notifications configures channels (the /notifications routes); nil: those routes answer 503.
 	Notifications *notifications.Service
+	// Sealer seals operators' chart source credentials; nil: the cluster manager's keyring.
+	Sealer sourceauth.Sealer
 }
 
 // Server serves the API.
@@ -85,6 +88,7 @@ type Server struct {
 	charts   *operators.Charts
 	rollouts Rollouts
 	refresh  *refresh.Refresher
+	sealer   sourceauth.Sealer
 	verifier auth.Verifier
 	limiter  *ratelimit.Limiter
 	log      *slog.Logger
@@ -137,8 +141,14 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s.audit = audit.NewRecorder(deps.Store, deps.Logger, deps.Now)
 	s.notifications = deps.Notifications
+	if s.sealer = deps.Sealer; s.sealer == nil {
+		if k := deps.Clusters.Keyring(); k != nil {
+			s.sealer = k
+		}
+	}
 	if s.refresh = deps.Refresher; s.refresh == nil {
-		r, err := NewRefresher(refresh.Config{Store: deps.Store, Charts: deps.Charts, Logger: deps.Logger, Now: deps.Now})
+		r, err := NewRefresher(refresh.Config{Store: deps.Store, Charts: deps.Charts, Logger: deps.Logger, Now: deps.Now,
+			Credentials: sourceauth.Lookup(deps.Store, s.sealer)})
 		if err != nil {
 			return nil, err
 		}

@@ -18,6 +18,20 @@ type HealthResponse struct {
 type ChartRef struct {
 	Repository string `json:"repository"`
 	Name       string `json:"name"`
+	// Credentials authenticate to a private chart source. In answers only the user name and
+	// that they are set are shown, never a password or token.
+	Credentials *ChartCredentials `json:"credentials,omitempty"`
+}
+
+// ChartCredentials are a private chart source's credentials: username and password (HTTP Basic
+// for a Helm repository, registry basic auth for OCI), or token (a Bearer token for a Helm
+// repository, a registry token for OCI) with an optional username.
+type ChartCredentials struct {
+	Username string `json:"username,omitempty"`
+	Password string `json:"password,omitempty" description:"write-only: never returned"`
+	Token    string `json:"token,omitempty" description:"write-only: never returned"`
+	// Set is true in answers when the operator has credentials.
+	Set bool `json:"set,omitempty" description:"read-only: true when credentials are stored"`
 }
 
 // OperatorRequest registers an operator.

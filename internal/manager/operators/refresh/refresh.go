@@ -46,7 +46,10 @@ type Config struct {
 	Charts Charts
 	// StoreVersions is registration's way of storing versions and their CRDs (required).
 	StoreVersions StoreVersionsFunc
-	Logger        *slog.Logger
+	// Credentials reads an operator's chart source credentials (package sourceauth); nil:
+	// every source is read anonymously.
+	Credentials func(ctx context.Context, op *store.Operator) (operators.Credentials, error)
+	Logger      *slog.Logger
 	// ReplicaID names this replica as the holder of refresh leases.
 	ReplicaID string
 	// Interval is how often each operator is refreshed; each next run is jittered by ±Jitter of it.

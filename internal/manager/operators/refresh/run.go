@@ -72,7 +72,22 @@ type target struct {
 	full bool
 }
 
-func (t target) same(o target) bool { return t.ref == o.ref && t.filter == o.filter }
+// same compares the sources, not their credentials (a change of credentials alone is not a
+// change of source).
+func (t target) same(o target) bool {
+	return t.ref.Repository == o.ref.Repository && t.ref.Name == o.ref.Name && t.filter == o.filter
+}
+
+// targetWithAuth is targetOf(op) with op's credentials.
+func (r *Refresher) targetWithAuth(ctx context.Context, op *store.Operator) (target, error) {
+	t := targetOf(op)
+	if r.cfg.Credentials == nil {
+		return t, nil
+	}
+	var err error
+	t.ref.Auth, err = r.cfg.Credentials(ctx, op)
+	return t, err
+}
 
 func targetOf(op *store.Operator) target {
 	return target{ref: operators.ChartRef{Repository: op.ChartRepository, Name: op.ChartName}, filter: op.VersionFilter}
@@ -93,8 +108,10 @@ func (r *Refresher) Refresh(ctx context.Context, op *store.Operator, opts Option
 	}
 	var res *Result
 	err := r.withLease(ctx, op, waitOf(opts), func(ctx context.Context) error {
-		var err error
-		t := targetOf(op)
+		t, err := r.targetWithAuth(ctx, op)
+		if err != nil {
+			return err
+		}
 		t.full = opts.Extra != nil
 		res, _, err = r.run(ctx, op, t, opts.Extra)
 		return err
@@ -150,7 +167,11 @@ func (r *Refresher) refreshDue(ctx context.Context, op *store.Operator) bool {
 			return err
 		}
 		did = true
-		res, _, err := r.run(ctx, cur, targetOf(cur), nil)
+		t, err := r.targetWithAuth(ctx, cur)
+		if err != nil {
+			return err
+		}
+		res, _, err := r.run(ctx, cur, t, nil)
 		if err == nil && res.changed() {
 			r.audit(ctx, cur, res)
 		}

@@ -60,7 +60,14 @@ func (e *Engine) chartOf(ctx context.Context, op *store.Operator, version string
 	if f := e.charts.get(key); f != nil {
 		return f, nil
 	}
-	ch, err := e.cfg.Charts.Fetch(ctx, operators.ChartRef{Repository: op.ChartRepository, Name: op.ChartName}, version)
+	ref := operators.ChartRef{Repository: op.ChartRepository, Name: op.ChartName}
+	if e.cfg.Credentials != nil {
+		var err error
+		if ref.Auth, err = e.cfg.Credentials(ctx, op); err != nil {
+			return nil, fmt.Errorf("fetching %s %s: %w", op.Name, version, err)
+		}
+	}
+	ch, err := e.cfg.Charts.Fetch(ctx, ref, version)
 	if err != nil {
 		return nil, fmt.Errorf("fetching %s %s: %w", op.Name, version, err)
 	}

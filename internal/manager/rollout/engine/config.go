@@ -49,6 +49,9 @@ type Config struct {
 	Store    store.Store
 	Clusters Clusters
 	Charts   Charts
+	// Credentials reads an operator's chart source credentials (package sourceauth); nil: every
+	// chart is downloaded anonymously.
+	Credentials func(ctx context.Context, op *store.Operator) (operators.Credentials, error)
 	// Checker runs health checks (nil: a checker with the defaults).
 	Checker *health.Checker
 	// Notifier mails pending approvals (nil: no mail; approvals still work through the API).
