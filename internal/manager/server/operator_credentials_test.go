@@ -144,3 +144,39 @@ func auditText(t *testing.T, b *bundle) string {
 	}
 	return string(r.body)
 }
+
+// TestOperatorDefaultValues: default values given at registration are shown by GET, replaced
+// and removed by PATCH (without reading the source), and refused when not an object or too
+// large.
+func TestOperatorDefaultValues(t *testing.T) {
+	forEngine(t, func(t *testing.T, engine string) {
+		b := setup(t, engine)
+		repo := charttest.ServeRepository(t, widgetCharts()[:1]...)
+		olga := b.token("olga", auth.Operator)
+		body := func(values string) string {
+			return fmt.Sprintf(`{"name": "defaults", "namespace": "widget-system", "chart": {"repository": %q, "name": "widget-operator"}, "defaultValues": %s}`, repo.URL, values)
+		}
+		expectInvalid(t, "an array", b.do("POST", "/api/v1/operators", olga, body(`[1]`)), "defaultValues")
+		big := `{"x": "` + strings.Repeat("a", MaxDefaultValuesBytes) + `"}`
+		expectInvalid(t, "too large", b.do("POST", "/api/v1/operators", olga, body(big)), "defaultValues")
+		expect(t, "register", b.do("POST", "/api/v1/operators", olga, body(`{"replicas": 2, "image": {"tag": "v1"}}`)), http.StatusCreated)
+		values := func() string {
+			var op Operator
+			b.do("GET", "/api/v1/operators/defaults", b.viewer(), nil).json(t, &op)
+			return string(op.DefaultValues)
+		}
+		if got := values(); got != `{"replicas":2,"image":{"tag":"v1"}}` {
+			t.Fatalf("default values %s", got)
+		}
+		reads := repo.IndexReads()
+		expect(t, "replace", b.do("PATCH", "/api/v1/operators/defaults", olga, `{"defaultValues": {"replicas": 3}}`), http.StatusOK)
+		if got := values(); got != `{"replicas":3}` || repo.IndexReads() != reads {
+			t.Fatalf("after replacing: %s (index reads %d → %d)", got, reads, repo.IndexReads())
+		}
+		expectInvalid(t, "patch a string", b.do("PATCH", "/api/v1/operators/defaults", olga, `{"defaultValues": "x"}`), "defaultValues")
+		expect(t, "remove", b.do("PATCH", "/api/v1/operators/defaults", olga, `{"defaultValues": null}`), http.StatusOK)
+		if got := values(); got != "" {
+			t.Fatalf("after removing: %s", got)
+		}
+	})
+}

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -47,6 +49,8 @@ type OperatorPatch struct {
 	// Namespace cannot change (the operator's releases live there): given, it is refused.
 	Namespace      *string                `json:"namespace,omitempty" description:"cannot change: refused with 400"`
 	MigrationNotes []MigrationNoteRequest `json:"migrationNotes,omitempty"`
+	// DefaultValues replaces the default values (null removes them).
+	DefaultValues json.RawMessage `json:"defaultValues,omitempty" description:"new default values (a JSON object merged under each deployment's values); null removes them"`
 }
 
 // RefreshRequest is the optional body of POST /operators/{name}/refresh.
@@ -185,6 +189,9 @@ func (s *Server) updateOperator(w http.ResponseWriter, r *http.Request) error {
 	if op != nil {
 		details["to"] = map[string]any{"repository": op.ChartRepository, "chart": op.ChartName, "versions": op.VersionFilter}
 	}
+	if req.DefaultValues != nil {
+		details["defaultValues"] = map[bool]string{true: "replaced", false: "removed"}[string(bytes.TrimSpace(req.DefaultValues)) != "null"]
+	}
 	if req.Chart != nil && req.Chart.Credentials.Present {
 		// That they changed, never what they are.
 		details["credentials"] = map[bool]string{true: "replaced", false: "removed"}[req.Chart.Credentials.Value != nil]
@@ -210,10 +217,14 @@ func (s *Server) changeOperator(ctx context.Context, name string, req OperatorPa
 	if req.Namespace != nil {
 		return nil, nil, errInvalid("namespace", "cannot change: the operator's releases live in its namespace; register the operator again under another name to install it elsewhere")
 	}
-	if req.Chart == nil && req.Versions == nil && req.MigrationNotes == nil {
-		return nil, nil, errInvalid("", "nothing to change: give chart (repository, name, credentials), versions or migrationNotes")
+	if req.Chart == nil && req.Versions == nil && req.MigrationNotes == nil && req.DefaultValues == nil {
+		return nil, nil, errInvalid("", "nothing to change: give chart (repository, name, credentials), versions, migrationNotes or defaultValues")
 	}
 	notes, err := parseMigrationNotes("migrationNotes", req.MigrationNotes)
+	if err != nil {
+		return nil, nil, err
+	}
+	edit, err := patchEdit(req)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -221,12 +232,22 @@ func (s *Server) changeOperator(ctx context.Context, name string, req OperatorPa
 	if err != nil {
 		return nil, nil, err
 	}
-	ch := refresh.Change{Ref: operators.ChartRef{Repository: op.ChartRepository, Name: op.ChartName}, Filter: op.VersionFilter}
-	newCreds := req.Chart != nil && req.Chart.Credentials.Present
-	if !newCreds {
-		if ch.Ref.Auth, err = s.credentialsOf(ctx, op.ID); err != nil {
+	if req.Chart == nil && req.Versions == nil && req.MigrationNotes == nil {
+		// Default values alone: the source is not read.
+		err := store.WithTx(ctx, s.store, func(ctx context.Context, tx store.Tx) error {
+			return s.storeConfig(ctx, tx, op.ID, edit, s.now().UTC())
+		})
+		if err != nil {
 			return nil, nil, err
 		}
+		op, err = s.store.OperatorGetByID(ctx, op.ID)
+		return op, &refresh.Result{Added: []string{}, Removed: []string{}}, err
+	}
+	ch := refresh.Change{Ref: operators.ChartRef{Repository: op.ChartRepository, Name: op.ChartName}, Filter: op.VersionFilter}
+	if edit.creds != nil {
+		ch.Ref.Auth = *edit.creds
+	} else if ch.Ref.Auth, err = s.credentialsOf(ctx, op.ID); err != nil {
+		return nil, nil, err
 	}
 	if req.Chart != nil {
 		ch.Ref.Repository = cmpOr(req.Chart.Repository, ch.Ref.Repository)
@@ -235,28 +256,41 @@ func (s *Server) changeOperator(ctx context.Context, name string, req OperatorPa
 	if req.Versions != nil {
 		ch.Filter = *req.Versions
 	}
-	if newCreds {
-		if ch.Ref.Auth, err = credentialsIn(req.Chart.Credentials.Value); err != nil {
-			return nil, nil, err
-		}
-		if !ch.Ref.Auth.IsAnonymous() && s.sealer == nil {
-			return nil, nil, errNoSealer
-		}
-		notesTx := notesIn(op.ID, notes)
-		creds, now := ch.Ref.Auth, s.now().UTC()
-		extra := func(ctx context.Context, tx store.Tx) error {
+	extra := notesIn(op.ID, notes)
+	if !edit.empty() {
+		notesTx, now := extra, s.now().UTC()
+		extra = func(ctx context.Context, tx store.Tx) error {
 			if notesTx != nil {
 				if err := notesTx(ctx, tx); err != nil {
 					return err
 				}
 			}
-			return s.storeCredentials(ctx, tx, op.ID, creds, now)
+			return s.storeConfig(ctx, tx, op.ID, edit, now)
 		}
-		res, updated, err := s.changeSource(ctx, op, ch, extra)
-		return updated, res, err
 	}
-	res, updated, err := s.changeSource(ctx, op, ch, notesIn(op.ID, notes))
+	res, updated, err := s.changeSource(ctx, op, ch, extra)
 	return updated, res, err
+}
+
+// patchEdit is the config a PATCH changes: credentials given (null: removed) and default values
+// given (null: removed), validated.
+func patchEdit(req OperatorPatch) (configEdit, error) {
+	var edit configEdit
+	if req.Chart != nil && req.Chart.Credentials.Present {
+		c, err := credentialsIn(req.Chart.Credentials.Value)
+		if err != nil {
+			return edit, err
+		}
+		edit.creds = &c
+	}
+	if req.DefaultValues != nil {
+		v, err := defaultValuesIn(req.DefaultValues)
+		if err != nil {
+			return edit, err
+		}
+		edit.values = &v
+	}
+	return edit, nil
 }
 
 // changeSource is the refresher's Change, refused with 409 while deployments are active when the

@@ -26,7 +26,7 @@ func (s *Server) createOperator(w http.ResponseWriter, r *http.Request) error {
 	op, err := s.registerOperator(ctx, req)
 	entry := audit.Entry{Action: "operator.create", TargetKind: "operator", TargetName: req.Name, Result: resultOf(err),
 		Details: map[string]any{"namespace": req.Namespace, "repository": req.Chart.Repository, "chart": req.Chart.Name,
-			"credentials": req.Chart.Credentials != nil}}
+			"credentials": req.Chart.Credentials != nil, "defaultValues": len(req.DefaultValues) > 0}}
 	if e, ok := invalid.As(err); ok {
 		entry.Details["field"], entry.Details["reason"] = e.Field, e.Reason
 	}
@@ -69,6 +69,17 @@ func (s *Server) registerOperator(ctx context.Context, req OperatorRequest) (*Op
 		return nil, errNoSealer
 	}
 	ref.Auth = creds
+	defaults, err := defaultValuesIn(req.DefaultValues)
+	if err != nil {
+		return nil, err
+	}
+	var edit configEdit
+	if !creds.IsAnonymous() {
+		edit.creds = &creds
+	}
+	if defaults != nil {
+		edit.values = &defaults
+	}
 	notes, err := parseMigrationNotes("migrationNotes", req.MigrationNotes)
 	if err != nil {
 		return nil, err
@@ -94,8 +105,8 @@ func (s *Server) registerOperator(ctx context.Context, req OperatorRequest) (*Op
 		if err := storeVersions(ctx, tx, op.ID, found.CRDs, notes, now); err != nil {
 			return nil, err
 		}
-		if !creds.IsAnonymous() {
-			if err := s.storeCredentials(ctx, tx, op.ID, creds, now); err != nil {
+		if !edit.empty() {
+			if err := s.storeConfig(ctx, tx, op.ID, edit, now); err != nil {
 				return nil, err
 			}
 			return tx.OperatorGetByID(ctx, op.ID)
@@ -173,11 +184,9 @@ func (s *Server) operatorWithVersions(ctx context.Context, op *store.Operator) (
 		return nil, err
 	}
 	out := operatorOut(op, versions)
-	creds, err := s.credentialsOf(ctx, op.ID)
-	if err != nil {
+	if err := s.configOut(ctx, &out); err != nil {
 		return nil, err
 	}
-	out.Chart.Credentials = credentialsOut(creds)
 	return &out, nil
 }
 

@@ -43,6 +43,8 @@ type OperatorRequest struct {
 	Versions string `json:"versions,omitempty"`
 	// MigrationNotes are migration notes for revisions of CRDs the chart's versions ship.
 	MigrationNotes []MigrationNoteRequest `json:"migrationNotes,omitempty"`
+	// DefaultValues are Helm values merged under each deployment's values when it installs.
+	DefaultValues json.RawMessage `json:"defaultValues,omitempty" description:"a JSON object of Helm values (at most 256 KiB) merged under each deployment's values"`
 }
 
 // MigrationNoteRequest is a migration note for the revision of a CRD that one of an operator's
@@ -76,6 +78,8 @@ type Operator struct {
 	UpdatedAt       time.Time              `json:"updatedAt"`
 	DeletedAt       *time.Time             `json:"deletedAt,omitempty"`
 	Refresh         *OperatorRefreshStatus `json:"refresh,omitempty"`
+	// DefaultValues are merged under each deployment's values (one operator's answers).
+	DefaultValues json.RawMessage `json:"defaultValues,omitempty"`
 }
 
 // OperatorList is a page of operators.

@@ -148,7 +148,7 @@ func (e *Engine) restoreOntoGreen(ctx context.Context, cfg *rest.Config, d *stor
 	if err != nil {
 		return "", back, err
 	}
-	values, err := req.ValuesFor(string(c.Environment))
+	values, err := e.valuesFor(ctx, prev, req, string(c.Environment))
 	if err != nil {
 		return "", back, err
 	}

@@ -121,7 +121,7 @@ func (e *Engine) installOne(ctx context.Context, d *store.Deployment, req *reque
 		return err
 	}
 	e.clusterEvent(ctx, d, c, "cluster.installing", fmt.Sprintf("installing %s into %s/%s (attempt %d)", d.Version, c.Namespace, c.Release, c.InstallAttempts))
-	values, err := req.ValuesFor(string(c.Environment))
+	values, err := e.valuesFor(ctx, d, req, string(c.Environment))
 	if err != nil {
 		return e.clusterFailed(ctx, d, c, nil, err)
 	}

@@ -54,3 +54,13 @@ func merge(base, over map[string]any) map[string]any {
 	}
 	return base
 }
+
+// WithDefaults merges values over an operator's default values (a JSON object; empty or null:
+// none) as ValuesFor merges an environment's values: the deployment's values win.
+func WithDefaults(defaults json.RawMessage, values map[string]any) (map[string]any, error) {
+	base, err := decodeObject(defaults)
+	if err != nil {
+		return nil, fmt.Errorf("the operator's default values: %w", err)
+	}
+	return merge(base, values), nil
+}
