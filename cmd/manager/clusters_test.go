@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/slipway-dev/slipway/internal/manager/auth"
+	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
 	"github.com/slipway-dev/slipway/internal/manager/secrettest"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/store/pgstore"
@@ -75,6 +77,11 @@ func TestRotateKey(t *testing.T) {
 			name := "rotate-" + engine
 			p := d.serve("--insecure-http")
 			p.must("POST", "/api/v1/clusters", d.admin(), clusterBody(t, name, srv.Kubeconfig), http.StatusCreated)
+			// An operator of a private chart repository: its credentials are sealed under A too.
+			repo := charttest.ServePrivateRepository(t, charttest.Auth{Username: "ci", Password: "s3cret-rotate"},
+				charttest.OperatorChart("widget-operator", "1.0.0", charttest.Base))
+			p.must("POST", "/api/v1/operators", d.admin(), []byte(fmt.Sprintf(`{"name": "private", "namespace": "widgets",
+				"chart": {"repository": %q, "name": "widget-operator", "credentials": {"username": "ci", "password": "s3cret-rotate"}}}`, repo.URL)), http.StatusCreated)
 			p.Stop()
 
 			// B alone before the rotation: the cluster's credentials do not open.
@@ -91,7 +98,8 @@ func TestRotateKey(t *testing.T) {
 				t.Fatalf("with keys B, A: health %s (%s), want Healthy", h, reason)
 			}
 			r := d.run("rotate-key")
-			if r.code != 0 || !strings.Contains(r.stdout, "re-sealed the credentials of 1 clusters under key key-b") {
+			if r.code != 0 || !strings.Contains(r.stdout, "re-sealed the credentials of 1 clusters under key key-b") ||
+				!strings.Contains(r.stdout, "re-sealed the chart source credentials of 1 operators under key key-b") {
 				t.Fatalf("manager rotate-key: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 			}
 			p.Stop()
@@ -108,6 +116,13 @@ func TestRotateKey(t *testing.T) {
 			if c.KeyID != "key-b" {
 				t.Fatalf("cluster sealed under %q after the rotation, want key-b", c.KeyID)
 			}
+			// The operator's credentials open with B alone: shown as set, and the refresh reads
+			// the private repository with them.
+			got := p.must("GET", "/api/v1/operators/private", d.admin(), nil, http.StatusOK).body
+			if !strings.Contains(string(got), `"credentials":{"username":"ci","set":true}`) || strings.Contains(string(got), "s3cret-rotate") {
+				t.Fatalf("operator after rotate-key: %s", got)
+			}
+			p.must("POST", "/api/v1/operators/private/refresh", d.admin(), nil, http.StatusOK)
 		})
 	}
 }
