@@ -139,7 +139,10 @@ func errorStatuses(rt route) []int {
 	return codes
 }
 
-var rawMessageType = reflect.TypeOf(json.RawMessage{})
+var (
+	rawMessageType          = reflect.TypeOf(json.RawMessage{})
+	optionalCredentialsType = reflect.TypeOf(OptionalCredentials{})
+)
 
 // schemaFor generates the JSON schema of a Go type from its json tags (a description tag
 // describes the field, an enum tag lists its values, comma-separated); json.RawMessage fields
@@ -153,6 +156,16 @@ func schemaFor(v any) (*openapi3.SchemaRef, error) {
 					desc = "a CustomResourceDefinition: a JSON object, or YAML text as a string"
 				}
 				*schema = openapi3.Schema{Description: desc}
+			}
+			if t == optionalCredentialsType {
+				// PATCH's credentials: an object as at registration, or null to remove them.
+				ref, err := schemaFor(ChartCredentials{})
+				if err != nil {
+					return err
+				}
+				*schema = *ref.Value
+				schema.Nullable = true
+				schema.Description = "new credentials (username and password, or token); null removes them; left out keeps them"
 			}
 			if d := tag.Get("description"); d != "" {
 				schema.Description = d

@@ -11,6 +11,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
 	"github.com/slipway-dev/slipway/internal/manager/operators/refresh"
+	"github.com/slipway-dev/slipway/internal/registry/registrytest"
 )
 
 // TestOperatorPrivateChartSource: an operator whose Helm repository wants HTTP Basic (and
@@ -179,4 +180,53 @@ func TestOperatorDefaultValues(t *testing.T) {
 			t.Fatalf("after removing: %s", got)
 		}
 	})
+}
+
+// TestOpenAPIChartCredentials: PATCH's credentials are documented as the credentials object,
+// nullable, not as the Go type that tells absent from null.
+func TestOpenAPIChartCredentials(t *testing.T) {
+	b := setup(t, "sqlite")
+	doc := string(b.srv.openapi)
+	if strings.Contains(doc, `"Present"`) || !strings.Contains(doc, "null removes them; left out keeps them") {
+		t.Fatal("the OpenAPI document does not describe PATCH's chart.credentials as a nullable credentials object")
+	}
+}
+
+// TestOperatorPrivateOCIRegistry: an operator in a registry behind htpasswd (the distribution
+// registry) is refused without credentials, registered with them and refreshed with them.
+func TestOperatorPrivateOCIRegistry(t *testing.T) {
+	reg := registrytest.StartDistribution(t, registrytest.WithBasicAuth("pusher", "s3cret-oci-pw"))
+	for _, files := range widgetCharts()[:2] {
+		registrytest.PushChart(t, reg.Host, "charts/widget-operator", chartVersionOf(t, files), files, registrytest.WithPushAuth("pusher", "s3cret-oci-pw"))
+	}
+	b := setup(t, "sqlite", withPlainHTTP(reg.Host))
+	olga := b.token("olga", auth.Operator)
+	body := func(creds string) string {
+		return fmt.Sprintf(`{"name": "oci-private", "namespace": "widget-system", "chart": {"repository": "oci://%s/charts", "name": "widget-operator"%s}}`, reg.Host, creds)
+	}
+	expectInvalid(t, "without credentials", b.do("POST", "/api/v1/operators", olga, body("")), "chart.repository")
+	expectInvalid(t, "wrong credentials", b.do("POST", "/api/v1/operators", olga, body(`, "credentials": {"username": "pusher", "password": "nope"}`)), "chart.repository")
+	r := b.do("POST", "/api/v1/operators", olga, body(`, "credentials": {"username": "pusher", "password": "s3cret-oci-pw"}`))
+	expect(t, "register", r, http.StatusCreated)
+	var op Operator
+	r.json(t, &op)
+	if !slices.Equal(op.Versions, []string{"1.1.0", "1.0.0"}) || op.Chart.Credentials == nil || op.Chart.Credentials.Username != "pusher" {
+		t.Fatalf("registered %+v", op)
+	}
+	refreshOK(t, b, olga, "oci-private", nil)
+	if strings.Contains(b.bodies.String()+b.logs.String(), "s3cret-oci-pw") {
+		t.Fatal("the registry password is in a response or a log line")
+	}
+}
+
+// chartVersionOf is the version of charttest's chart files.
+func chartVersionOf(t *testing.T, files charttest.ChartFiles) string {
+	t.Helper()
+	for _, v := range charttest.Versions {
+		if strings.Contains(files["Chart.yaml"], "\nversion: "+v.Version+"\n") {
+			return v.Version
+		}
+	}
+	t.Fatal("no version in Chart.yaml")
+	return ""
 }
