@@ -43,6 +43,7 @@ func testOperatorPrivateChartSource(t *testing.T, engine string) {
 	expectInvalid(t, "wrong password", register(`, "credentials": {"username": "ci", "password": "nope"}`), "chart.repository")
 	expectInvalid(t, "password and token", register(`, "credentials": {"username": "ci", "password": "a", "token": "b"}`), "chart.credentials")
 	expectInvalid(t, "user alone", register(`, "credentials": {"username": "ci"}`), "chart.credentials")
+	expectInvalid(t, "set is read-only", register(`, "credentials": {"username": "ci", "password": "x", "set": true}`), "chart.credentials")
 	if _, err := b.store.OperatorGetByName(t.Context(), "private"); err == nil {
 		t.Fatal("a refused registration stored the operator")
 	}
@@ -104,9 +105,16 @@ func testPrivatePatch(t *testing.T, b *bundle, repo *charttest.Repository, id st
 		t.Fatal("a refused PATCH changed the stored credentials")
 	}
 
+	r := b.do("PATCH", "/api/v1/operators/private", olga, `{"chart": {"credentials": "x"}}`)
+	expect(t, "credentials not an object", r, http.StatusBadRequest)
+	if e := r.apiError(t); !strings.Contains(e.Message, "chart.credentials") {
+		t.Fatalf("credentials not an object: %q does not name the field", e.Message)
+	}
+	expectInvalid(t, "patch to half credentials", b.do("PATCH", "/api/v1/operators/private", olga,
+		`{"chart": {"credentials": {"password": "x"}}}`), "chart.credentials")
 	// Move to a repository that wants a token, with the token.
 	other := charttest.ServePrivateRepository(t, charttest.Auth{Token: tokenSecret}, widgetCharts()...)
-	r := b.do("PATCH", "/api/v1/operators/private", olga, fmt.Sprintf(`{"chart": {"repository": %q, "credentials": {"token": %q}}}`, other.URL, tokenSecret))
+	r = b.do("PATCH", "/api/v1/operators/private", olga, fmt.Sprintf(`{"chart": {"repository": %q, "credentials": {"token": %q}}}`, other.URL, tokenSecret))
 	expect(t, "patch to the token repository", r, http.StatusOK)
 	var op Operator
 	r.json(t, &op)
