@@ -146,15 +146,9 @@ func (s *Server) cancelDeployment(w http.ResponseWriter, r *http.Request) error 
 // rollbackDeployment asks for a manual rollback (Admin), with an optional reason.
 func (s *Server) rollbackDeployment(w http.ResponseWriter, r *http.Request) error {
 	var req RollbackRequest
-	if err := s.decodeOptional(r, &req); err != nil {
+	details, err := s.decodeReason(r, &req, &req.Reason)
+	if err != nil {
 		return err
-	}
-	if len(req.Reason) > maxComment {
-		return errInvalid("reason", "at most %d characters, not %d", maxComment, len(req.Reason))
-	}
-	details := map[string]any{}
-	if req.Reason != "" {
-		details["reason"] = req.Reason
 	}
 	return s.deploymentRequest(w, r, "deployment.rollback", details, func(ctx context.Context, id, by string) (*store.Deployment, error) {
 		return s.rollouts.Rollback(ctx, id, by, req.Reason)
@@ -172,15 +166,9 @@ func (s *Server) switchDeployment(w http.ResponseWriter, r *http.Request) error 
 // step under way finishes and no new one starts, on any replica, until it is resumed.
 func (s *Server) pauseDeployment(w http.ResponseWriter, r *http.Request) error {
 	var req PauseRequest
-	if err := s.decodeOptional(r, &req); err != nil {
+	details, err := s.decodeReason(r, &req, &req.Reason)
+	if err != nil {
 		return err
-	}
-	if len(req.Reason) > maxComment {
-		return errInvalid("reason", "at most %d characters, not %d", maxComment, len(req.Reason))
-	}
-	details := map[string]any{}
-	if req.Reason != "" {
-		details["reason"] = req.Reason
 	}
 	return s.deploymentRequest(w, r, "deployment.pause", details, func(ctx context.Context, id, by string) (*store.Deployment, error) {
 		return s.rollouts.Pause(ctx, id, by, req.Reason)
@@ -192,6 +180,22 @@ func (s *Server) resumeDeployment(w http.ResponseWriter, r *http.Request) error 
 	return s.deploymentRequest(w, r, "deployment.resume", nil, func(ctx context.Context, id, by string) (*store.Deployment, error) {
 		return s.rollouts.Resume(ctx, id, by)
 	})
+}
+
+// decodeReason decodes a request's optional body into req, whose reason field is at reason,
+// checks the reason's length, and returns the audit details that carry it.
+func (s *Server) decodeReason(r *http.Request, req any, reason *string) (map[string]any, error) {
+	if err := s.decodeOptional(r, req); err != nil {
+		return nil, err
+	}
+	if len(*reason) > maxComment {
+		return nil, errInvalid("reason", "at most %d characters, not %d", maxComment, len(*reason))
+	}
+	details := map[string]any{}
+	if *reason != "" {
+		details["reason"] = *reason
+	}
+	return details, nil
 }
 
 // deploymentRequest runs one of the engine's requests on the deployment of the path, records it
