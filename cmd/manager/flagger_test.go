@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -44,16 +43,8 @@ const flaggerModule = "github.com/fluxcd/flagger"
 // flaggerChart is Flagger's chart at version, packaged (.tgz).
 func flaggerChart(t *testing.T, version string) []byte {
 	t.Helper()
-	cmd := exec.Command("go", "mod", "download", "-json", flaggerModule+"@v"+version)
-	cmd.Dir = t.TempDir() // outside any module: the repository's go.mod and go.sum stay as they are
-	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=")
-	out, err := cmd.Output()
-	var mod struct{ Dir, Error string }
-	if jerr := json.Unmarshal(out, &mod); err != nil || jerr != nil || mod.Error != "" || mod.Dir == "" {
-		t.Fatalf("go mod download %s@v%s: %v %s (%s): the test needs the Go module proxy, or the module in the module cache",
-			flaggerModule, version, err, mod.Error, out)
-	}
-	ch, err := chartloader.LoadDir(filepath.Join(mod.Dir, "charts", "flagger"))
+	dir := charttest.GoModuleDir(t, flaggerModule, "v"+version)
+	ch, err := chartloader.LoadDir(filepath.Join(dir, "charts", "flagger"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -43,19 +42,9 @@ var kyvernoReleases = []struct{ module, chart string }{
 // kyvernoChart returns Kyverno's chart at module version v as files for a chart repository.
 func kyvernoChart(t *testing.T, v string) charttest.ChartFiles {
 	t.Helper()
-	cmd := exec.Command("go", "mod", "download", "-json", "github.com/kyverno/kyverno@"+v)
-	cmd.Dir, cmd.Env = t.TempDir(), append(os.Environ(), "GOFLAGS=-mod=mod")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go mod download github.com/kyverno/kyverno@%s: %v\n%s", v, err, out)
-	}
-	var mod struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Error != "" {
-		t.Fatalf("go mod download github.com/kyverno/kyverno@%s: %s %v", v, mod.Error, err)
-	}
-	dir := filepath.Join(mod.Dir, "charts", "kyverno")
+	dir := filepath.Join(charttest.GoModuleDir(t, "github.com/kyverno/kyverno", v), "charts", "kyverno")
 	files := charttest.ChartFiles{}
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}

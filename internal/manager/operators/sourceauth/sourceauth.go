@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/slipway-dev/slipway/internal/manager/operators"
 	"github.com/slipway-dev/slipway/internal/manager/store"
@@ -127,9 +126,7 @@ func reseal(ctx context.Context, st store.Store, s Sealer, cfg *store.OperatorCo
 		if next.CredentialsCiphertext, next.KeyID, err = Seal(s, cfg.OperatorID, c); err != nil {
 			return err
 		}
-		_, err = tx.OperatorConfigSet(ctx, &store.OperatorConfigSetParams{OperatorConfig: next, Now: updatedAt(op)})
+		_, err = tx.OperatorConfigSet(ctx, &store.OperatorConfigSetParams{OperatorConfig: next, Now: op.UpdatedAt})
 		return err
 	})
 }
-
-func updatedAt(op *store.Operator) time.Time { return op.UpdatedAt }
