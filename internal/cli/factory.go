@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/slipway-dev/slipway/internal/cli/client"
+	"github.com/slipway-dev/slipway/internal/cli/config"
+	"github.com/slipway-dev/slipway/internal/cli/iostreams"
+	"github.com/slipway-dev/slipway/internal/cli/output"
+)
+
+// Factory is what commands are built from (gh's pattern): the streams, the environment, the
+// global flags' values, and lazily the config file, the manager client and the kubeconfig. Each
+// command copies what it needs into its Options in NewCmdX, so a test builds commands over a
+// Factory of buffers.
+type Factory struct {
+	IOStreams *iostreams.IOStreams
+	// Getenv reads the environment (tests give a map's).
+	Getenv func(string) string
+	// Now is the clock of relative times and waits.
+	Now func() time.Time
+	// Global are the root command's flags, set before any command runs.
+	Global *GlobalOptions
+	// Config loads the contexts file once.
+	Config func() (*config.Config, error)
+	// Client is the manager client of the chosen context (--context, --server, the current one).
+	Client func() (*client.Client, error)
+	// KubeConfig holds the kubeconfig flags of the commands that talk to Kubernetes directly
+	// (registered on a command by AddKubeFlags); its client config is read only when a command
+	// asks for one (ToRESTConfig, ToRawKubeConfigLoader), KUBECONFIG honoured as kubectl does.
+	KubeConfig *genericclioptions.ConfigFlags
+	// NewWatcher gives the deployment watch view that deploy --watch runs after submitting;
+	// nil leaves deploy without --watch.
+	NewWatcher func() Watcher
+}
+
+// Watcher follows one deployment until it ends, as `deployment watch` does: its flags
+// (--progress, --exit-status, ...) are added to deploy when deploy has --watch.
+type Watcher interface {
+	AddFlags(fs *pflag.FlagSet)
+	Watch(ctx context.Context, deploymentID string) error
+}
+
+// GlobalOptions are the root command's persistent flags.
+type GlobalOptions struct {
+	Context string
+	Server  string
+	Timeout time.Duration
+	Output  string
+}
+
+// DefaultTimeout is --timeout's default (flux's).
+const DefaultTimeout = 5 * time.Minute
+
+// EnvToken names the variable whose token replaces the context's (for CI).
+const EnvToken = "SLIPWAY_TOKEN"
+
+// NewFactory builds the factory over ios and an environment.
+func NewFactory(ios *iostreams.IOStreams, getenv func(string) string) *Factory {
+	f := &Factory{IOStreams: ios, Getenv: getenv, Now: time.Now,
+		Global: &GlobalOptions{Timeout: DefaultTimeout, Output: string(output.FormatTable)}}
+	f.Config = sync.OnceValues(func() (*config.Config, error) {
+		path, err := config.Path(f.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		return config.Load(path)
+	})
+	f.Client = func() (*client.Client, error) {
+		conn, err := f.Connection()
+		if err != nil {
+			return nil, err
+		}
+		return conn.Client()
+	}
+	f.KubeConfig = newKubeConfigFlags()
+	return f
+}
+
+// OutputFormat is --output, checked by the root command before any command runs.
+func (f *Factory) OutputFormat() output.Format { return output.Format(f.Global.Output) }
+
+// Connection is a resolved context: the server, the token, TLS settings.
+type Connection struct {
+	// Context is the context's name ("" with --server and no context).
+	Context  string
+	Server   string
+	Token    string
+	CAFile   string
+	Insecure bool
+}
+
+// Client builds the API client of the connection.
+func (c Connection) Client() (*client.Client, error) {
+	return client.New(client.Options{Server: c.Server, Token: c.Token, CAFile: c.CAFile, Insecure: c.Insecure,
+		UserAgent: "slipway/" + versionString()})
+}
+
+// ErrNotSignedIn is the connection error when no context is chosen and no --server given.
+var ErrNotSignedIn = errors.New("not signed in to a manager: run slipway login SERVER (or pass --server with SLIPWAY_TOKEN set)")
+
+// Connection resolves the manager to talk to: the --context (or else the current) context, its
+// server replaced by --server and its token by $SLIPWAY_TOKEN when those are given.
+func (f *Factory) Connection() (Connection, error) {
+	cfg, err := f.Config()
+	if err != nil {
+		return Connection{}, err
+	}
+	name := f.Global.Context
+	if name == "" {
+		name = cfg.CurrentContext
+	}
+	var conn Connection
+	if name != "" {
+		ctx, ok := cfg.Context(name)
+		if !ok {
+			if f.Global.Context != "" {
+				return Connection{}, cfg.Use(name) // the error naming the contexts there are
+			}
+			return Connection{}, fmt.Errorf("the current context %q is not in %s: pick one with slipway context NAME", name, cfg.File())
+		}
+		conn = Connection{Context: name, Server: ctx.Server, CAFile: ctx.CertificateAuthority, Insecure: ctx.InsecureSkipTLSVerify}
+		if u, ok := cfg.User(ctx.User); ok {
+			conn.Token = u.Token
+		}
+		if conn.CAFile != "" && !filepath.IsAbs(conn.CAFile) {
+			conn.CAFile = filepath.Join(filepath.Dir(cfg.File()), conn.CAFile)
+		}
+	}
+	if f.Global.Server != "" {
+		conn.Server = f.Global.Server
+	}
+	if tok := f.Getenv(EnvToken); tok != "" {
+		conn.Token = tok
+	}
+	if conn.Server == "" {
+		return Connection{}, &AuthError{Err: ErrNotSignedIn}
+	}
+	return conn, nil
+}
+
+// newKubeConfigFlags are kubectl's config flags less the ones the manager's global flags take
+// (--context, --server, --token, ...): AddKubeFlags registers --kubeconfig, --kube-context and
+// -n/--namespace.
+func newKubeConfigFlags() *genericclioptions.ConfigFlags {
+	cf := genericclioptions.NewConfigFlags(true)
+	return cf
+}
+
+// AddKubeFlags registers the kubeconfig flags on a command that talks to Kubernetes directly:
+// --kubeconfig (default $KUBECONFIG, then ~/.kube/config), --kube-context and -n/--namespace
+// (default: the kubeconfig context's namespace). Read them through f.KubeConfig
+// (ToRESTConfig, ToRawKubeConfigLoader().Namespace()).
+func (f *Factory) AddKubeFlags(fs *pflag.FlagSet) {
+	cf := f.KubeConfig
+	fs.StringVar(cf.KubeConfig, "kubeconfig", *cf.KubeConfig, "path to the kubeconfig file (default $KUBECONFIG, then ~/.kube/config)")
+	fs.StringVar(cf.Context, "kube-context", *cf.Context, "the kubeconfig context to use (default: its current context)")
+	fs.StringVarP(cf.Namespace, "namespace", "n", *cf.Namespace, "the namespace (default: the kubeconfig context's)")
+}
