@@ -38,7 +38,9 @@ type PendingError struct{ Message string }
 func (e *PendingError) Error() string { return e.Message }
 
 // Pending builds a *PendingError.
-func Pending(format string, args ...any) error { return &PendingError{Message: fmt.Sprintf(format, args...)} }
+func Pending(format string, args ...any) error {
+	return &PendingError{Message: fmt.Sprintf(format, args...)}
+}
 
 // FlagError is bad usage (an unknown flag, a missing argument, flags that do not go together):
 // the message and a pointer to --help (exit 1).

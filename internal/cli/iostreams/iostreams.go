@@ -86,7 +86,7 @@ func (s *IOStreams) SetStdoutTTY(v bool) { s.stdoutTTY = v }
 func (s *IOStreams) SetStderrTTY(v bool) { s.stderrTTY = v }
 
 // ColorEnabled reports whether output may carry ANSI colour.
-func (s *IOStreams) ColorEnabled() bool    { return s.color }
+func (s *IOStreams) ColorEnabled() bool     { return s.color }
 func (s *IOStreams) SetColorEnabled(v bool) { s.color = v }
 
 // CanPrompt reports whether a question can be asked: standard input and output are terminals.
