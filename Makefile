@@ -20,6 +20,14 @@ CONTROLLERS   := werfbundle webapp catalyst
 # Markers a controller's role takes beyond its own package: the admission webhooks' serving
 # certificate is WebApp's, the one system that serves webhooks (docs/operator.md, RBAC).
 RBAC_PATHS_webapp := paths=./internal/webhookcert/...
+# The manager's web UI (web/, Vite + React + TypeScript): npm ci when package-lock.json changes,
+# npm run build into the Go package that embeds it when a source changes (docs/development.md).
+NPM           ?= npm
+WEB_NPM_STAMP := web/node_modules/.slipway-npm-ci
+UI_INDEX      := internal/manager/ui/dist/index.html
+# Directories too, so adding or removing a file rebuilds.
+WEB_SOURCES    = $(shell find web/src web/public 2>/dev/null) web/index.html web/vite.config.ts \
+	web/tsconfig.json web/tsconfig.node.json web/package.json
 
 .PHONY: help
 help: ## Show the targets
@@ -28,11 +36,11 @@ help: ## Show the targets
 ##@ Everyday
 
 .PHONY: dev
-dev: deps-dev controlplane devenv ## Run the whole product locally (control plane, registry, operator, samples, operator manager) until Ctrl-C
+dev: deps-dev controlplane ui devenv ## Run the whole product locally (control plane, registry, operator, samples, operator manager) until Ctrl-C
 	KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) $(DEVENV) run
 
 .PHONY: dev-up
-dev-up: deps-dev controlplane devenv ## Start the local environment in the background and return once it is ready
+dev-up: deps-dev controlplane ui devenv ## Start the local environment in the background and return once it is ready
 	KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) $(DEVENV) up
 
 .PHONY: dev-down
@@ -54,7 +62,8 @@ deps-test deps-dev: deps-%:
 	@hack/deps.sh $*
 
 .PHONY: test
-test: deps-test controlplane ## Run every test (unit, envtest and full control plane) against real binaries
+test: deps-test controlplane ui ## Run every test (unit, envtest and full control plane) against real binaries
+	cd web && $(NPM) test
 	SLIPWAY_CHAOS_SCALE=short KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) $(GO) test -tags e2e $(TEST_FLAGS) $(TEST_PKGS)
 
 .PHONY: bench
@@ -94,8 +103,8 @@ manifests: ## Generate CRDs, RBAC and webhook configurations from markers into c
 
 .PHONY: verify
 verify: generate manifests ## Fail when code generation leaves a diff; vet and format checks
-	@git diff --exit-code -- api config charts || { echo "generated files are stale: run make generate manifests and commit"; exit 1; }
-	@test -z "$$(git ls-files --others --exclude-standard -- api config charts)" || { git ls-files --others --exclude-standard -- api config charts; echo "untracked generated files: commit them"; exit 1; }
+	@git diff --exit-code -- api config charts web/src/api || { echo "generated files are stale: run make generate manifests and commit"; exit 1; }
+	@test -z "$$(git ls-files --others --exclude-standard -- api config charts web/src/api)" || { git ls-files --others --exclude-standard -- api config charts web/src/api; echo "untracked generated files: commit them"; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet -tags e2e ./...
 	@# config/ and the chart agree: the generated files, and what both write by hand (Deployments, Services, bindings).
@@ -111,7 +120,7 @@ lint: ## go vet and golangci-lint
 ##@ Build
 
 .PHONY: build
-build: ## Build the binaries into bin/
+build: ui ## Build the binaries into bin/ (the manager with the web UI embedded)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o bin/ ./cmd/...
 
 # Container images, built without a container engine by hack/image (internal/ociimage): each
@@ -142,6 +151,16 @@ image: ## Build the operator and manager images without a container engine (IMAG
 	    --created "$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || date +%s)}" \
 	    $(if $(IMAGE_REPO),--push $(IMAGE_REPO)/slipway-$$name:$(IMAGE_TAG),--oci-layout $(IMAGE_OUT)/oci/slipway-$$name --tag $(IMAGE_TAG)) $(IMAGE_FLAGS); \
 	done
+
+.PHONY: ui
+ui: $(UI_INDEX) ## Build the manager's web UI (web/) into internal/manager/ui/dist, when its sources changed
+
+$(WEB_NPM_STAMP): web/package-lock.json web/package.json
+	cd web && $(NPM) ci --no-audit --no-fund
+	@touch $@
+
+$(UI_INDEX): $(WEB_NPM_STAMP) $(WEB_SOURCES)
+	cd web && $(NPM) run build
 
 .PHONY: clean
 clean: ## Remove build output and local dev state

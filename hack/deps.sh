@@ -15,6 +15,8 @@ set -euo pipefail
 # /usr/bin, /usr/sbin; or a path glob), and what needs it. A new dependency is one more line.
 # setpriv starts etcd and kube-apiserver with a parent-death signal (internal/controlplane).
 # ca-certificates: the CA bundle make image puts into the images (hack/image --ca-bundle).
+# nodejs, npm: build and test the manager's web UI (web/; make ui, run by test, dev and build).
+# chromium: the browser the web UI's tests drive headless (internal/manager/ui/browsertest).
 # SLIPWAY_DEPS_PACKAGES replaces the list (the script's own tests use it).
 PACKAGES=${SLIPWAY_DEPS_PACKAGES:-'
 git              git                 test dev ci
@@ -23,6 +25,9 @@ util-linux       setpriv             test dev ci
 docker-registry  docker-registry     test ci
 postgresql       /usr/lib/postgresql/*/bin/initdb test ci
 ca-certificates  /etc/ssl/certs/ca-certificates.crt test ci
+nodejs           node                test dev ci
+npm              npm                 test dev ci
+chromium         chromium            test dev ci
 '}
 
 usage() {

@@ -1,0 +1,31 @@
+// Every page has its own URL, and every filter lives in the URL's query (useFilters), so any
+// view is a deep link. A feature adds its page here: one line per route.
+import type { RouteObject } from 'react-router';
+import { LoginPage } from '../features/auth/LoginPage';
+import { Layout } from './Layout';
+import { NotFound } from './NotFound';
+import { Pending } from './Pending';
+
+export const routes: RouteObject[] = [
+  { path: '/login', element: <LoginPage /> },
+  {
+    element: <Layout />,
+    children: [
+      { index: true, element: <Pending title="Fleet" /> },
+      { path: 'fleet', element: <Pending title="Fleet" /> },
+      // features/deployments, features/newdeployment, features/approvals
+      { path: 'deployments', element: <Pending title="Deployments" /> },
+      { path: 'deployments/new', element: <Pending title="New deployment" /> },
+      { path: 'deployments/:id', element: <Pending title="Deployment" /> },
+      { path: 'approvals', element: <Pending title="Approvals" /> },
+      { path: 'operators', element: <Pending title="Operators" /> },
+      { path: 'operators/:name', element: <Pending title="Operator" /> },
+      { path: 'crds', element: <Pending title="CRDs" /> },
+      { path: 'crds/:name', element: <Pending title="CRD" /> },
+      { path: 'clusters', element: <Pending title="Clusters" /> },
+      { path: 'clusters/:name', element: <Pending title="Cluster" /> },
+      { path: 'audit', element: <Pending title="Audit" /> },
+      { path: '*', element: <NotFound /> },
+    ],
+  },
+];
