@@ -30,6 +30,7 @@ type Executor interface {
 	CRDHistoryExecutor
 	OperatorLifecycleExecutor
 	OperatorConfigExecutor
+	LoginTicketExecutor
 
 	ClusterCreate(ctx context.Context, p *ClusterCreateParams) (*Cluster, error)
 	ClusterGetByName(ctx context.Context, name string) (*Cluster, error)

@@ -54,6 +54,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Lifecycle", lifecycleCases},
 		{"Notification", notificationCases},
 		{"OperatorConfig", operatorConfigCases},
+		{"LoginTicket", loginTicketCases},
 	}
 	t.Run("Engine", func(t *testing.T) {
 		t.Parallel()
