@@ -60,6 +60,9 @@ type GlobalOptions struct {
 // DefaultTimeout is --timeout's default (flux's).
 const DefaultTimeout = 5 * time.Minute
 
+// EnvContext names the variable that picks the context when --context is not given.
+const EnvContext = "SLIPWAY_CONTEXT"
+
 // EnvToken names the variable whose token replaces the context's (for CI).
 const EnvToken = "SLIPWAY_TOKEN"
 
@@ -107,8 +110,9 @@ func (c Connection) Client() (*client.Client, error) {
 // ErrNotSignedIn is the connection error when no context is chosen and no --server given.
 var ErrNotSignedIn = errors.New("not signed in to a manager: run slipway login SERVER (or pass --server with SLIPWAY_TOKEN set)")
 
-// Connection resolves the manager to talk to: the --context (or else the current) context, its
-// server replaced by --server and its token by $SLIPWAY_TOKEN when those are given.
+// Connection resolves the manager to talk to: the --context (else $SLIPWAY_CONTEXT, else the
+// current) context, its server replaced by --server and its token by $SLIPWAY_TOKEN when those
+// are given.
 func (f *Factory) Connection() (Connection, error) {
 	cfg, err := f.Config()
 	if err != nil {
@@ -116,13 +120,17 @@ func (f *Factory) Connection() (Connection, error) {
 	}
 	name := f.Global.Context
 	if name == "" {
+		name = f.Getenv(EnvContext)
+	}
+	explicit := name != ""
+	if name == "" {
 		name = cfg.CurrentContext
 	}
 	var conn Connection
 	if name != "" {
 		ctx, ok := cfg.Context(name)
 		if !ok {
-			if f.Global.Context != "" {
+			if explicit {
 				return Connection{}, cfg.Use(name) // the error naming the contexts there are
 			}
 			return Connection{}, fmt.Errorf("the current context %q is not in %s: pick one with slipway context NAME", name, cfg.File())

@@ -94,8 +94,20 @@ Sign in first: slipway login https://manager.example.com --token TOKEN`,
 
 	cmd.AddGroup(&cobra.Group{ID: groupManager, Title: "Manager commands:"},
 		&cobra.Group{ID: groupSetup, Title: "Setup commands:"})
+	// The deployment command is kept in a variable: `deployment watch` is added to it here.
+	deployment := NewCmdDeployment(f)
 	cmd.AddCommand(
+		NewCmdLogin(f, nil),
+		NewCmdContext(f, nil),
+		NewCmdWhoAmI(f, nil),
 		NewCmdVersion(f, nil),
+		NewCmdCluster(f),
+		NewCmdOperator(f),
+		NewCmdCRD(f),
+		NewCmdDeploy(f, nil),
+		deployment,
+		NewCmdApproval(f),
+		NewCmdAudit(f, nil),
 	)
 	cmd.SetHelpCommandGroupID(groupSetup)
 	cmd.SetCompletionCommandGroupID(groupSetup)

@@ -67,6 +67,17 @@ func New(o Options) (*Client, error) {
 	return &Client{base: base, token: o.Token, ua: ua, http: &http.Client{Transport: rt}}, nil
 }
 
+// HTTPClient is a plain HTTP client with o's TLS settings (CAFile, Insecure), for other
+// servers the CLI talks to on the manager's behalf (its OIDC issuer).
+func HTTPClient(o Options) (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	var err error
+	if tr.TLSClientConfig, err = tlsConfig(o.CAFile, o.Insecure); err != nil {
+		return nil, err
+	}
+	return &http.Client{Transport: tr, Timeout: time.Minute}, nil
+}
+
 // ParseServer checks a manager URL: http or https with a host, no query; a trailing slash is
 // dropped.
 func ParseServer(s string) (*url.URL, error) {
