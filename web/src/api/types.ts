@@ -21,7 +21,7 @@ export type GetQuery<P extends keyof Paths> = Paths[P] extends { get: { paramete
   ? NonNullable<Q>
   : never;
 /** One item of an array type. */
-export type Item<A> = A extends readonly (infer T)[] | undefined ? T : never;
+export type Item<A> = NonNullable<A> extends readonly (infer T)[] ? T : never;
 
 export type Whoami = GetResult<'/api/v1/whoami'>;
 export type Fleet = GetResult<'/api/v1/fleet'>;

@@ -2,6 +2,7 @@
 // view is a deep link. A feature adds its page here: one line per route.
 import type { RouteObject } from 'react-router';
 import { LoginPage } from '../features/auth/LoginPage';
+import { FleetPage } from '../features/fleet/FleetPage';
 import { Layout } from './Layout';
 import { NotFound } from './NotFound';
 import { Pending } from './Pending';
@@ -11,8 +12,8 @@ export const routes: RouteObject[] = [
   {
     element: <Layout />,
     children: [
-      { index: true, element: <Pending title="Fleet" /> },
-      { path: 'fleet', element: <Pending title="Fleet" /> },
+      { index: true, element: <FleetPage /> },
+      { path: 'fleet', element: <FleetPage /> },
       // features/deployments, features/newdeployment, features/approvals
       { path: 'deployments', element: <Pending title="Deployments" /> },
       { path: 'deployments/new', element: <Pending title="New deployment" /> },
