@@ -236,6 +236,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/crds/{name}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The changes between the CRD revisions two versions ship, each marked breaking or not by the checker validate uses
+         * @description Roles: Admin, Operator, Viewer, EnvironmentOwner.
+         */
+        get: operations["getCrdsNameDiff"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/crds/{name}/revisions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The stored definition of the CRD revision a version ships (an operator version, or a posted revision's label)
+         * @description Roles: Admin, Operator, Viewer, EnvironmentOwner.
+         */
+        get: operations["getCrdsNameRevisionsVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/crds/{name}/validate": {
         parameters: {
             query?: never;
@@ -418,6 +458,26 @@ export interface paths {
          * @description Roles: Operator, Admin.
          */
         post: operations["postDeploymentsIdSwitch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fleet": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every operator on every cluster in one answer: the version each runs, its drift from the operator's latest and its last health check (a cell only where the operator runs)
+         * @description Roles: Admin, Operator, Viewer, EnvironmentOwner.
+         */
+        get: operations["getFleet"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -642,6 +702,60 @@ export interface paths {
          * @description Roles: Operator, Admin.
          */
         post: operations["postOperatorsNameRefresh"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Exchange a one-time sign-in ticket (manager login-link) for a session token; a used, expired or forged ticket is 401; 404 when the manager has no HS256 secret; limited per client address */
+        post: operations["postSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/ui/config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** How the web UI signs in: the OIDC issuer, client id and scopes (absent without them), and whether sign-in links are exchanged */
+        get: operations["getUiConfig"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/whoami": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller: subject, roles and the environments it owns
+         * @description Roles: Admin, Operator, Viewer, EnvironmentOwner.
+         */
+        get: operations["getWhoami"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2266,6 +2380,230 @@ export interface operations {
             };
         };
     };
+    getCrdsNameDiff: {
+        parameters: {
+            query?: {
+                /** @description the version to compare from (required) */
+                from?: string;
+                /** @description the version to compare to (required) */
+                to?: string;
+                /** @description the operator whose version is meant, when several ship the CRD */
+                operator?: string;
+            };
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        breaking?: boolean;
+                        changes?: {
+                            breaking?: boolean;
+                            kind?: string;
+                            message?: string;
+                            path?: string;
+                            version?: string;
+                        }[];
+                        crd?: string;
+                        from?: {
+                            /** Format: date-time */
+                            createdAt?: string;
+                            /** @description sha256 of the definition; "dropped" in a validation report's to when the version no longer ships the CRD */
+                            digest?: string;
+                            dropped?: boolean;
+                            migrationNote?: {
+                                text?: string;
+                                url?: string;
+                            } | null;
+                            operator?: string;
+                            /** @description the operator version that first shipped it, or the label it was posted with */
+                            version?: string;
+                            versions?: string[];
+                        };
+                        identical?: boolean;
+                        to?: {
+                            /** Format: date-time */
+                            createdAt?: string;
+                            /** @description sha256 of the definition; "dropped" in a validation report's to when the version no longer ships the CRD */
+                            digest?: string;
+                            dropped?: boolean;
+                            migrationNote?: {
+                                text?: string;
+                                url?: string;
+                            } | null;
+                            operator?: string;
+                            /** @description the operator version that first shipped it, or the label it was posted with */
+                            version?: string;
+                            versions?: string[];
+                        };
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getCrdsNameRevisionsVersion: {
+        parameters: {
+            query?: {
+                /** @description the operator whose version is meant, when several ship the CRD */
+                operator?: string;
+            };
+            header?: never;
+            path: {
+                name: string;
+                version: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        crd?: string;
+                        /** @description the CustomResourceDefinition as stored (a JSON object) */
+                        definition?: unknown;
+                        /** @description the revision; its version is the one asked for */
+                        revision?: {
+                            /** Format: date-time */
+                            createdAt?: string;
+                            /** @description sha256 of the definition; "dropped" in a validation report's to when the version no longer ships the CRD */
+                            digest?: string;
+                            dropped?: boolean;
+                            migrationNote?: {
+                                text?: string;
+                                url?: string;
+                            } | null;
+                            operator?: string;
+                            /** @description the operator version that first shipped it, or the label it was posted with */
+                            version?: string;
+                            versions?: string[];
+                        };
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     postCrdsNameValidate: {
         parameters: {
             query?: never;
@@ -2484,6 +2822,8 @@ export interface operations {
                                 status?: string;
                                 /** Format: date-time */
                                 updatedAt?: string;
+                                /** @description why the cluster waits ("evaluation period, 3 m 10 s left", "approval by an Admin"); absent when it does not */
+                                waiting?: string;
                             }[];
                             /** @description the strategy's config (canaryConfig, blueGreenConfig, rollingConfig or directConfig) as the request gave it */
                             config?: unknown;
@@ -2506,6 +2846,11 @@ export interface operations {
                             rollbackReason?: string;
                             rollbackRequested?: boolean;
                             stage?: number;
+                            /**
+                             * Format: date-time
+                             * @description when the current stage's hold (evaluation or validation period) began
+                             */
+                            stageStartedAt?: string | null;
                             /** Format: date-time */
                             startedAt?: string | null;
                             /** @description Queued, WaitingApproval, Planning, Deploying, Validating, Completed, RollingBack, RolledBack, Failed or Cancelled */
@@ -2522,6 +2867,20 @@ export interface operations {
                             /** @description the request's Helm values per environment */
                             valuesByEnvironment?: unknown;
                             version?: string;
+                            /** @description what the deployment waits for; absent when nothing holds it */
+                            waiting?: {
+                                /** @description for people: "evaluation period, 3 m 10 s left", "approval by an Admin", "paused by alice" */
+                                message?: string;
+                                /** @enum {string} */
+                                reason?: "evaluationPeriod" | "pauseBetweenClusters" | "approval" | "paused" | "switch" | "queued";
+                                /** @description the role an approval needs (Admin, EnvironmentOwner:Production) */
+                                role?: string;
+                                /**
+                                 * Format: date-time
+                                 * @description when the wait ends (a hold or pause); for an approval, when it expires
+                                 */
+                                until?: string | null;
+                            } | null;
                         }[];
                     };
                 };
@@ -2740,6 +3099,8 @@ export interface operations {
                             status?: string;
                             /** Format: date-time */
                             updatedAt?: string;
+                            /** @description why the cluster waits ("evaluation period, 3 m 10 s left", "approval by an Admin"); absent when it does not */
+                            waiting?: string;
                         }[];
                         /** @description the strategy's config (canaryConfig, blueGreenConfig, rollingConfig or directConfig) as the request gave it */
                         config?: unknown;
@@ -2762,6 +3123,11 @@ export interface operations {
                         rollbackReason?: string;
                         rollbackRequested?: boolean;
                         stage?: number;
+                        /**
+                         * Format: date-time
+                         * @description when the current stage's hold (evaluation or validation period) began
+                         */
+                        stageStartedAt?: string | null;
                         /** Format: date-time */
                         startedAt?: string | null;
                         /** @description Queued, WaitingApproval, Planning, Deploying, Validating, Completed, RollingBack, RolledBack, Failed or Cancelled */
@@ -2778,6 +3144,20 @@ export interface operations {
                         /** @description the request's Helm values per environment */
                         valuesByEnvironment?: unknown;
                         version?: string;
+                        /** @description what the deployment waits for; absent when nothing holds it */
+                        waiting?: {
+                            /** @description for people: "evaluation period, 3 m 10 s left", "approval by an Admin", "paused by alice" */
+                            message?: string;
+                            /** @enum {string} */
+                            reason?: "evaluationPeriod" | "pauseBetweenClusters" | "approval" | "paused" | "switch" | "queued";
+                            /** @description the role an approval needs (Admin, EnvironmentOwner:Production) */
+                            role?: string;
+                            /**
+                             * Format: date-time
+                             * @description when the wait ends (a hold or pause); for an approval, when it expires
+                             */
+                            until?: string | null;
+                        } | null;
                     };
                 };
             };
@@ -2893,6 +3273,8 @@ export interface operations {
                             status?: string;
                             /** Format: date-time */
                             updatedAt?: string;
+                            /** @description why the cluster waits ("evaluation period, 3 m 10 s left", "approval by an Admin"); absent when it does not */
+                            waiting?: string;
                         }[];
                         /** @description the strategy's config (canaryConfig, blueGreenConfig, rollingConfig or directConfig) as the request gave it */
                         config?: unknown;
@@ -2915,6 +3297,11 @@ export interface operations {
                         rollbackReason?: string;
                         rollbackRequested?: boolean;
                         stage?: number;
+                        /**
+                         * Format: date-time
+                         * @description when the current stage's hold (evaluation or validation period) began
+                         */
+                        stageStartedAt?: string | null;
                         /** Format: date-time */
                         startedAt?: string | null;
                         /** @description Queued, WaitingApproval, Planning, Deploying, Validating, Completed, RollingBack, RolledBack, Failed or Cancelled */
@@ -2931,6 +3318,20 @@ export interface operations {
                         /** @description the request's Helm values per environment */
                         valuesByEnvironment?: unknown;
                         version?: string;
+                        /** @description what the deployment waits for; absent when nothing holds it */
+                        waiting?: {
+                            /** @description for people: "evaluation period, 3 m 10 s left", "approval by an Admin", "paused by alice" */
+                            message?: string;
+                            /** @enum {string} */
+                            reason?: "evaluationPeriod" | "pauseBetweenClusters" | "approval" | "paused" | "switch" | "queued";
+                            /** @description the role an approval needs (Admin, EnvironmentOwner:Production) */
+                            role?: string;
+                            /**
+                             * Format: date-time
+                             * @description when the wait ends (a hold or pause); for an approval, when it expires
+                             */
+                            until?: string | null;
+                        } | null;
                     };
                 };
             };
@@ -3019,6 +3420,8 @@ export interface operations {
                             status?: string;
                             /** Format: date-time */
                             updatedAt?: string;
+                            /** @description why the cluster waits ("evaluation period, 3 m 10 s left", "approval by an Admin"); absent when it does not */
+                            waiting?: string;
                         }[];
                         /** @description the strategy's config (canaryConfig, blueGreenConfig, rollingConfig or directConfig) as the request gave it */
                         config?: unknown;
@@ -3041,6 +3444,11 @@ export interface operations {
                         rollbackReason?: string;
                         rollbackRequested?: boolean;
                         stage?: number;
+                        /**
+                         * Format: date-time
+                         * @description when the current stage's hold (evaluation or validation period) began
+                         */
+                        stageStartedAt?: string | null;
                         /** Format: date-time */
                         startedAt?: string | null;
                         /** @description Queued, WaitingApproval, Planning, Deploying, Validating, Completed, RollingBack, RolledBack, Failed or Cancelled */
@@ -3057,6 +3465,20 @@ export interface operations {
                         /** @description the request's Helm values per environment */
                         valuesByEnvironment?: unknown;
                         version?: string;
+                        /** @description what the deployment waits for; absent when nothing holds it */
+                        waiting?: {
+                            /** @description for people: "evaluation period, 3 m 10 s left", "approval by an Admin", "paused by alice" */
+                            message?: string;
+                            /** @enum {string} */
+                            reason?: "evaluationPeriod" | "pauseBetweenClusters" | "approval" | "paused" | "switch" | "queued";
+                            /** @description the role an approval needs (Admin, EnvironmentOwner:Production) */
+                            role?: string;
+                            /**
+                             * Format: date-time
+                             * @description when the wait ends (a hold or pause); for an approval, when it expires
+                             */
+                            until?: string | null;
+                        } | null;
                     };
                 };
             };
@@ -3257,6 +3679,8 @@ export interface operations {
                             status?: string;
                             /** Format: date-time */
                             updatedAt?: string;
+                            /** @description why the cluster waits ("evaluation period, 3 m 10 s left", "approval by an Admin"); absent when it does not */
+                            waiting?: string;
                         }[];
                         /** @description the strategy's config (canaryConfig, blueGreenConfig, rollingConfig or directConfig) as the request gave it */
                         config?: unknown;
@@ -3279,6 +3703,11 @@ export interface operations {
                         rollbackReason?: string;
                         rollbackRequested?: boolean;
                         stage?: number;
+                        /**
+                         * Format: date-time
+                         * @description when the current stage's hold (evaluation or validation period) began
+                         */
+                        stageStartedAt?: string | null;
                         /** Format: date-time */
                         startedAt?: string | null;
                         /** @description Queued, WaitingApproval, Planning, Deploying, Validating, Completed, RollingBack, RolledBack, Failed or Cancelled */
@@ -3295,6 +3724,20 @@ export interface operations {
                         /** @description the request's Helm values per environment */
                         valuesByEnvironment?: unknown;
                         version?: string;
+                        /** @description what the deployment waits for; absent when nothing holds it */
+                        waiting?: {
+                            /** @description for people: "evaluation period, 3 m 10 s left", "approval by an Admin", "paused by alice" */
+                            message?: string;
+                            /** @enum {string} */
+                            reason?: "evaluationPeriod" | "pauseBetweenClusters" | "approval" | "paused" | "switch" | "queued";
+                            /** @description the role an approval needs (Admin, EnvironmentOwner:Production) */
+                            role?: string;
+                            /**
+                             * Format: date-time
+                             * @description when the wait ends (a hold or pause); for an approval, when it expires
+                             */
+                            until?: string | null;
+                        } | null;
                     };
                 };
             };
@@ -3419,6 +3862,8 @@ export interface operations {
                             status?: string;
                             /** Format: date-time */
                             updatedAt?: string;
+                            /** @description why the cluster waits ("evaluation period, 3 m 10 s left", "approval by an Admin"); absent when it does not */
+                            waiting?: string;
                         }[];
                         /** @description the strategy's config (canaryConfig, blueGreenConfig, rollingConfig or directConfig) as the request gave it */
                         config?: unknown;
@@ -3441,6 +3886,11 @@ export interface operations {
                         rollbackReason?: string;
                         rollbackRequested?: boolean;
                         stage?: number;
+                        /**
+                         * Format: date-time
+                         * @description when the current stage's hold (evaluation or validation period) began
+                         */
+                        stageStartedAt?: string | null;
                         /** Format: date-time */
                         startedAt?: string | null;
                         /** @description Queued, WaitingApproval, Planning, Deploying, Validating, Completed, RollingBack, RolledBack, Failed or Cancelled */
@@ -3457,6 +3907,20 @@ export interface operations {
                         /** @description the request's Helm values per environment */
                         valuesByEnvironment?: unknown;
                         version?: string;
+                        /** @description what the deployment waits for; absent when nothing holds it */
+                        waiting?: {
+                            /** @description for people: "evaluation period, 3 m 10 s left", "approval by an Admin", "paused by alice" */
+                            message?: string;
+                            /** @enum {string} */
+                            reason?: "evaluationPeriod" | "pauseBetweenClusters" | "approval" | "paused" | "switch" | "queued";
+                            /** @description the role an approval needs (Admin, EnvironmentOwner:Production) */
+                            role?: string;
+                            /**
+                             * Format: date-time
+                             * @description when the wait ends (a hold or pause); for an approval, when it expires
+                             */
+                            until?: string | null;
+                        } | null;
                     };
                 };
             };
@@ -3560,6 +4024,8 @@ export interface operations {
                             status?: string;
                             /** Format: date-time */
                             updatedAt?: string;
+                            /** @description why the cluster waits ("evaluation period, 3 m 10 s left", "approval by an Admin"); absent when it does not */
+                            waiting?: string;
                         }[];
                         /** @description the strategy's config (canaryConfig, blueGreenConfig, rollingConfig or directConfig) as the request gave it */
                         config?: unknown;
@@ -3582,6 +4048,11 @@ export interface operations {
                         rollbackReason?: string;
                         rollbackRequested?: boolean;
                         stage?: number;
+                        /**
+                         * Format: date-time
+                         * @description when the current stage's hold (evaluation or validation period) began
+                         */
+                        stageStartedAt?: string | null;
                         /** Format: date-time */
                         startedAt?: string | null;
                         /** @description Queued, WaitingApproval, Planning, Deploying, Validating, Completed, RollingBack, RolledBack, Failed or Cancelled */
@@ -3598,6 +4069,20 @@ export interface operations {
                         /** @description the request's Helm values per environment */
                         valuesByEnvironment?: unknown;
                         version?: string;
+                        /** @description what the deployment waits for; absent when nothing holds it */
+                        waiting?: {
+                            /** @description for people: "evaluation period, 3 m 10 s left", "approval by an Admin", "paused by alice" */
+                            message?: string;
+                            /** @enum {string} */
+                            reason?: "evaluationPeriod" | "pauseBetweenClusters" | "approval" | "paused" | "switch" | "queued";
+                            /** @description the role an approval needs (Admin, EnvironmentOwner:Production) */
+                            role?: string;
+                            /**
+                             * Format: date-time
+                             * @description when the wait ends (a hold or pause); for an approval, when it expires
+                             */
+                            until?: string | null;
+                        } | null;
                     };
                 };
             };
@@ -3814,6 +4299,8 @@ export interface operations {
                             status?: string;
                             /** Format: date-time */
                             updatedAt?: string;
+                            /** @description why the cluster waits ("evaluation period, 3 m 10 s left", "approval by an Admin"); absent when it does not */
+                            waiting?: string;
                         }[];
                         /** @description the strategy's config (canaryConfig, blueGreenConfig, rollingConfig or directConfig) as the request gave it */
                         config?: unknown;
@@ -3836,6 +4323,11 @@ export interface operations {
                         rollbackReason?: string;
                         rollbackRequested?: boolean;
                         stage?: number;
+                        /**
+                         * Format: date-time
+                         * @description when the current stage's hold (evaluation or validation period) began
+                         */
+                        stageStartedAt?: string | null;
                         /** Format: date-time */
                         startedAt?: string | null;
                         /** @description Queued, WaitingApproval, Planning, Deploying, Validating, Completed, RollingBack, RolledBack, Failed or Cancelled */
@@ -3852,6 +4344,20 @@ export interface operations {
                         /** @description the request's Helm values per environment */
                         valuesByEnvironment?: unknown;
                         version?: string;
+                        /** @description what the deployment waits for; absent when nothing holds it */
+                        waiting?: {
+                            /** @description for people: "evaluation period, 3 m 10 s left", "approval by an Admin", "paused by alice" */
+                            message?: string;
+                            /** @enum {string} */
+                            reason?: "evaluationPeriod" | "pauseBetweenClusters" | "approval" | "paused" | "switch" | "queued";
+                            /** @description the role an approval needs (Admin, EnvironmentOwner:Production) */
+                            role?: string;
+                            /**
+                             * Format: date-time
+                             * @description when the wait ends (a hold or pause); for an approval, when it expires
+                             */
+                            until?: string | null;
+                        } | null;
                     };
                 };
             };
@@ -3884,6 +4390,117 @@ export interface operations {
             };
             /** @description Conflict */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getFleet: {
+        parameters: {
+            query?: {
+                /** @description only the clusters of this environment */
+                environment?: "Dev" | "Staging" | "Production";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        cells?: {
+                            /** Format: date-time */
+                            checkedAt?: string | null;
+                            cluster?: string;
+                            /** @description the deployment that put this version here */
+                            deploymentId?: string;
+                            /**
+                             * @description behind: an older version than the operator's latest runs here
+                             * @enum {string}
+                             */
+                            drift?: "current" | "behind";
+                            environment?: string;
+                            /**
+                             * @description the operator's last health check here; Unknown before the first
+                             * @enum {string}
+                             */
+                            health?: "Healthy" | "Degraded" | "Unhealthy" | "Unknown";
+                            /** @description what is not healthy (the parts of the check that failed) */
+                            healthReason?: string;
+                            helmRevision?: number;
+                            latestVersion?: string;
+                            operator?: string;
+                            version?: string;
+                        }[];
+                        clusters?: {
+                            environment?: string;
+                            /** @description the cluster's own health: Unknown, Healthy or Unhealthy */
+                            health?: string;
+                            healthReason?: string;
+                            kubernetesVersion?: string;
+                            /** Format: date-time */
+                            lastChecked?: string | null;
+                            name?: string;
+                        }[];
+                        operators?: {
+                            /** @description the newest version that can be deployed */
+                            latestVersion?: string;
+                            name?: string;
+                            namespace?: string;
+                            /** @description the versions that can be deployed, newest first */
+                            versions?: string[];
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5686,6 +6303,220 @@ export interface operations {
             };
             /** @description Unsupported Media Type */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the ticket of a sign-in link (the part after #ticket=) */
+                    ticket?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        expiresAt?: string;
+                        roles?: string[];
+                        subject?: string;
+                        /** @description a Bearer token (HS256) for the API */
+                        token?: string;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getUiConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description absent when no OIDC issuer and client id are configured for the UI */
+                        oidc?: {
+                            clientId?: string;
+                            issuer?: string;
+                            scopes?: string[];
+                        } | null;
+                        sessionExchange?: boolean;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWhoami: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the environments the caller is EnvironmentOwner of */
+                        environments?: string[];
+                        /** @description Admin, Operator, Viewer, EnvironmentOwner */
+                        roles?: string[];
+                        subject?: string;
+                    };
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

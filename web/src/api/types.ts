@@ -1,8 +1,7 @@
 // Types of the manager's API, all derived from the generated schema (no hand-written DTOs).
 import type { paths } from './schema';
-import type { pendingPaths } from './pending';
 
-export type Paths = paths & pendingPaths;
+export type Paths = paths;
 
 type Ok<R> = R extends { 200: { content: { 'application/json': infer T } } }
   ? T

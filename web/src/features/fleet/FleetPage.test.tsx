@@ -98,6 +98,12 @@ describe('Fleet', () => {
     expect(reveal(1000, 700, 80, 900, 56)).toBe(820);
   });
 
+  it('refuses an unknown environment in the URL with a clear message', async () => {
+    mockApi({ 'GET /api/v1/whoami': WHOAMI.Viewer, 'GET /api/v1/fleet': smallFleet });
+    renderApp('/fleet?environment=Prod');
+    expect(await screen.findByTestId('error')).toHaveTextContent('Unknown environment “Prod”: choose Dev, Staging or Production.');
+  });
+
   it('says when the fleet cannot be read', async () => {
     mockApi({ 'GET /api/v1/whoami': WHOAMI.Viewer, 'GET /api/v1/fleet': () => new Response(JSON.stringify({ message: 'store unavailable' }), { status: 503 }) });
     renderApp('/');

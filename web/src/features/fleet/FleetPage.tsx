@@ -4,14 +4,15 @@ import { ErrorNotice, Loading } from '../../components/States';
 import { useFilters } from '../../lib/useFilters';
 import { FleetGrid } from './FleetGrid';
 import { ENVIRONMENTS, HEALTHS, buildFleet } from './model';
-import { useFleet } from './useFleet';
+import { isEnvironment, useFleet } from './useFleet';
 
 const KEYS = ['environment', 'operator', 'health', 'drift'] as const;
 
 /** / and /fleet?environment=&operator=&health=&drift=: every operator on every cluster. */
 export function FleetPage() {
   const [f, setF] = useFilters(KEYS);
-  const q = useFleet(f.environment);
+  const badEnv = f.environment !== '' && !isEnvironment(f.environment);
+  const q = useFleet(isEnvironment(f.environment) ? f.environment : '');
   const model = useMemo(() => buildFleet(q.data, f), [q.data, f]);
   const ids = { env: useId(), op: useId(), health: useId(), drift: useId() };
   const filtered = f.environment || f.operator || f.health || f.drift;
@@ -55,7 +56,11 @@ export function FleetPage() {
           </Link>
         )}
       </form>
-      {q.error ? (
+      {badEnv ? (
+        <p className="notice error" role="alert" data-testid="error">
+          Unknown environment “{f.environment}”: choose Dev, Staging or Production.
+        </p>
+      ) : q.error ? (
         <ErrorNotice error={q.error} what="the fleet" />
       ) : q.isLoading ? (
         <Loading what="the fleet" />

@@ -4,6 +4,7 @@ import type { Fleet, FleetCell, FleetCluster, FleetOperator } from '../../api/ty
 
 export const HEALTHS = ['Healthy', 'Degraded', 'Unhealthy', 'Unknown'] as const;
 export const ENVIRONMENTS = ['Dev', 'Staging', 'Production'] as const;
+export type Environment = (typeof ENVIRONMENTS)[number];
 
 export interface FleetFilters {
   environment: string;
