@@ -3,6 +3,8 @@
 import type { RouteObject } from 'react-router';
 import { LoginPage } from '../features/auth/LoginPage';
 import { FleetPage } from '../features/fleet/FleetPage';
+import { OperatorPage } from '../features/operators/OperatorPage';
+import { OperatorsPage } from '../features/operators/OperatorsPage';
 import { Layout } from './Layout';
 import { NotFound } from './NotFound';
 import { Pending } from './Pending';
@@ -19,8 +21,8 @@ export const routes: RouteObject[] = [
       { path: 'deployments/new', element: <Pending title="New deployment" /> },
       { path: 'deployments/:id', element: <Pending title="Deployment" /> },
       { path: 'approvals', element: <Pending title="Approvals" /> },
-      { path: 'operators', element: <Pending title="Operators" /> },
-      { path: 'operators/:name', element: <Pending title="Operator" /> },
+      { path: 'operators', element: <OperatorsPage /> },
+      { path: 'operators/:name', element: <OperatorPage /> },
       { path: 'crds', element: <Pending title="CRDs" /> },
       { path: 'crds/:name', element: <Pending title="CRD" /> },
       { path: 'clusters', element: <Pending title="Clusters" /> },
