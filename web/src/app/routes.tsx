@@ -2,6 +2,8 @@
 // view is a deep link. A feature adds its page here: one line per route.
 import type { RouteObject } from 'react-router';
 import { LoginPage } from '../features/auth/LoginPage';
+import { ClusterPage } from '../features/clusters/ClusterPage';
+import { ClustersPage } from '../features/clusters/ClustersPage';
 import { FleetPage } from '../features/fleet/FleetPage';
 import { OperatorPage } from '../features/operators/OperatorPage';
 import { OperatorsPage } from '../features/operators/OperatorsPage';
@@ -25,8 +27,8 @@ export const routes: RouteObject[] = [
       { path: 'operators/:name', element: <OperatorPage /> },
       { path: 'crds', element: <Pending title="CRDs" /> },
       { path: 'crds/:name', element: <Pending title="CRD" /> },
-      { path: 'clusters', element: <Pending title="Clusters" /> },
-      { path: 'clusters/:name', element: <Pending title="Cluster" /> },
+      { path: 'clusters', element: <ClustersPage /> },
+      { path: 'clusters/:name', element: <ClusterPage /> },
       { path: 'audit', element: <Pending title="Audit" /> },
       { path: '*', element: <NotFound /> },
     ],
