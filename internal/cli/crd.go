@@ -159,10 +159,10 @@ func noteText(n *server.MigrationNote) string {
 	if n == nil {
 		return ""
 	}
-	return strings.TrimSpace(strings.Join([]string{firstLine(n.Text), n.URL}, " "))
+	return strings.TrimSpace(strings.Join([]string{noteHead(n.Text), n.URL}, " "))
 }
 
-func firstLine(s string) string {
+func noteHead(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
 }

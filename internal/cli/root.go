@@ -9,6 +9,7 @@ import (
 	"errors"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -34,8 +35,11 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 	cmd, err := root.ExecuteContextC(ctx)
 	if err != nil {
 		var flagErr *FlagError
-		if errors.As(err, &flagErr) && flagErr.Command == "" && cmd != nil {
+		switch {
+		case errors.As(err, &flagErr) && flagErr.Command == "" && cmd != nil:
 			flagErr.Command = cmd.CommandPath()
+		case !errors.As(err, &flagErr) && cmd != nil && isCobraUsageError(err):
+			err = &FlagError{Err: err, Command: cmd.CommandPath()}
 		}
 		if ctx.Err() != nil && ExitCode(err) == ExitError {
 			err = ErrCancelled // stopped by a signal: whatever failed failed because of it
@@ -127,6 +131,14 @@ func (f *Factory) completeContexts(*cobra.Command, []string, string) ([]cobra.Co
 		return nil, cobra.ShellCompDirectiveError
 	}
 	return cfg.Names(), cobra.ShellCompDirectiveNoFileComp
+}
+
+// isCobraUsageError tells the usage errors cobra returns without the flag error function:
+// required flags left out, flags of a group given together.
+func isCobraUsageError(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "required flag(s)") || strings.HasPrefix(msg, "if any flags in the group") ||
+		strings.HasPrefix(msg, "at least one of the flags in the group")
 }
 
 // cobraArgs wraps a cobra positional-arguments check so that its error is a usage error.

@@ -44,6 +44,8 @@ type Client struct {
 	token string
 	ua    string
 	http  *http.Client
+	// PageSize is the page size lists ask for (0: MaxPage); lists follow the continue tokens.
+	PageSize int
 }
 
 // New checks o and builds a client. It sends nothing.
@@ -275,6 +277,9 @@ func list[L any, T any](ctx context.Context, c *Client, path string, q url.Value
 	cont := ""
 	for {
 		size := MaxPage
+		if c.PageSize > 0 {
+			size = c.PageSize
+		}
 		if limit > 0 && limit-len(out) < size {
 			size = limit - len(out)
 		}
