@@ -81,8 +81,11 @@ controlplane: ## Build etcd, kube-apiserver, controller-manager, scheduler, kube
 ##@ Code generation and checks
 
 .PHONY: generate
-generate: ## Generate deepcopy code from the API types
+generate: $(WEB_NPM_STAMP) ## Generate deepcopy code from the API types
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(GO) run ./cmd/manager openapi > api/manager/openapi.json.tmp && mv api/manager/openapi.json.tmp api/manager/openapi.json
+	@# The web UI's TypeScript client types, from the OpenAPI document (web/src/api/schema.d.ts).
+	cd web && $(NPM) run --silent gen:api
 
 .PHONY: manifests
 manifests: ## Generate CRDs, RBAC and webhook configurations from markers into config/ and the chart

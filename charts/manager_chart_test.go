@@ -288,6 +288,7 @@ func TestManagerChart_RefusesWhatTheManagerWouldRefuse(t *testing.T) {
 		{"recipients without server", []string{managerBase, "mail: {recipients: \"Admin=a@example.com\"}\n"}, "mail.recipients needs mail.smtpAddress"},
 		{"SMTP user without password", []string{managerBase, "publicURL: https://m.example.com\nmail: {smtpAddress: \"s.example.com:25\", from: a@example.com, recipients: \"Admin=a@example.com\", username: u}\n"}, "needs mail.passwordSecret.name"},
 		{"Ingress without hosts", []string{managerBase, "ingress: {enabled: true}\n"}, "ingress.enabled needs ingress.hosts"},
+		{"UI OIDC without issuer", []string{managerBase, "ui: {oidcClientID: slipway-ui}\n"}, "ui.oidcClientID needs auth.oidc.issuerURL"},
 	} {
 		if _, err := renderManagerErr(t, managerNS, tc.values...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
@@ -318,11 +319,13 @@ var managerArgCases = []struct {
 		"encryption-key-file": "/etc/slipway-manager/keys/keys", "jwt-secret-file": "/etc/slipway-manager/jwt/secret",
 		"tls-cert-file": "/etc/slipway-manager/tls/tls.crt", "tls-key-file": "/etc/slipway-manager/tls/tls.key", "insecure-http": "false",
 		"log-level": "info", "log-format": "json", "shutdown-grace": "15s", "database-url": "", "oidc-issuer-url": "",
-		"operator-refresh-interval": "10m0s",
+		"operator-refresh-interval": "10m0s", "ui": "true", "ui-session-ttl": "12h0m0s", "ui-oidc-client-id": "",
 	}, map[string]string{"database-path": "/var/lib/slipway-manager/manager.db"}},
 	{"PostgreSQL, OIDC, plain HTTP", []string{managerBase, managerPG,
 		"auth: {jwtSecret: {name: \"\"}, oidc: {issuerURL: https://id.example.com/realms/x, audience: slipway}, roleClaim: realm_access.roles, leeway: 1m}\n",
-		"tls: {secretName: \"\", insecureHTTP: true}\nmetrics: {enabled: false}\n"}, map[string]string{
+		"tls: {secretName: \"\", insecureHTTP: true}\nmetrics: {enabled: false}\n",
+		"ui: {enabled: false, oidcClientID: slipway-ui, oidcScopes: \"openid email groups\", sessionTTL: 8h}\n"}, map[string]string{
+		"ui": "false", "ui-oidc-client-id": "slipway-ui", "ui-oidc-scopes": "openid email groups", "ui-session-ttl": "8h0m0s",
 		"oidc-issuer-url": "https://id.example.com/realms/x", "oidc-audience": "slipway", "role-claim": "realm_access.roles",
 		"jwt-leeway": "1m0s", "insecure-http": "true", "metrics-address": "0", "jwt-secret-file": "", "tls-cert-file": "",
 		"database-path": "slipway-manager.db", "database-url": "",

@@ -90,6 +90,9 @@ do instead. The schema checks types and enums; this checks what depends on sever
 {{- if and $v.auth.oidc.issuerURL (not $v.auth.oidc.audience) -}}
 {{- fail "auth.oidc.audience is required with auth.oidc.issuerURL" -}}
 {{- end -}}
+{{- if and $v.ui.oidcClientID (not $v.auth.oidc.issuerURL) -}}
+{{- fail "ui.oidcClientID needs auth.oidc.issuerURL: the issuer the web UI signs in at" -}}
+{{- end -}}
 {{- if eq (or $v.tls.secretName $v.tls.certManager.enabled | empty) (not $v.tls.insecureHTTP) -}}
 {{- fail "say how the API serves: tls.secretName (a kubernetes.io/tls Secret), tls.certManager.enabled, or tls.insecureHTTP behind a TLS-terminating proxy (exactly one; certManager may name its Secret with tls.secretName)" -}}
 {{- end -}}
@@ -163,6 +166,18 @@ defaults; secrets are files or environment variables, never arguments.
 {{- end }}
 {{- with $v.publicURL }}
 - {{ printf "--public-url=%s" . | quote }}
+{{- end }}
+{{- if not $v.ui.enabled }}
+- --ui=false
+{{- end }}
+{{- with $v.ui.oidcClientID }}
+- {{ printf "--ui-oidc-client-id=%s" . | quote }}
+{{- end }}
+{{- with $v.ui.oidcScopes }}
+- {{ printf "--ui-oidc-scopes=%s" . | quote }}
+{{- end }}
+{{- with $v.ui.sessionTTL }}
+- --ui-session-ttl={{ . }}
 {{- end }}
 {{- with $v.approvals.upgradeLevel }}
 - --approval-upgrade-level={{ . }}

@@ -24,6 +24,8 @@ var commands = map[string]command{
 	"token":      {"mint an HS256 token for a subject and roles", runToken},
 	"rotate-key": {"re-seal every cluster's credentials under the primary encryption key", runRotateKey},
 	"gen-key":    {"print a new encryption key line (id:base64) for the key file", runGenKey},
+	"openapi":    {"print the API's OpenAPI 3 document (what /api/v1/openapi.json serves)", runOpenAPI},
+	"login-link": {"print a one-time sign-in link for the web UI (BASE/login#ticket=…)", runLoginLink},
 }
 
 // Main runs the subcommand args[0] and returns the process exit code.

@@ -36,6 +36,7 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	o.bind(fs)
 	o.rollout.bind(fs)
 	o.notifications.bind(fs)
+	o.ui.bind(fs)
 	return fs, o
 }
 

@@ -85,6 +85,9 @@ type authOptions struct {
 	audience   string
 	roleClaim  string
 	leeway     time.Duration
+	// uiClientID is serve's --ui-oidc-client-id: the ID tokens the web UI sends carry it as their
+	// audience, so they are accepted beside --oidc-audience's (when it differs).
+	uiClientID string
 }
 
 func (o *authOptions) bind(fs *flag.FlagSet) {
@@ -132,6 +135,13 @@ func (o *authOptions) verifier(ctx context.Context) (auth.Verifier, error) {
 			return nil, err
 		}
 		vs = append(vs, v)
+		if o.uiClientID != "" && o.uiClientID != o.audience {
+			ui, err := auth.NewOIDC(ctx, o.issuer, o.uiClientID, opts)
+			if err != nil {
+				return nil, err
+			}
+			vs = append(vs, ui)
+		}
 	}
 	switch len(vs) {
 	case 0:

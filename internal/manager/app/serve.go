@@ -52,6 +52,8 @@ type serveOptions struct {
 
 	notifications notificationOptions
 
+	ui uiOptions
+
 	otlpEndpoint string
 	logLevel     string
 	logFormat    string
@@ -120,7 +122,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	uiConfig, err := o.ui.config(o.auth.issuer)
+	if err != nil {
+		return err
+	}
+	o.auth.uiClientID = o.ui.clientID
 	verifier, err := o.auth.verifier(ctx)
+	if err != nil {
+		return err
+	}
+	sessionSecret, err := o.auth.secret()
 	if err != nil {
 		return err
 	}
@@ -193,9 +204,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{MaxBodyBytes: o.maxBodyBytes, RequestTimeout: o.requestTimeout}, server.Deps{
+	srv, err := server.New(server.Config{MaxBodyBytes: o.maxBodyBytes, RequestTimeout: o.requestTimeout, UI: uiConfig,
+		SwitchMonitor: o.rollout.switchMonitor}, server.Deps{
 		Store: st, Clusters: cm, Charts: charts, Verifier: verifier, Limiter: ratelimit.New(rules, time.Now), Logger: log, Notifications: notes,
-		Rollouts: eng, Refresher: refresher,
+		Rollouts: eng, Refresher: refresher, UI: o.ui.handler(), SessionSecret: sessionSecret,
 	})
 	if err != nil {
 		return err

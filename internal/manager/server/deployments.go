@@ -116,8 +116,9 @@ func (s *Server) listDeployments(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	for _, d := range list {
-		out.Items = append(out.Items, deploymentOut(d))
+	// What each waits for: one approvals read and one queue read for the page, when needed.
+	if out.Items, err = s.deploymentsOut(ctx, list); err != nil {
+		return err
 	}
 	if len(list) > 0 {
 		out.Continue = p.continueToken(len(list), list[len(list)-1].ID)
@@ -131,7 +132,11 @@ func (s *Server) getDeployment(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(r.Context(), s.log, w, http.StatusOK, deploymentOut(d))
+	out, err := s.deploymentsOut(r.Context(), []*store.Deployment{d})
+	if err != nil {
+		return err
+	}
+	writeJSON(r.Context(), s.log, w, http.StatusOK, out[0])
 	return nil
 }
 
@@ -220,7 +225,11 @@ func (s *Server) deploymentRequest(w http.ResponseWriter, r *http.Request, actio
 		return err
 	}
 	s.log.InfoContext(deploymentLogContext(ctx, d), "server: Deployment request accepted", "action", action, "status", string(d.Status))
-	writeJSON(ctx, s.log, w, http.StatusAccepted, deploymentOut(d))
+	out, err := s.deploymentsOut(ctx, []*store.Deployment{d})
+	if err != nil {
+		return err
+	}
+	writeJSON(ctx, s.log, w, http.StatusAccepted, out[0])
 	return nil
 }
 
@@ -295,6 +304,7 @@ func deploymentOut(d *store.Deployment) Deployment {
 		RollbackRequested: d.RollbackRequested, SwitchRequested: d.SwitchRequested, RollbackReason: d.RollbackReason,
 		SwitchedAt: d.SwitchedAt, BlueDeleteAt: d.BlueDeleteAt, Clusters: make([]DeploymentCluster, 0, len(d.Clusters)),
 		Paused: d.PausedAt != nil, PausedAt: d.PausedAt, PausedBy: d.PausedBy, PauseReason: d.PauseReason,
+		StageStartedAt: d.StageStartedAt,
 	}
 	if len(out.Config) == 0 {
 		out.Config = []byte("{}")

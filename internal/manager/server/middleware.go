@@ -1,11 +1,13 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
 	"regexp"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -42,8 +44,9 @@ func (w *statusWriter) Flush() {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// requestInfo carries what the inner handler learns (the caller) out to the access log line.
-type requestInfo struct{ user string }
+// requestInfo carries what the inner handler learns (the caller; "ui" for the web UI's pages)
+// out to the access log line.
+type requestInfo struct{ user, route string }
 
 type requestInfoKey struct{}
 
@@ -72,7 +75,7 @@ func (s *Server) outer(mux *http.ServeMux) http.Handler {
 			}
 			route := r.Pattern
 			if route == "" {
-				route = "unmatched"
+				route = cmp.Or(info.route, "unmatched")
 			}
 			elapsed := time.Since(start)
 			telemetry.ObserveHTTPRequest(route, r.Method, sw.status, elapsed)
@@ -84,6 +87,11 @@ func (s *Server) outer(mux *http.ServeMux) http.Handler {
 				"status", sw.status, "durationMs", float64(elapsed.Microseconds())/1000, "remote", r.RemoteAddr)
 		}()
 		if h, pattern := mux.Handler(r); pattern == "" {
+			if s.ui != nil && !isAPIPath(r.URL.Path) {
+				info.route = "ui"
+				s.ui.ServeHTTP(sw, r)
+				return
+			}
 			s.unmatched(sw, r, h)
 			return
 		}
@@ -108,6 +116,12 @@ func (s *Server) wrap(rt route) http.Handler {
 			ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 			defer cancel()
 			r = r.WithContext(ctx)
+		}
+		if rt.Public && rt.ClientLimit {
+			if err := s.limitClient(r, rt); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
 		}
 		if !rt.Public {
 			id, err := s.authenticate(r)
@@ -145,7 +159,16 @@ func (s *Server) authenticate(r *http.Request) (*auth.Identity, error) {
 	if err != nil {
 		return nil, err
 	}
+	if isLoginTicket(raw) {
+		return nil, errTicketAsBearer
+	}
 	return s.verifier.Verify(r.Context(), raw)
+}
+
+// isAPIPath reports whether p is the API's (/api, /api/…) or /health's: those paths never reach
+// the web UI, so an unknown one is a JSON 404.
+func isAPIPath(p string) bool {
+	return p == "/api" || strings.HasPrefix(p, "/api/") || p == "/health" || strings.HasPrefix(p, "/health/")
 }
 
 // unmatched answers a request no route matches in the one error shape: 405 with Allow when the

@@ -121,7 +121,14 @@ func operationID(rt route) string {
 func errorStatuses(rt route) []int {
 	codes := []int{http.StatusInternalServerError}
 	if rt.Public {
-		return append(codes, http.StatusServiceUnavailable)
+		codes = append(codes, http.StatusServiceUnavailable)
+		if rt.Request != nil {
+			codes = append(codes, http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType)
+		}
+		if rt.ClientLimit {
+			codes = append(codes, http.StatusTooManyRequests)
+		}
+		return append(codes, rt.Errors...)
 	}
 	codes = append(codes, http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests)
 	if rt.Request != nil || len(rt.Query) > 0 {
@@ -136,7 +143,7 @@ func errorStatuses(rt route) []int {
 	if rt.Conflict || (rt.Method == http.MethodPost && rt.Status == http.StatusCreated) {
 		codes = append(codes, http.StatusConflict)
 	}
-	return codes
+	return append(codes, rt.Errors...)
 }
 
 var (

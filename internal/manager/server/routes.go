@@ -37,6 +37,10 @@ type route struct {
 	// Stream: the handler may answer with a stream (Server-Sent Events) that outlives the request
 	// timeout; it applies the timeout itself to what it does not stream.
 	Stream bool
+	// ClientLimit: a public route limited per client address (Server.limitClient).
+	ClientLimit bool
+	// Errors are error answers the route gives beyond those errorStatuses derives.
+	Errors []int
 	Handle func(w http.ResponseWriter, r *http.Request) error
 }
 
@@ -202,6 +206,32 @@ func (s *Server) routes() []route {
 			}, pageParams...), Handle: s.listNotifications},
 		{Method: http.MethodGet, Pattern: "/api/v1/notifications/{id}", Roles: operatorRoles, Summary: "Get a delivery with the payload it sends",
 			Response: Notification{}, Handle: s.getNotification},
+
+		// The web UI's (issue 20): who signs in and how, one fleet grid, and CRD schema diffs.
+		{Method: http.MethodGet, Pattern: "/api/v1/whoami", Roles: anyRole, Summary: "The caller: subject, roles and the environments it owns",
+			Response: Whoami{}, Handle: s.getWhoami},
+		{Method: http.MethodGet, Pattern: "/api/v1/ui/config", Public: true,
+			Summary:  "How the web UI signs in: the OIDC issuer, client id and scopes (absent without them), and whether sign-in links are exchanged",
+			Response: UIConfigResponse{}, Handle: s.getUIConfig},
+		{Method: http.MethodPost, Pattern: "/api/v1/session", Public: true, ClientLimit: true, Action: "session.create",
+			Summary: "Exchange a one-time sign-in ticket (manager login-link) for a session token; a used, expired or forged ticket " +
+				"is 401; 404 when the manager has no HS256 secret; limited per client address",
+			Request: SessionRequest{}, Response: SessionResponse{}, Errors: []int{http.StatusUnauthorized, http.StatusNotFound},
+			Handle: s.createSession},
+		{Method: http.MethodGet, Pattern: "/api/v1/fleet", Roles: anyRole,
+			Summary: "Every operator on every cluster in one answer: the version each runs, its drift from the operator's latest " +
+				"and its last health check (a cell only where the operator runs)",
+			Response: Fleet{}, Query: []queryParam{{Name: "environment", Enum: environmentEnum, Description: "only the clusters of this environment"}},
+			Handle: s.getFleet},
+		{Method: http.MethodGet, Pattern: "/api/v1/crds/{name}/revisions/{version}", Roles: anyRole,
+			Summary:  "The stored definition of the CRD revision a version ships (an operator version, or a posted revision's label)",
+			Response: CRDRevisionDefinition{}, Query: versionQuery, Handle: s.getCRDRevision},
+		{Method: http.MethodGet, Pattern: "/api/v1/crds/{name}/diff", Roles: anyRole,
+			Summary: "The changes between the CRD revisions two versions ship, each marked breaking or not by the checker " +
+				"validate uses", Response: CRDDiff{}, Query: append([]queryParam{
+				{Name: "from", Description: "the version to compare from (required)"},
+				{Name: "to", Description: "the version to compare to (required)"},
+			}, versionQuery...), Handle: s.getCRDDiff},
 
 		{Method: http.MethodGet, Pattern: "/api/v1/audit", Roles: admins, Summary: "Query the audit log, newest first",
 			Response: AuditList{}, Query: append([]queryParam{

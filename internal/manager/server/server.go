@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -40,6 +41,11 @@ type Config struct {
 	// EventHeartbeat how long a stream may stay silent before a comment line keeps it open.
 	EventPoll      time.Duration
 	EventHeartbeat time.Duration
+	// UI is how the web UI signs in (GET /api/v1/ui/config, POST /api/v1/session).
+	UI UIConfig
+	// SwitchMonitor is the rollout engine's BlueGreen switch monitor (engine.Config.SwitchMonitor):
+	// the hold a deployment's waiting reason counts down after a switch (0: the engine's default).
+	SwitchMonitor time.Duration
 }
 
 // DefaultConfig is the shipped configuration.
@@ -78,6 +84,12 @@ type Deps struct {
 	Notifications *notifications.Service
 	// Sealer seals operators' chart source credentials; nil: the cluster manager's keyring.
 	Sealer sourceauth.Sealer
+	// UI serves the web UI (ui.New) at every GET or HEAD path outside the API (/api/…) and
+	// /health; nil: no UI, those paths are JSON 404s like any unknown path.
+	UI http.Handler
+	// SessionSecret is the HS256 secret sign-in tickets are checked with and session tokens
+	// minted with (POST /api/v1/session); nil: no session exchange.
+	SessionSecret []byte
 }
 
 // Server serves the API.
@@ -98,6 +110,11 @@ type Server struct {
 	handler  http.Handler
 	// notifications configures channels and sends test notifications (nil: 503).
 	notifications *notifications.Service
+	// ui serves the web UI outside the API (nil: none); sessionSecret mints session tokens.
+	ui            http.Handler
+	sessionSecret []byte
+	// clientLimiter limits public routes per client address (POST /api/v1/session).
+	clientLimiter *ratelimit.Limiter
 	// stopping is closed when Serve begins its graceful shutdown: event streams end then, so
 	// that their clients reconnect (to another replica, with Last-Event-ID) instead of holding
 	// the shutdown up until its grace runs out.
@@ -126,6 +143,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if cfg.EventHeartbeat <= 0 {
 		cfg.EventHeartbeat = def.EventHeartbeat
 	}
+	if cfg.UI.SessionTTL <= 0 {
+		cfg.UI.SessionTTL = DefaultSessionTTL
+	}
+	if len(cfg.UI.OIDCScopes) == 0 {
+		cfg.UI.OIDCScopes = slices.Clone(DefaultUIScopes)
+	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -141,6 +164,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s.audit = audit.NewRecorder(deps.Store, deps.Logger, deps.Now)
 	s.notifications = deps.Notifications
+	s.ui, s.sessionSecret = deps.UI, deps.SessionSecret
+	s.clientLimiter = ratelimit.New(clientRules(deps.Limiter.Rules()), deps.Now)
 	if s.sealer = deps.Sealer; s.sealer == nil {
 		if k := deps.Clusters.Keyring(); k != nil {
 			s.sealer = k

@@ -84,6 +84,12 @@ type setupOpts struct {
 	rules     map[string]ratelimit.Rule
 	plainHTTP []string
 	config    Config
+	// deps adjusts the server's services (the web UI, the session secret) before New.
+	deps func(b *bundle, d *Deps)
+}
+
+func withDeps(fn func(b *bundle, d *Deps)) func(*setupOpts) {
+	return func(o *setupOpts) { o.deps = fn }
 }
 
 func withConfig(cfg Config) func(*setupOpts) {
@@ -161,8 +167,12 @@ func setup(t *testing.T, engine string, opts ...func(*setupOpts)) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(o.config, Deps{Store: b.store, Clusters: cm, Charts: charts, Rollouts: b.rollouts, Verifier: verifier,
-		Limiter: ratelimit.New(rules, time.Now), Logger: log, Notifications: notifier})
+	deps := Deps{Store: b.store, Clusters: cm, Charts: charts, Rollouts: b.rollouts, Verifier: verifier,
+		Limiter: ratelimit.New(rules, time.Now), Logger: log, Notifications: notifier}
+	if o.deps != nil {
+		o.deps(b, &deps)
+	}
+	srv, err := New(o.config, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,10 @@ type Deployment struct {
 	PausedBy    string              `json:"pausedBy,omitempty"`
 	PauseReason string              `json:"pauseReason,omitempty"`
 	Clusters    []DeploymentCluster `json:"clusters"`
+	// StageStartedAt is when the current stage's hold began (absent while its clusters install);
+	// Waiting what the deployment waits for (absent when nothing holds it), computed when answered.
+	StageStartedAt *time.Time `json:"stageStartedAt,omitempty" description:"when the current stage's hold (evaluation or validation period) began"`
+	Waiting        *Waiting   `json:"waiting,omitempty" description:"what the deployment waits for; absent when nothing holds it"`
 }
 
 // DeploymentCluster is one target cluster's progress within a deployment.
@@ -65,6 +69,9 @@ type DeploymentCluster struct {
 	BlueRelease     string    `json:"blueRelease,omitempty"`
 	InstallAttempts int       `json:"installAttempts"`
 	UpdatedAt       time.Time `json:"updatedAt"`
+	// Waiting is why the cluster waits, for people ("evaluation period, 3 m 10 s left", "approval
+	// by an Admin"); absent when it does not.
+	Waiting string `json:"waiting,omitempty" description:"why the cluster waits (\"evaluation period, 3 m 10 s left\", \"approval by an Admin\"); absent when it does not"`
 }
 
 // DeploymentList is a page of deployments, newest first.
