@@ -67,9 +67,13 @@ func (m *Manager) Do(method, path, token string, body any) (*Response, error) {
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: data}, err
 }
 
-// call is Do as user, with an error when the status is not want.
+// call is Do as user ("": no token), with an error when the status is not want.
 func (m *Manager) call(method, path, user string, body any, want int) (*Response, error) {
-	r, err := m.Do(method, path, m.Token(user), body)
+	token := ""
+	if user != "" {
+		token = m.Token(user)
+	}
+	r, err := m.Do(method, path, token, body)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
@@ -79,7 +83,7 @@ func (m *Manager) call(method, path, user string, body any, want int) (*Response
 	return r, nil
 }
 
-// Must is Do as user (one of Users), failing the test on a transport error or a status other
+// Must is Do as user (one of Users, or "" for no token), failing the test on a transport error or a status other
 // than want.
 func (m *Manager) Must(tb testing.TB, method, path, user string, body any, want int) *Response {
 	tb.Helper()

@@ -16,9 +16,11 @@ import (
 )
 
 // The serve flags of every harness manager besides the address, database and TLS: checks every
-// few seconds, so health, drift and new versions show within seconds.
+// few seconds, so health, drift and new versions show within seconds; a clock skew of one second
+// (one machine), so a short-lived token is refused soon after it expires.
 var serveFlags = []string{
 	"--metrics-address=0",
+	"--jwt-leeway=1s",
 	"--cluster-health-interval=3s",
 	"--operator-health-interval=2s",
 	"--operator-refresh-interval=5s",
