@@ -4,6 +4,8 @@ import type { RouteObject } from 'react-router';
 import { LoginPage } from '../features/auth/LoginPage';
 import { ClusterPage } from '../features/clusters/ClusterPage';
 import { ClustersPage } from '../features/clusters/ClustersPage';
+import { CrdPage } from '../features/crds/CrdPage';
+import { CrdsPage } from '../features/crds/CrdsPage';
 import { FleetPage } from '../features/fleet/FleetPage';
 import { OperatorPage } from '../features/operators/OperatorPage';
 import { OperatorsPage } from '../features/operators/OperatorsPage';
@@ -25,8 +27,8 @@ export const routes: RouteObject[] = [
       { path: 'approvals', element: <Pending title="Approvals" /> },
       { path: 'operators', element: <OperatorsPage /> },
       { path: 'operators/:name', element: <OperatorPage /> },
-      { path: 'crds', element: <Pending title="CRDs" /> },
-      { path: 'crds/:name', element: <Pending title="CRD" /> },
+      { path: 'crds', element: <CrdsPage /> },
+      { path: 'crds/:name', element: <CrdPage /> },
       { path: 'clusters', element: <ClustersPage /> },
       { path: 'clusters/:name', element: <ClusterPage /> },
       { path: 'audit', element: <Pending title="Audit" /> },
