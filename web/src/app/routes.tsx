@@ -1,6 +1,7 @@
 // Every page has its own URL, and every filter lives in the URL's query (useFilters), so any
 // view is a deep link. A feature adds its page here: one line per route.
 import type { RouteObject } from 'react-router';
+import { AuditPage } from '../features/audit/AuditPage';
 import { LoginPage } from '../features/auth/LoginPage';
 import { ClusterPage } from '../features/clusters/ClusterPage';
 import { ClustersPage } from '../features/clusters/ClustersPage';
@@ -31,7 +32,7 @@ export const routes: RouteObject[] = [
       { path: 'crds/:name', element: <CrdPage /> },
       { path: 'clusters', element: <ClustersPage /> },
       { path: 'clusters/:name', element: <ClusterPage /> },
-      { path: 'audit', element: <Pending title="Audit" /> },
+      { path: 'audit', element: <AuditPage /> },
       { path: '*', element: <NotFound /> },
     ],
   },
