@@ -83,8 +83,8 @@ func approvalListRun(ctx context.Context, opts *ApprovalListOptions) error {
 			t.Row(a.ID, a.DeploymentID, a.Kind, a.RequiredRole, fmt.Sprintf("%d/%d", a.Approvals, a.Required), a.Status,
 				a.RequestedBy, p.Time(a.ExpiresAt), a.Reason)
 		}
-		if err := t.Render(); err != nil {
-			return err
+		if err := t.Render(); err != nil || !p.TTY() {
+			return err // piped: the rows alone, for scripts (the notes are in -o json)
 		}
 		for _, a := range items {
 			for _, n := range a.MigrationNotes {
