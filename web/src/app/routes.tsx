@@ -2,6 +2,7 @@
 // view is a deep link. A feature adds its page here: one line per route.
 import type { RouteObject } from 'react-router';
 import { AuditPage } from '../features/audit/AuditPage';
+import { CallbackPage } from '../features/auth/CallbackPage';
 import { LoginPage } from '../features/auth/LoginPage';
 import { ClusterPage } from '../features/clusters/ClusterPage';
 import { ClustersPage } from '../features/clusters/ClustersPage';
@@ -16,6 +17,7 @@ import { Pending } from './Pending';
 
 export const routes: RouteObject[] = [
   { path: '/login', element: <LoginPage /> },
+  { path: '/login/callback', element: <CallbackPage /> },
   {
     element: <Layout />,
     children: [

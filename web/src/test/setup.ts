@@ -11,6 +11,13 @@ Element.prototype.scrollTo = function scrollTo(this: Element, a?: ScrollToOption
   this.dispatchEvent(new Event('scroll'));
 };
 
+// Under jsdom the global ArrayBuffer and Uint8Array are not the ones TextEncoder and
+// crypto.subtle (Node's) return, so `x instanceof ArrayBuffer` fails where a browser says true
+// (oauth4webapi checks it). Tests use Node's, as a browser has one realm.
+const nodeBytes = new TextEncoder().encode('');
+globalThis.Uint8Array = nodeBytes.constructor as Uint8ArrayConstructor;
+globalThis.ArrayBuffer = nodeBytes.buffer.constructor as ArrayBufferConstructor;
+
 afterEach(() => {
   cleanup();
   window.sessionStorage.clear();
