@@ -173,12 +173,13 @@ func isLoginTicket(raw string) bool {
 	if err != nil {
 		return false
 	}
-	var c map[string]any
+	var c struct {
+		Use any `json:"token_use"`
+	}
 	if json.Unmarshal(b, &c) != nil {
 		return false
 	}
-	use, _ := c[ticketUseClaim].(string)
-	return use == ticketUse
+	return c.Use == ticketUse
 }
 
 // errTicketAsBearer refuses a ticket sent as an access token.

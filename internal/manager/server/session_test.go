@@ -196,9 +196,8 @@ func TestSessionOffAndConfig(t *testing.T) {
 func TestSessionRateLimit(t *testing.T) {
 	b := setup(t, "sqlite", withDeps(func(b *bundle, d *Deps) { d.SessionSecret = b.secret }),
 		withRules(map[string]ratelimit.Rule{sessionRoute: {Events: 2, Per: time.Hour}}))
-	for i := range 2 {
+	for range 2 {
 		refused(t, "bad ticket", b.do("POST", "/api/v1/session", "", SessionRequest{Ticket: "x.y.z"}), "not valid")
-		_ = i
 	}
 	r := b.do("POST", "/api/v1/session", "", SessionRequest{Ticket: b.ticket("dana", time.Minute, time.Now(), auth.Admin)})
 	expect(t, "over the limit", r, http.StatusTooManyRequests)
