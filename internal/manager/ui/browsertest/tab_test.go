@@ -82,6 +82,7 @@ func newTab(t *testing.T, m *managertest.Manager) *tab {
 		t.Fatalf("opening a tab: %v", err)
 	}
 	b := &tab{t: t, ctx: ctx, m: m}
+	b.do("size the viewport", chromedp.EmulateViewport(viewportWidth, viewportHeight))
 	msgs := chromedp.Console(ctx) // subscribed from here on; ends with the tab
 	go func() {
 		for msg, err := range msgs {
