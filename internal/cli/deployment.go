@@ -90,10 +90,10 @@ func deploymentListRun(ctx context.Context, opts *DeploymentListOptions) error {
 		items = []server.Deployment{}
 	}
 	err = output.Print(f.IOStreams, f.OutputFormat(), f.Now(), items, func(p *output.Printer) error {
-		t := p.Table("id", "operator", "version", "strategy", "status", "stage", "clusters", "requested by", "created")
+		t := p.Table("id", "operator", "version", "strategy", "status", "stage", "clusters", "requested by", "created", "waiting")
 		for _, d := range items {
 			t.Row(d.ID, d.Operator, d.Version, d.Strategy, deploymentState(&d), fmt.Sprint(d.Stage), clusterCounts(d.Clusters),
-				d.RequestedBy, p.Time(d.CreatedAt))
+				d.RequestedBy, p.Time(d.CreatedAt), waitingText(d.Waiting))
 		}
 		return t.Render()
 	})
@@ -118,6 +118,15 @@ func deploymentState(d *server.Deployment) string {
 		s += " (" + strings.Join(marks, ", ") + ")"
 	}
 	return s
+}
+
+// waitingText is what a deployment waits for, as the manager says it ("evaluation period, 3 m
+// 10 s left"); "" when nothing holds it.
+func waitingText(w *server.Waiting) string {
+	if w == nil {
+		return ""
+	}
+	return w.Message
 }
 
 // clusterCounts is "3/4 healthy": the clusters done out of all.
@@ -171,14 +180,15 @@ func printDeployment(f *Factory, d *server.Deployment) error {
 		}
 		if err := p.Detail([2]string{"ID", d.ID}, [2]string{"Operator", d.Operator}, [2]string{"Version", d.Version},
 			[2]string{"Strategy", d.Strategy}, [2]string{"Config", config}, [2]string{"Status", deploymentState(d)},
-			[2]string{"Reason", d.Reason}, [2]string{"Stage", fmt.Sprint(d.Stage)}, [2]string{"Paused", paused},
+			[2]string{"Reason", d.Reason}, [2]string{"Waiting", waitingText(d.Waiting)},
+			[2]string{"Stage", fmt.Sprint(d.Stage)}, [2]string{"Stage started", p.TimeP(d.StageStartedAt)}, [2]string{"Paused", paused},
 			[2]string{"Rollback reason", d.RollbackReason}, [2]string{"Requested by", d.RequestedBy},
 			[2]string{"Created", p.Time(d.CreatedAt)}, [2]string{"Started", p.TimeP(d.StartedAt)},
 			[2]string{"Finished", p.TimeP(d.FinishedAt)}, [2]string{"Switched", p.TimeP(d.SwitchedAt)}); err != nil {
 			return err
 		}
 		fmt.Fprintln(p.Out())
-		t := p.Table("cluster", "environment", "stage", "status", "revision", "previous", "message")
+		t := p.Table("cluster", "environment", "stage", "status", "revision", "previous", "waiting", "message")
 		for _, c := range d.Clusters {
 			prev := c.PreviousVersion
 			if c.PreviousRevision > 0 {
@@ -188,7 +198,7 @@ func printDeployment(f *Factory, d *server.Deployment) error {
 			if c.HelmRevision > 0 {
 				rev = fmt.Sprint(c.HelmRevision)
 			}
-			t.Row(c.Name, c.Environment, fmt.Sprint(c.Stage), c.Status, rev, strings.TrimSpace(prev), c.Message)
+			t.Row(c.Name, c.Environment, fmt.Sprint(c.Stage), c.Status, rev, strings.TrimSpace(prev), c.Waiting, c.Message)
 		}
 		return t.Render()
 	})

@@ -1,25 +1,12 @@
 package client
 
-// The answers of routes the manager gained for the cockpit (GET /api/v1/whoami, GET
-// /api/v1/ui/config), in the shapes the API documents.
+import "github.com/slipway-dev/slipway/internal/manager/server"
+
+// The answers of the routes the manager gained for the cockpit, under the names the CLI uses.
 
 // WhoAmI is GET /api/v1/whoami: the token's subject, roles and (EnvironmentOwner) environments.
-type WhoAmI struct {
-	Subject      string   `json:"subject"`
-	Roles        []string `json:"roles"`
-	Environments []string `json:"environments"`
-}
+type WhoAmI = server.Whoami
 
-// UIConfig is GET /api/v1/ui/config (public): the OIDC issuer the manager trusts, when one is
-// configured, and whether one-time sign-in tickets can be exchanged.
-type UIConfig struct {
-	OIDC            *OIDCConfig `json:"oidc,omitempty"`
-	SessionExchange bool        `json:"sessionExchange"`
-}
-
-// OIDCConfig is the issuer and the public client to sign in with.
-type OIDCConfig struct {
-	Issuer   string   `json:"issuer"`
-	ClientID string   `json:"clientId"`
-	Scopes   []string `json:"scopes,omitempty"`
-}
+// UIConfig is GET /api/v1/ui/config (public): the OIDC issuer and client the manager's sign-in
+// uses, when one is configured, and whether one-time sign-in tickets can be exchanged.
+type UIConfig = server.UIConfigResponse
