@@ -74,6 +74,13 @@ bench: controlplane ## Run the benchmarks (BENCH=regexp) on the real control pla
 chaos: deps-test controlplane ## Run the chaos suites at full size (operator SIGKILLs, an API server restart, registry faults) and print their figures
 	SLIPWAY_CHAOS_SCALE=full KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) $(GO) test -tags e2e $(CHAOS_FLAGS) -run '^TestChaos_' ./test/chaos/
 
+# The web UI's screenshots in the docs (docs/images: Fleet, a live Canary, Approvals, a CRD diff)
+# are taken by its browser tests (internal/manager/ui/browsertest) when SLIPWAY_SCREENSHOTS names
+# a directory.
+.PHONY: screenshots
+screenshots: deps-test controlplane ui ## Take the web UI's screenshots in docs/images again (the browser tests against a seeded manager)
+	SLIPWAY_SCREENSHOTS=$(CURDIR)/docs/images KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) $(GO) test -tags browser -count=1 -timeout=20m ./internal/manager/ui/browsertest/
+
 .PHONY: controlplane
 controlplane: ## Build etcd, kube-apiserver, controller-manager, scheduler, kubectl and kwok into the cache
 	@$(ASSETS_CMD) >/dev/null
