@@ -1,40 +1,42 @@
 // Every page has its own URL, and every filter lives in the URL's query (useFilters), so any
-// view is a deep link. A feature adds its page here: one line per route.
+// view is a deep link. A feature adds its page here: one line per route. Pages load on first
+// use (route.lazy: one chunk each), so signing in downloads only the frame.
+import type { ComponentType } from 'react';
 import type { RouteObject } from 'react-router';
-import { AuditPage } from '../features/audit/AuditPage';
 import { CallbackPage } from '../features/auth/CallbackPage';
 import { LoginPage } from '../features/auth/LoginPage';
-import { ClusterPage } from '../features/clusters/ClusterPage';
-import { ClustersPage } from '../features/clusters/ClustersPage';
-import { CrdPage } from '../features/crds/CrdPage';
-import { CrdsPage } from '../features/crds/CrdsPage';
-import { FleetPage } from '../features/fleet/FleetPage';
-import { OperatorPage } from '../features/operators/OperatorPage';
-import { OperatorsPage } from '../features/operators/OperatorsPage';
 import { Layout } from './Layout';
 import { NotFound } from './NotFound';
 import { Pending } from './Pending';
+
+/** A route's lazy: the page component module exports under name. */
+function page<M>(load: () => Promise<M>, name: keyof M): RouteObject['lazy'] {
+  return async () => ({ Component: (await load())[name] as ComponentType });
+}
+
+const fleet = page(() => import('../features/fleet/FleetPage'), 'FleetPage');
 
 export const routes: RouteObject[] = [
   { path: '/login', element: <LoginPage /> },
   { path: '/login/callback', element: <CallbackPage /> },
   {
     element: <Layout />,
+    hydrateFallbackElement: <p className="muted">Loading…</p>,
     children: [
-      { index: true, element: <FleetPage /> },
-      { path: 'fleet', element: <FleetPage /> },
+      { index: true, lazy: fleet },
+      { path: 'fleet', lazy: fleet },
       // features/deployments, features/newdeployment, features/approvals
       { path: 'deployments', element: <Pending title="Deployments" /> },
       { path: 'deployments/new', element: <Pending title="New deployment" /> },
       { path: 'deployments/:id', element: <Pending title="Deployment" /> },
       { path: 'approvals', element: <Pending title="Approvals" /> },
-      { path: 'operators', element: <OperatorsPage /> },
-      { path: 'operators/:name', element: <OperatorPage /> },
-      { path: 'crds', element: <CrdsPage /> },
-      { path: 'crds/:name', element: <CrdPage /> },
-      { path: 'clusters', element: <ClustersPage /> },
-      { path: 'clusters/:name', element: <ClusterPage /> },
-      { path: 'audit', element: <AuditPage /> },
+      { path: 'operators', lazy: page(() => import('../features/operators/OperatorsPage'), 'OperatorsPage') },
+      { path: 'operators/:name', lazy: page(() => import('../features/operators/OperatorPage'), 'OperatorPage') },
+      { path: 'crds', lazy: page(() => import('../features/crds/CrdsPage'), 'CrdsPage') },
+      { path: 'crds/:name', lazy: page(() => import('../features/crds/CrdPage'), 'CrdPage') },
+      { path: 'clusters', lazy: page(() => import('../features/clusters/ClustersPage'), 'ClustersPage') },
+      { path: 'clusters/:name', lazy: page(() => import('../features/clusters/ClusterPage'), 'ClusterPage') },
+      { path: 'audit', lazy: page(() => import('../features/audit/AuditPage'), 'AuditPage') },
       { path: '*', element: <NotFound /> },
     ],
   },

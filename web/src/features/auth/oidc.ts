@@ -2,7 +2,8 @@
 // oauth4webapi (a maintained, audited implementation; no hand-written crypto). The manager names
 // the issuer and the public client id (GET /api/v1/ui/config); the endpoints come from the
 // issuer's discovery document. The ID token the flow returns is the session's Bearer token.
-import * as oauth from 'oauth4webapi';
+// The library loads only when someone signs in this way.
+import type * as OAuth from 'oauth4webapi';
 import { safeReturnUrl } from '../../lib/returnUrl';
 import { setToken } from '../../lib/session';
 
@@ -33,7 +34,9 @@ function isLoopback(u: URL): boolean {
   return ['localhost', '127.0.0.1', '[::1]'].includes(u.hostname);
 }
 
-async function discover(issuer: string): Promise<oauth.AuthorizationServer> {
+const lib = () => import('oauth4webapi');
+
+async function discover(oauth: typeof OAuth, issuer: string): Promise<OAuth.AuthorizationServer> {
   const url = new URL(issuer);
   const opts = url.protocol === 'http:' && isLoopback(url) ? { [oauth.allowInsecureRequests]: true } : {};
   const res = await oauth.discoveryRequest(url, { algorithm: 'oidc', ...opts });
@@ -42,7 +45,8 @@ async function discover(issuer: string): Promise<oauth.AuthorizationServer> {
 
 /** Starts sign-in: remembers the PKCE verifier, state and nonce for this tab, then leaves for the issuer. */
 export async function startOidcLogin(cfg: OidcConfig, returnUrl: string, go: (url: string) => void = (u) => window.location.assign(u)): Promise<void> {
-  const as = await discover(cfg.issuer);
+  const oauth = await lib();
+  const as = await discover(oauth, cfg.issuer);
   if (!as.authorization_endpoint) throw new Error(`the issuer ${cfg.issuer} names no authorization endpoint`);
   const p: Pending = {
     issuer: cfg.issuer,
@@ -76,8 +80,9 @@ export async function finishOidcLogin(current: URL): Promise<string> {
   window.sessionStorage.removeItem(KEY);
   if (!raw) throw new Error('no sign-in was started in this tab (or it finished already): start again');
   const p = JSON.parse(raw) as Pending;
-  const as = await discover(p.issuer);
-  const client: oauth.Client = { client_id: p.clientId };
+  const oauth = await lib();
+  const as = await discover(oauth, p.issuer);
+  const client: OAuth.Client = { client_id: p.clientId };
   const params = oauth.validateAuthResponse(as, client, current, p.state);
   const url = new URL(p.issuer);
   const opts = url.protocol === 'http:' && isLoopback(url) ? { [oauth.allowInsecureRequests]: true } : {};
@@ -90,11 +95,10 @@ export async function finishOidcLogin(current: URL): Promise<string> {
 
 /** A readable message for what oauth4webapi throws (an OAuth error body, a failed check). */
 export function oidcErrorMessage(err: unknown): string {
-  if (err instanceof oauth.AuthorizationResponseError) {
-    return `${err.error}${err.error_description ? `: ${err.error_description}` : ''}`;
-  }
-  if (err instanceof oauth.ResponseBodyError) {
-    return `${err.error}${err.error_description ? `: ${err.error_description}` : ''}`;
+  // AuthorizationResponseError and ResponseBodyError carry the OAuth error and its description.
+  const e = err as { error?: unknown; error_description?: unknown };
+  if (err instanceof Error && typeof e.error === 'string') {
+    return `${e.error}${typeof e.error_description === 'string' && e.error_description ? `: ${e.error_description}` : ''}`;
   }
   return err instanceof Error ? err.message : String(err);
 }
