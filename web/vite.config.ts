@@ -46,5 +46,7 @@ export default defineConfig({
     setupFiles: ['./src/test/setup.ts'],
     include: ['src/**/*.test.{ts,tsx}'],
     restoreMocks: true,
+    // The theme is read as text by its contrast test (styles/contrast.test.ts).
+    css: { include: [/theme\.css/] },
   },
 });
