@@ -26,6 +26,7 @@ describe('App', () => {
     expect(await screen.findByTestId('user-subject')).toHaveTextContent('ada');
     expect(screen.getByTestId('user-role')).toHaveTextContent('Admin');
     expect(screen.getByTestId('nav-audit')).toBeInTheDocument();
+    expect(screen.getByTestId('nav-new-deployment')).toHaveAttribute('href', '/deployments/new');
     expect(calls[0]?.headers.get('Authorization')).toBe('Bearer tok-admin');
     await userEvent.click(screen.getByTestId('sign-out'));
     expect(getToken()).toBeNull();
@@ -38,6 +39,7 @@ describe('App', () => {
     renderAt('/');
     expect(await screen.findByTestId('user-role')).toHaveTextContent('Viewer');
     expect(screen.queryByTestId('nav-audit')).toBeNull();
+    expect(screen.queryByTestId('nav-new-deployment')).toBeNull();
   });
 
   it('clears the token and returns to sign-in on a 401', async () => {

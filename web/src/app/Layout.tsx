@@ -38,9 +38,14 @@ function Nav() {
       <NavLink to="/" end data-testid="nav-fleet">
         Fleet
       </NavLink>
-      <NavLink to="/deployments" data-testid="nav-deployments">
+      <NavLink to="/deployments" end data-testid="nav-deployments">
         Deployments
       </NavLink>
+      {can(me, 'deployment.create') && (
+        <NavLink to="/deployments/new" data-testid="nav-new-deployment">
+          New deployment
+        </NavLink>
+      )}
       <NavLink to="/approvals" data-testid="nav-approvals">
         Approvals
       </NavLink>
