@@ -147,7 +147,7 @@ IMAGE_OUT       ?= bin/image
 IMAGE_FLAGS     ?=
 
 .PHONY: image
-image: ## Build the operator and manager images without a container engine (IMAGE_REPO=registry/path pushes; see docs/manager.md)
+image: ui ## Build the operator and manager images without a container engine (IMAGE_REPO=registry/path pushes; see docs/manager.md)
 	@for name in $(IMAGES); do \
 	  bins=(); \
 	  for p in $(subst $(comma), ,$(IMAGE_PLATFORMS)); do \
