@@ -59,7 +59,7 @@ function CrdView({ crd }: { crd: Crd }) {
         <dt>Scope</dt>
         <dd>{crd.scope}</dd>
       </dl>
-      <History revs={revs} pair={pair} onCompare={(from, to) => setF({ from, to, operator: '' }, true)} />
+      <History revs={revs} pair={pair} />
       {revs.length >= 2 && <Compare revs={revs} pair={pair} onChoose={choose} />}
       {pair.from && pair.to && (
         <SchemaDiff name={crd.name ?? ''} pair={pair} notes={notesBetween(revs, pair)} allRows={f.rows === 'all'} onAllRows={(all) => setF({ rows: all ? 'all' : '' })} />
@@ -79,7 +79,14 @@ export function notesBetween(revs: Revision[], p: Pair): Revision[] {
   return revs.slice(lo + 1, hi + 1).filter((r) => r.migrationNote?.text || r.migrationNote?.url);
 }
 
-function History({ revs, pair, onCompare }: { revs: Revision[]; pair: Pair; onCompare: (from: string, to: string) => void }) {
+/** The deep link comparing two revisions. */
+function compareHref(a: Revision, b: Revision): string {
+  const q = new URLSearchParams({ from: a.version ?? '', to: b.version ?? '' });
+  if (a.operator && a.operator === b.operator) q.set('operator', a.operator);
+  return `?${q}`;
+}
+
+function History({ revs, pair }: { revs: Revision[]; pair: Pair }) {
   const newest = [...revs].reverse();
   return (
     <>
@@ -120,9 +127,9 @@ function History({ revs, pair, onCompare }: { revs: Revision[]; pair: Pair; onCo
                 </td>
                 <td>
                   {prev && (
-                    <button type="button" onClick={() => onCompare(prev.version ?? '', r.version ?? '')} data-testid="crd-compare-previous">
-                      vs {prev.version}
-                    </button>
+                    <Link to={compareHref(prev, r)} data-testid="crd-compare-previous">
+                      {prev.version} → {r.version}
+                    </Link>
                   )}
                 </td>
               </tr>

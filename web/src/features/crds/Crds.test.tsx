@@ -76,6 +76,15 @@ describe('CRDs', () => {
     expect(calls.filter((c) => c.path.endsWith('/diff')).at(-1)!.url.searchParams.get('from')).toBe('1.0.0');
   });
 
+  it('links each revision to its comparison with the one before', async () => {
+    mockApi(routes());
+    renderApp('/crds/widgets.example.com?from=2.0.0&to=2.0.0');
+    const link = await screen.findByTestId('crd-compare-previous');
+    expect(link).toHaveAttribute('href', '/crds/widgets.example.com?from=1.0.0&to=2.0.0&operator=widget-operator');
+    await userEvent.click(link);
+    expect(await screen.findByTestId('crd-diff-verdict')).toHaveTextContent('breaking');
+  });
+
   it('shows each cluster, one unreadable cluster as one row', async () => {
     mockApi(routes());
     renderApp('/crds/widgets.example.com');
