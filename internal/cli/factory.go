@@ -85,6 +85,7 @@ func NewFactory(ios *iostreams.IOStreams, getenv func(string) string) *Factory {
 		return conn.Client()
 	}
 	f.KubeConfig = newKubeConfigFlags()
+	f.NewWatcher = func() Watcher { return NewWatchOptions(f) }
 	return f
 }
 
