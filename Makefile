@@ -162,6 +162,17 @@ image: ui ## Build the operator and manager images without a container engine (I
 	    $(if $(IMAGE_REPO),--push $(IMAGE_REPO)/slipway-$$name:$(IMAGE_TAG),--oci-layout $(IMAGE_OUT)/oci/slipway-$$name --tag $(IMAGE_TAG)) $(IMAGE_FLAGS); \
 	done
 
+# The slipway CLI for the platforms users run it on, beside the images: bin/release/slipway-<os>-<arch>.
+CLI_PLATFORMS ?= linux/amd64,linux/arm64,darwin/amd64,darwin/arm64
+
+.PHONY: cli-release
+cli-release: ## Build the slipway CLI for CLI_PLATFORMS into bin/release/ (see docs/cli.md)
+	@for p in $(subst $(comma), ,$(CLI_PLATFORMS)); do \
+	  out=bin/release/slipway-$${p%%/*}-$${p#*/}; \
+	  echo "building $$out"; \
+	  CGO_ENABLED=0 GOOS=$${p%%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags="-s -w" -o $$out ./cmd/slipway || exit 1; \
+	done
+
 .PHONY: ui
 ui: $(UI_INDEX) ## Build the manager's web UI (web/) into internal/manager/ui/dist, when its sources changed
 
