@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
+	xterm "golang.org/x/term"
 
 	"github.com/slipway-dev/slipway/internal/cli/iostreams"
 	"github.com/slipway-dev/slipway/internal/cli/output"
@@ -167,7 +167,7 @@ func terminalHeight(ios *iostreams.IOStreams) func() int {
 		return func() int { return 0 }
 	}
 	return func() int {
-		if _, h, err := term.GetSize(int(file.Fd())); err == nil {
+		if _, h, err := xterm.GetSize(int(file.Fd())); err == nil {
 			return h
 		}
 		return 0
