@@ -36,11 +36,11 @@ help: ## Show the targets
 ##@ Everyday
 
 .PHONY: dev
-dev: deps-dev controlplane ui devenv ## Run the whole product locally (control plane, registry, operator, samples, operator manager) until Ctrl-C
+dev: deps-dev controlplane ui devenv cli-dev ## Run the whole product locally (control plane, registry, operator, samples, operator manager) until Ctrl-C
 	KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) $(DEVENV) run
 
 .PHONY: dev-up
-dev-up: deps-dev controlplane ui devenv ## Start the local environment in the background and return once it is ready
+dev-up: deps-dev controlplane ui devenv cli-dev ## Start the local environment in the background and return once it is ready
 	KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) $(DEVENV) up
 
 .PHONY: dev-down
@@ -50,6 +50,11 @@ dev-down: devenv ## Stop the environment started by dev-up
 .PHONY: devenv
 devenv:
 	@$(GO) build -o $(DEVENV) ./cmd/devenv
+
+# make dev's CLI, which .slipway/dev/slipway.yaml points at the dev manager (docs/cli.md).
+.PHONY: cli-dev
+cli-dev:
+	@$(GO) build -o .slipway/bin/slipway ./cmd/slipway
 
 .PHONY: deps
 deps: ## Install the Debian packages the tests and make dev need, when missing (hack/deps.sh)

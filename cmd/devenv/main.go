@@ -3,6 +3,7 @@
 //	devenv run    everything in the foreground, status until Ctrl-C (make dev)
 //	devenv up     start in the background, return once ready (make dev-up)
 //	devenv down   stop what up started; nothing is left behind (make dev-down)
+//	devenv ui-link write a new one-time sign-in link to the web UI into ui.url and print it
 //
 // Both run and up start `devenv serve` in its own process group; serve owns every process.
 package main
@@ -73,6 +74,8 @@ func main() {
 		err = down(opts)
 	case "serve":
 		err = serve(opts)
+	case "ui-link":
+		err = uiLink(opts)
 	default:
 		usage()
 	}
@@ -103,8 +106,23 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: devenv run|up|down [flags]")
+	fmt.Fprintln(os.Stderr, "usage: devenv run|up|down|ui-link [flags]")
 	os.Exit(2)
+}
+
+// uiLink writes a new one-time sign-in link for the running environment's web UI (the one in
+// ui.url was used) and prints it.
+func uiLink(opts devenv.Options) error {
+	bin := opts.ManagerBinary
+	if bin == "" {
+		bin = filepath.Join(opts.Dir, "bin", "manager")
+	}
+	link, err := devenv.RefreshUILink(context.Background(), opts.Dir, bin)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(opts.Out, link)
+	return nil
 }
 
 // serve runs the environment until SIGINT or SIGTERM, then stops everything in order.

@@ -44,6 +44,8 @@ type manager struct {
 	deploymentID string
 	// chartDir is the sample operator's chart, published again later (laterversion.go).
 	chartDir string
+	// bin is the manager binary (login-link mints the web UI's sign-in link with it).
+	bin string
 }
 
 // startManager writes fresh secrets, starts `manager serve` on embedded SQLite and waits for its
@@ -69,7 +71,7 @@ func (e *Env) startManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m := &manager{files: files, log: filepath.Join(e.opts.Dir, "logs", "manager.log")}
+	m := &manager{files: files, bin: bin, log: filepath.Join(e.opts.Dir, "logs", "manager.log")}
 	if m.token, err = mintToken(ctx, bin, files.jwtSecret, "dev-admin", "Admin", ManagerTokenTTL); err != nil {
 		return err
 	}
@@ -199,8 +201,8 @@ func writeManagerAccess(dir, url, token string) error {
 // runManager publishes the sample operator's chart, starts the manager, registers the control
 // plane and the sample operator with it, and writes manager.url and manager.token.
 func (e *Env) runManager(ctx context.Context, step func(string, ...any)) error {
-	// A failed start leaves no previous run's URL or token behind to mislead.
-	for _, f := range []string{ManagerURLFile, ManagerTokenFile} {
+	// A failed start leaves no previous run's URL, token, link or CLI config behind to mislead.
+	for _, f := range []string{ManagerURLFile, ManagerTokenFile, UIURLFile, CLIConfigFile} {
 		if err := os.Remove(filepath.Join(e.opts.Dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
@@ -239,7 +241,10 @@ func (e *Env) runManager(ctx context.Context, step func(string, ...any)) error {
 	if err := e.deploySample(ctx, chartDir, step); err != nil {
 		return fmt.Errorf("%w\nthe end of %s:\n%s", err, m.log, tail(m.log, 15))
 	}
-	return writeManagerAccess(e.opts.Dir, m.api.base, m.token)
+	if err := writeManagerAccess(e.opts.Dir, m.api.base, m.token); err != nil {
+		return err
+	}
+	return writeCockpitAccess(ctx, e.opts.Dir, m)
 }
 
 // deploySample installs the sample operator's release at SampleInstalledVersion as make dev's
@@ -279,6 +284,10 @@ func (e *Env) printManager(out io.Writer) {
 	fmt.Fprintf(out, "  manager:    %s  (metrics http://%s/metrics; URL in %s, CA %s)\n", e.manager.api.base,
 		e.opts.ManagerMetricsAddr, filepath.Join(dir, ManagerURLFile), filepath.Join(dir, ManagerCAFile))
 	fmt.Fprintf(out, "  token:      %s\n              (Admin, valid %d h; in %s)\n", e.manager.token, int(ManagerTokenTTL.Hours()), filepath.Join(dir, ManagerTokenFile))
+	fmt.Fprintf(out, "  web UI:     %s/  (sign in once with the link in %s; `.slipway/bin/devenv ui-link` writes a new one)\n",
+		e.manager.api.base, filepath.Join(dir, UIURLFile))
+	fmt.Fprintf(out, "  CLI:        export SLIPWAY_CONFIG=%s; %s deployment list  (context %s, KUBECONFIG=%s for the in-cluster verbs)\n",
+		filepath.Join(dir, CLIConfigFile), CLIBinary, CLIContext, filepath.Join(dir, kubeconfigFile))
 	fmt.Fprintf(out, "  curl:       curl -k -H \"Authorization: Bearer $(cat %s)\" \"$(cat %s)/api/v1/clusters\"\n",
 		filepath.Join(dir, ManagerTokenFile), filepath.Join(dir, ManagerURLFile))
 	if l := e.later; l != nil {
@@ -290,5 +299,6 @@ func (e *Env) printManager(out io.Writer) {
 			id, SampleOperator, SampleDeploymentVersion, DevCluster)
 		fmt.Fprintf(out, "  events:     curl -k -N -H \"Accept: text/event-stream\" -H \"Authorization: Bearer $(cat %s)\" \"$(cat %s)/api/v1/deployments/%s/events\"\n",
 			filepath.Join(dir, ManagerTokenFile), filepath.Join(dir, ManagerURLFile), id)
+		fmt.Fprintf(out, "  watch:      SLIPWAY_CONFIG=%s %s deployment watch %s\n", filepath.Join(dir, CLIConfigFile), CLIBinary, id)
 	}
 }

@@ -72,6 +72,21 @@ func (m managerAccess) get(t *testing.T, path, token string) (int, []byte) {
 	return resp.StatusCode, body
 }
 
+// post sends body (JSON) to path without a token and returns the status and body.
+func (m managerAccess) post(t *testing.T, path, body string) (int, []byte) {
+	t.Helper()
+	resp, err := m.client.Post(m.url+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
 // checkManager is the promise for make dev: with the written URL and token, over TLS,
 // the manager lists the control plane as cluster dev, environment Dev, Healthy, and the operator
 // slipway with every published version, newest first.

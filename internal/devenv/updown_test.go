@@ -41,10 +41,13 @@ import (
 // run's manager has a new database and secret, so the first run's token no longer opens it.
 // Each run's sample deployment (Direct, health checks on) completes with the operator Healthy,
 // every part checked, and the status view follows it: the second run submits it afresh. Version
-// 0.3.0 of the sample chart, published after each up, is found by the manager and shown.
+// 0.3.0 of the sample chart, published after each up, is found by the manager and shown. The
+// cockpit: ui.url signs chromium in to the web UI's fleet once, slipway.yaml points the CLI at
+// the manager (checkCockpit).
 func TestDevEnv_UpDownUpDownInOneDirectory(t *testing.T) {
 	dir := t.TempDir()
 	devenvBin, operatorBin, managerBin := buildBinary(t, dir, "devenv"), buildBinary(t, dir, "operator"), buildBinary(t, dir, "manager")
+	slipwayBin := buildBinary(t, dir, "slipway")
 	state := filepath.Join(dir, "dev")
 	addrs := freeAddrs(t, 6)
 	args := []string{"--dir=" + state, "--operator=" + operatorBin, "--manager=" + managerBin, "--registry-addr=" + addrs[0],
@@ -74,6 +77,7 @@ func TestDevEnv_UpDownUpDownInOneDirectory(t *testing.T) {
 		printsCurl(t, out, state)
 		checkSampleDeployment(t, m, out, state)
 		checkLaterVersion(t, m, out, state)
+		checkCockpit(t, m, out, state, slipwayBin)
 		for _, prev := range tokens {
 			if code, body := m.get(t, "/api/v1/clusters", prev); code != http.StatusUnauthorized {
 				t.Errorf("up #%d: the previous run's token = %d, want 401 (a fresh secret): %s", run, code, body)
