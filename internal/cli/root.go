@@ -97,9 +97,11 @@ Sign in first: slipway login https://manager.example.com --token TOKEN`,
 	_ = cmd.RegisterFlagCompletionFunc("context", f.completeContexts)
 
 	cmd.AddGroup(&cobra.Group{ID: groupManager, Title: "Manager commands:"},
+		&cobra.Group{ID: groupCluster, Title: "In-cluster commands (through the kubeconfig):"},
 		&cobra.Group{ID: groupSetup, Title: "Setup commands:"})
 	// The deployment command is kept in a variable: `deployment watch` is added to it here.
 	deployment := NewCmdDeployment(f)
+	deployment.AddCommand(NewCmdDeploymentWatch(f, nil))
 	cmd.AddCommand(
 		NewCmdLogin(f, nil),
 		NewCmdContext(f, nil),
@@ -112,6 +114,7 @@ Sign in first: slipway login https://manager.example.com --token TOKEN`,
 		deployment,
 		NewCmdApproval(f),
 		NewCmdAudit(f, nil),
+		NewCmdGet(f), NewCmdReconcile(f), NewCmdSuspend(f), NewCmdResume(f), NewCmdLogs(f), NewCmdPreview(f),
 	)
 	cmd.SetHelpCommandGroupID(groupSetup)
 	cmd.SetCompletionCommandGroupID(groupSetup)

@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
+	"github.com/slipway-dev/slipway/internal/cli/output"
+)
+
+// webAppKind is WebApp for the in-cluster verbs: REPLICAS is available/desired, URL the
+// Service's in-cluster address.
+var webAppKind = &kubeKind{
+	name: "webapp", plural: "webapps", title: "WebApp", resource: "webapps",
+	gvk:     webappv1.GroupVersion.WithKind("WebApp"),
+	newObj:  func() client.Object { return &webappv1.WebApp{} },
+	newList: func() client.ObjectList { return &webappv1.WebAppList{} },
+	headers: []string{"image", "replicas", "url", "age"},
+	row: func(p *output.Printer, o client.Object) []string {
+		w := o.(*webappv1.WebApp)
+		desired := int32(1)
+		if w.Spec.Replicas != nil {
+			desired = *w.Spec.Replicas
+		}
+		return []string{w.Spec.Image, fmt.Sprintf("%d/%d", w.Status.AvailableReplicas, desired), orDash(w.Status.URL),
+			ageCell(p, w.CreationTimestamp)}
+	},
+	conditions: func(o client.Object) []metav1.Condition { return o.(*webappv1.WebApp).Status.Conditions },
+}
+
+// NewCmdGetWebApps is `slipway get webapps [NAME]`.
+func NewCmdGetWebApps(f *Factory, runF func(context.Context, *GetOptions) error) *cobra.Command {
+	return newCmdGetKind(f, webAppKind, []string{"webapp", "wa"},
+		"List WebApps: image, replicas available/desired, URL, ready",
+		`  slipway get webapps -n shop
+  slipway get webapps -A -o json`, runF)
+}
