@@ -16,7 +16,7 @@ export function renderApp(path: string) {
   setToken('test-token');
   const qc = newQueryClient();
   qc.setDefaultOptions({ queries: { retry: false, staleTime: Infinity, refetchInterval: false } });
-  return render(<App initialPath={path} queryClient={qc} />);
+  return { ...render(<App initialPath={path} queryClient={qc} />), queryClient: qc };
 }
 
 /** Gives every element a size in jsdom (which lays nothing out), for the virtualised grids. */

@@ -98,6 +98,22 @@ describe('Fleet', () => {
     expect(reveal(1000, 700, 80, 900, 56)).toBe(820);
   });
 
+  it('follows a cell that turns healthy under the health filter, and clearing the filter shows all again', async () => {
+    const degraded = structuredClone(smallFleet);
+    degraded.cells![2]!.health = 'Degraded';
+    let current = degraded;
+    mockApi({ 'GET /api/v1/whoami': WHOAMI.Viewer, 'GET /api/v1/fleet': () => current });
+    const { queryClient } = renderApp('/?health=Degraded');
+    const grid = await screen.findByRole('grid', { name: /1 operators by 1 clusters/ });
+    expect(within(grid).getAllByTestId('fleet-cell').map((c) => c.dataset.cluster)).toEqual(['dev-1']);
+    current = smallFleet;
+    await act(() => queryClient.invalidateQueries({ queryKey: ['fleet'] }));
+    expect(await screen.findByTestId('fleet-empty')).toBeInTheDocument();
+    await userEvent.selectOptions(screen.getByTestId('filter-health'), '');
+    expect(screen.getByTestId('filter-health')).toHaveValue('');
+    expect(await screen.findByRole('grid', { name: /2 operators by 4 clusters/ })).toBeInTheDocument();
+  });
+
   it('refuses an unknown environment in the URL with a clear message', async () => {
     mockApi({ 'GET /api/v1/whoami': WHOAMI.Viewer, 'GET /api/v1/fleet': smallFleet });
     renderApp('/fleet?environment=Prod');
