@@ -4,6 +4,16 @@
 # These need a container engine; `make image` builds the same images without one (hack/image,
 # docs/manager.md "Install in a cluster"), and TestDockerfile_AgreesWithTheBuilder keeps the two
 # in step (binary path, user, entrypoint).
+# The manager embeds the web UI (web/, internal/manager/ui): built from the lockfile, as make ui does.
+FROM node:20-bookworm AS ui
+WORKDIR /src/web
+COPY web/package.json web/package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY web/ ./
+COPY api/manager/openapi.json /src/api/manager/openapi.json
+COPY internal/manager/ui/dist/.keep /src/internal/manager/ui/dist/.keep
+RUN npm run build
+
 FROM golang:1.26 AS source
 WORKDIR /src
 COPY go.mod go.sum ./
@@ -16,6 +26,7 @@ ARG TARGETOS=linux TARGETARCH=amd64
 ENV GOOS=$TARGETOS GOARCH=$TARGETARCH
 
 FROM source AS build-manager
+COPY --from=ui /src/internal/manager/ui/dist/ internal/manager/ui/dist/
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/manager ./cmd/manager
 
 FROM source AS build-operator

@@ -179,6 +179,9 @@ defaults; secrets are files or environment variables, never arguments.
 {{- with $v.ui.sessionTTL }}
 - --ui-session-ttl={{ . }}
 {{- end }}
+{{- with $v.ui.connectSrc }}
+- {{ printf "--ui-connect-src=%s" (join "," .) | quote }}
+{{- end }}
 {{- with $v.approvals.upgradeLevel }}
 - --approval-upgrade-level={{ . }}
 {{- end }}

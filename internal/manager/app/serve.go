@@ -127,6 +127,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	o.auth.uiClientID = o.ui.clientID
+	uiHandler, err := o.ui.handler(o.auth.issuer)
+	if err != nil {
+		return err
+	}
 	verifier, err := o.auth.verifier(ctx)
 	if err != nil {
 		return err
@@ -207,7 +211,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	srv, err := server.New(server.Config{MaxBodyBytes: o.maxBodyBytes, RequestTimeout: o.requestTimeout, UI: uiConfig,
 		SwitchMonitor: o.rollout.switchMonitor}, server.Deps{
 		Store: st, Clusters: cm, Charts: charts, Verifier: verifier, Limiter: ratelimit.New(rules, time.Now), Logger: log, Notifications: notes,
-		Rollouts: eng, Refresher: refresher, UI: o.ui.handler(), SessionSecret: sessionSecret,
+		Rollouts: eng, Refresher: refresher, UI: uiHandler, SessionSecret: sessionSecret,
 	})
 	if err != nil {
 		return err

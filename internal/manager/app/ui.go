@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -23,6 +24,8 @@ type uiOptions struct {
 	clientID   string
 	scopes     string
 	sessionTTL time.Duration
+	// connectSrc are more origins the UI's pages may connect to (--ui-connect-src).
+	connectSrc string
 }
 
 // maxSessionTTL bounds --ui-session-ttl: a session token cannot be revoked before it expires.
@@ -32,6 +35,8 @@ func (o *uiOptions) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.enabled, "ui", true, "serve the web UI at / (same origin, TLS and auth as the API); false: the API alone")
 	fs.StringVar(&o.clientID, "ui-oidc-client-id", "", "the OIDC client id (a public client) the web UI signs in as, with the authorization-code flow and PKCE at --oidc-issuer-url; its ID tokens are accepted beside --oidc-audience's")
 	fs.StringVar(&o.scopes, "ui-oidc-scopes", strings.Join(server.DefaultUIScopes, " "), "the scopes the web UI asks the OIDC issuer for (space-separated; openid among them)")
+	fs.StringVar(&o.connectSrc, "ui-connect-src", "", "more origins (comma-separated https://host[:port]) the web UI's pages may connect to: "+
+		"an OIDC token endpoint on another origin than --oidc-issuer-url's, which the UI's Content-Security-Policy allows already")
 	fs.DurationVar(&o.sessionTTL, "ui-session-ttl", server.DefaultSessionTTL, "how long a session token from a sign-in link (POST /api/v1/session) lasts")
 }
 
@@ -53,12 +58,41 @@ func (o *uiOptions) config(issuer string) (server.UIConfig, error) {
 	return c, nil
 }
 
-// handler is the UI's handler, nil with --ui=false.
-func (o *uiOptions) handler() http.Handler {
+// handler is the UI's handler, nil with --ui=false. Its Content-Security-Policy lets the pages
+// connect to the OIDC issuer the UI signs in at (issuer, when --ui-oidc-client-id is set) and to
+// the origins of --ui-connect-src.
+func (o *uiOptions) handler(issuer string) (http.Handler, error) {
 	if !o.enabled {
-		return nil
+		return nil, nil
 	}
-	return ui.New()
+	var origins []string
+	if o.clientID != "" {
+		origins = append(origins, issuer)
+	}
+	if o.connectSrc != "" {
+		origins = append(origins, strings.Split(o.connectSrc, ",")...)
+	}
+	for i, raw := range origins {
+		origin, err := originOf(strings.TrimSpace(raw))
+		if err != nil {
+			return nil, err
+		}
+		origins[i] = origin
+	}
+	slices.Sort(origins)
+	return ui.New(slices.Compact(origins)...), nil
+}
+
+// originOf is the origin (scheme://host[:port]) of an https URL, or of http on a loopback host.
+func originOf(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.User != nil || (u.Scheme != "https" && u.Scheme != "http") {
+		return "", fmt.Errorf("%q is not an origin the web UI may connect to (https://host[:port])", raw)
+	}
+	if h := u.Hostname(); u.Scheme == "http" && h != "localhost" && !net.ParseIP(h).IsLoopback() {
+		return "", fmt.Errorf("%q: the web UI connects to other origins over https only (http on loopback for tests)", raw)
+	}
+	return u.Scheme + "://" + u.Host, nil
 }
 
 func runOpenAPI(ctx context.Context, args []string, stdout, stderr io.Writer) error {

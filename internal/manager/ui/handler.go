@@ -12,11 +12,19 @@ import (
 	"time"
 )
 
-// ContentSecurityPolicy is sent with every UI response: scripts, styles, connections and frames
-// from the manager's own origin only, so no inline <script> or style element runs and no page
-// frames the UI. img-src adds data: for the small images Vite inlines into the stylesheets.
-const ContentSecurityPolicy = "default-src 'self'; base-uri 'self'; connect-src 'self'; frame-ancestors 'none'; " +
-	"img-src 'self' data:; object-src 'none'; script-src 'self'"
+// ContentSecurityPolicy is sent with every UI response when the UI talks to no other origin:
+// scripts, styles, connections and frames from the manager's own origin only, so no inline
+// <script> or style element runs and no page frames the UI. img-src adds data: for the small
+// images Vite inlines into the stylesheets.
+var ContentSecurityPolicy = Policy()
+
+// Policy is ContentSecurityPolicy with connect-src also allowing the given origins: the OIDC
+// issuer the UI signs in at (its discovery document and token endpoint are fetched by the page).
+func Policy(connectSrc ...string) string {
+	connect := strings.Join(append([]string{"'self'"}, connectSrc...), " ")
+	return "default-src 'self'; base-uri 'self'; connect-src " + connect + "; frame-ancestors 'none'; " +
+		"img-src 'self' data:; object-src 'none'; script-src 'self'"
+}
 
 // Cache-Control values: content-hashed assets forever, everything else revalidated each time.
 const (
@@ -33,18 +41,20 @@ const (
 //   - when fsys has no index.html, every page is one that says the UI was not built into this
 //     binary and how to build it.
 //
-// Every answer carries ContentSecurityPolicy, X-Content-Type-Options: nosniff and
+// Every answer carries the Content-Security-Policy, X-Content-Type-Options: nosniff and
 // Referrer-Policy: no-referrer.
-func Handler(fsys fs.FS) http.Handler {
-	return &handler{fsys: fsys, built: Built(fsys)}
+// connectSrc are origins the page may also connect to (Policy).
+func Handler(fsys fs.FS, connectSrc ...string) http.Handler {
+	return &handler{fsys: fsys, built: Built(fsys), csp: Policy(connectSrc...)}
 }
 
 // New serves the UI embedded in the binary (Dist).
-func New() http.Handler { return Handler(Dist()) }
+func New(connectSrc ...string) http.Handler { return Handler(Dist(), connectSrc...) }
 
 type handler struct {
 	fsys  fs.FS
 	built bool
+	csp   string
 	// files caches each file read: content and ETag (the files never change while serving).
 	files sync.Map // name → *file
 }
@@ -56,7 +66,7 @@ type file struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
-	hdr.Set("Content-Security-Policy", ContentSecurityPolicy)
+	hdr.Set("Content-Security-Policy", h.csp)
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	hdr.Set("Referrer-Policy", "no-referrer")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
