@@ -3,6 +3,7 @@
 package browsertest
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,7 +11,11 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/managertest"
 )
 
@@ -37,20 +42,25 @@ func (b *tab) fleetCells(operator string, want int) []fleetCell {
 	}`, chromedp.WithPollingArgs(operator, want), chromedp.WithPollingTimeout(waitTimeout), chromedp.WithPollingInterval(100*time.Millisecond)))
 }
 
-// choose selects value in the <select> sel the way a person's pick does: the value changes and
-// a change event bubbles (React's onChange).
+// choose selects value in the <select> sel the way a person's pick does: once the option exists,
+// the value changes and a change event bubbles (React's onChange); then it waits until the page
+// shows the value (a controlled select shows it once the page's state has it). The selector and
+// value are written into the scripts: a polling argument that is an empty string does not reach
+// the page.
 func (b *tab) choose(sel, value string) {
 	b.t.Helper()
-	ok := get(b, fmt.Sprintf("choose %q in %s", value, sel), chromedp.PollFunction[bool](`(sel, v) => {
-		const el = document.querySelector(sel);
-		if (!el || ![...el.options].some((o) => (o.value || o.text) === v)) return false;
-		Object.getOwnPropertyDescriptor(HTMLSelectElement.prototype, 'value').set.call(el, v);
+	what := fmt.Sprintf("choose %q in %s", value, sel)
+	get(b, what, chromedp.Poll[bool](fmt.Sprintf(`(() => {
+		const el = document.querySelector(%q);
+		return !!el && [...el.options].some((o) => o.value === %q);
+	})()`, sel, value), chromedp.WithPollingTimeout(waitTimeout)))
+	b.do(what, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+		const el = document.querySelector(%q);
+		Object.getOwnPropertyDescriptor(HTMLSelectElement.prototype, 'value').set.call(el, %q);
 		el.dispatchEvent(new Event('change', {bubbles: true}));
-		return el.value === v;
-	}`, chromedp.WithPollingArgs(sel, value), chromedp.WithPollingTimeout(waitTimeout)))
-	if !ok {
-		b.t.Fatalf("%s did not take %q", sel, value)
-	}
+	})()`, sel, value)))
+	get(b, what, chromedp.Poll[bool](fmt.Sprintf(`document.querySelector(%q)?.value === %q`, sel, value),
+		chromedp.WithPollingTimeout(waitTimeout)))
 }
 
 // TestFleet_SeededFleetWithoutRegistering signs in and sees the fleet the harness registered
@@ -105,4 +115,63 @@ func TestFleet_SeededFleetWithoutRegistering(t *testing.T) {
 
 	b.click(`[data-testid="fleet-cell"][data-cluster="dev-2"] a`)
 	b.waitURL("^/deployments/" + m.Seed.ID + "$")
+}
+
+// TestFleet_OneBadClusterIsOneBadCell makes widget-operator Degraded on prod-1 alone (a pod of
+// its release that can never be scheduled, so one of two pods is not Ready; Degraded asks no
+// rollback) and sees that one cell turn Degraded on the open page while the other three stay
+// Healthy, the summary count it, and the health filter find it; then the pod goes and the cell
+// is Healthy again.
+func TestFleet_OneBadClusterIsOneBadCell(t *testing.T) {
+	m := manager(t)
+	prod := m.Clusters[slices.IndexFunc(m.Clusters, func(c managertest.Cluster) bool { return c.Name == "prod-1" })]
+	kube, err := kubernetes.NewForConfig(prod.Server.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newTab(t, m)
+	b.signIn(managertest.Alice)
+	b.visible(sel("fleet-grid"))
+	b.fleetCells(m.Operator, 4)
+
+	stuck := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: m.Operator + "-stuck", Namespace: m.Operator,
+			Labels: map[string]string{health.InstanceLabel: m.Operator}},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{"slipway.dev/no-such-node": "true"},
+			Containers: []corev1.Container{{Name: "manager", Image: "registry.example/stuck:1"}}},
+	}
+	ctx := context.Background()
+	if _, err := kube.CoreV1().Pods(stuck.Namespace).Create(ctx, stuck, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	removed := false
+	remove := func() {
+		if removed {
+			return
+		}
+		removed = true
+		if err := kube.CoreV1().Pods(stuck.Namespace).Delete(ctx, stuck.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			t.Errorf("removing the stuck pod: %v", err)
+		}
+	}
+	t.Cleanup(remove)
+
+	// The page refreshes the fleet by itself: no reload.
+	b.waitText(`[data-testid="fleet-cell"][data-cluster="prod-1"]`, "Degraded")
+	for _, c := range b.fleetCells(m.Operator, 4) {
+		if want := map[bool]string{true: "Degraded", false: "Healthy"}[c.Cluster == "prod-1"]; c.Health != want {
+			t.Errorf("cell %s is %s, want %s", c.Cluster, c.Health, want)
+		}
+	}
+	b.waitText(sel("fleet-summary"), "1 degraded or unhealthy")
+	b.choose(sel("filter-health"), "Degraded")
+	b.waitURL(`[?&]health=Degraded`)
+	if bad := b.fleetCells(m.Operator, 1); bad[0].Cluster != "prod-1" {
+		t.Fatalf("the Degraded filter shows %+v", bad)
+	}
+
+	remove()
+	b.choose(sel("filter-health"), "")
+	b.waitText(`[data-testid="fleet-cell"][data-cluster="prod-1"]`, "Healthy")
+	b.waitText(sel("fleet-summary"), "0 degraded or unhealthy")
 }
