@@ -1,10 +1,8 @@
 package managertest
 
 import (
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"net"
@@ -17,12 +15,9 @@ import (
 
 // Certificate is the self-signed serving certificate every manager of the test binary serves
 // (for localhost and 127.0.0.1): made once, so a browser started before any manager can be told
-// to trust it alone (SPKIHash).
+// to trust it alone (chromium.SPKIHash of CertPEM).
 type Certificate struct {
 	CertPEM, KeyPEM []byte
-	// SPKIHash is the base64 SHA-256 of the certificate's public key (SubjectPublicKeyInfo), as
-	// Chromium's --ignore-certificate-errors-spki-list takes it.
-	SPKIHash string
 	// Pool holds the certificate, for clients that trust it.
 	Pool *x509.CertPool
 }
@@ -53,10 +48,9 @@ func newCertificate() (*Certificate, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
-	return &Certificate{CertPEM: certPEM, KeyPEM: keyPEM, SPKIHash: base64.StdEncoding.EncodeToString(sum[:]), Pool: pool}, nil
+	return &Certificate{CertPEM: certPEM, KeyPEM: keyPEM, Pool: pool}, nil
 }
 
 // httpClient is a client trusting pool (nil: the system's roots).
