@@ -7,7 +7,6 @@ import { CallbackPage } from '../features/auth/CallbackPage';
 import { LoginPage } from '../features/auth/LoginPage';
 import { Layout } from './Layout';
 import { NotFound } from './NotFound';
-import { Pending } from './Pending';
 
 /** A route's lazy: the page component module exports under name. */
 function page<M>(load: () => Promise<M>, name: keyof M): RouteObject['lazy'] {
@@ -26,10 +25,10 @@ export const routes: RouteObject[] = [
       { index: true, lazy: fleet },
       { path: 'fleet', lazy: fleet },
       // features/deployments, features/newdeployment, features/approvals
-      { path: 'deployments', element: <Pending title="Deployments" /> },
-      { path: 'deployments/new', element: <Pending title="New deployment" /> },
-      { path: 'deployments/:id', element: <Pending title="Deployment" /> },
-      { path: 'approvals', element: <Pending title="Approvals" /> },
+      { path: 'deployments', lazy: page(() => import('../features/deployments/DeploymentsPage'), 'DeploymentsPage') },
+      { path: 'deployments/new', lazy: page(() => import('../features/newdeployment/NewDeploymentPage'), 'NewDeploymentPage') },
+      { path: 'deployments/:id', lazy: page(() => import('../features/deployments/DeploymentPage'), 'DeploymentPage') },
+      { path: 'approvals', lazy: page(() => import('../features/approvals/ApprovalsPage'), 'ApprovalsPage') },
       { path: 'operators', lazy: page(() => import('../features/operators/OperatorsPage'), 'OperatorsPage') },
       { path: 'operators/:name', lazy: page(() => import('../features/operators/OperatorPage'), 'OperatorPage') },
       { path: 'crds', lazy: page(() => import('../features/crds/CrdsPage'), 'CrdsPage') },
