@@ -185,14 +185,15 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 }
 
 // Send sends a request and returns a success's response, its body unread (the caller closes
-// it); an answer that is not 2xx is read and returned as an *APIError. header adds headers
-// (Accept: text/event-stream for a stream).
+// it); an answer that is not 2xx is read and returned as an *APIError. header sets headers,
+// replacing the defaults (Accept: text/event-stream for a stream).
 func (c *Client) Send(ctx context.Context, method, path string, query url.Values, in any, header http.Header) (*http.Response, error) {
 	req, err := c.newRequest(ctx, method, path, query, in)
 	if err != nil {
 		return nil, err
 	}
 	for k, vs := range header {
+		req.Header.Del(k) // replaces the default (Accept: application/json for a stream)
 		for _, v := range vs {
 			req.Header.Add(k, v)
 		}

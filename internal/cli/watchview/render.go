@@ -129,7 +129,8 @@ func render(st *State, w int, expand func(stage int) bool, rows int) []string {
 		add(endLine(st))
 	} else if st.Interrupted {
 		add("")
-		add(fmt.Sprintf("stopped watching; the deployment goes on: slipway deployment watch %s", d.ID))
+		add("stopped watching: the deployment goes on")
+		add("follow it again: slipway deployment watch " + d.ID)
 	}
 	return out
 }

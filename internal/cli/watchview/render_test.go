@@ -79,7 +79,9 @@ func rollingBack() *State {
 	d.Clusters[0].InstallAttempts = 2
 	d.Clusters[0].Message = `install: Deployment.apps "w" is invalid: spec.replicas: Invalid value: "many"`
 	d.Reason = "install failed on dev-1"
-	return state(d, 25, map[string]int{"dev-1": 3})
+	st := state(d, 25, map[string]int{"dev-1": 3})
+	st.Apply(server.DeploymentEvent{ID: 8, Type: "cluster.failed", Cluster: "dev-1", Time: at(20)})
+	return st
 }
 
 func completed() *State {
@@ -94,7 +96,8 @@ func rolledBack() *State {
 	st := rollingBack()
 	d := st.Deployment
 	d.Status, d.FinishedAt, d.Reason = "RolledBack", ptr(at(31)), "install failed on dev-1: rolled back 1 cluster"
-	d.Clusters[0].Status, d.Clusters[0].Message, d.Clusters[0].UpdatedAt = "rolledBack", "back to 1.0.0 (revision 3)", at(30)
+	d.Clusters[0].Status, d.Clusters[0].Message, d.Clusters[0].UpdatedAt = "rolledBack", "back to 1.0.0 (revision 3)", at(31)
+	st.Apply(server.DeploymentEvent{ID: 9, Type: "cluster.rolledBack", Cluster: "dev-1", Time: at(30)})
 	for i := 1; i < 4; i++ {
 		d.Clusters[i].Status = "skipped"
 	}
@@ -221,6 +224,33 @@ func TestLiveLeft(t *testing.T) {
 	if got := liveLeft("approval by an Admin", time.Second); got != "approval by an Admin" {
 		t.Errorf("a message without a time left changed: %q", got)
 	}
+}
+
+// TestClusterElapsed: a cluster's time runs from its first install to its stage passing when
+// healthy, to its last event when it failed or was rolled back, else to now.
+func TestClusterElapsed(t *testing.T) {
+	st := completed()
+	st.Apply(server.DeploymentEvent{ID: 10, Type: "stage.passed", Time: at(20), Details: []byte(`{"stage":0,"percentage":25}`)})
+	st.Apply(server.DeploymentEvent{ID: 11, Type: "cluster.installing", Cluster: "dev-1", Time: at(50)}) // not the first install
+	d := st.Deployment
+	d.Clusters[1].Status = "failed"
+	st.Apply(server.DeploymentEvent{ID: 12, Type: "cluster.failed", Cluster: "dev-2", Time: at(44)})
+	d.Clusters[2].Status = "validating"
+	d.FinishedAt = nil
+	for i, want := range []string{"17s", "3s", "49s", "40s"} {
+		if got := clusterElapsedCell(st, &d.Clusters[i]); got != want {
+			t.Errorf("%s (%s): %s, want %s", d.Clusters[i].Name, d.Clusters[i].Status, got, want)
+		}
+	}
+	if got := clusterElapsedCell(NewStateWith(d, at(60)), &d.Clusters[0]); got != "-" {
+		t.Errorf("a cluster whose install was not seen: %s, want -", got)
+	}
+}
+
+func NewStateWith(d *server.Deployment, now time.Time) *State {
+	st := NewState(d.ID)
+	st.Deployment, st.Now = d, now
+	return st
 }
 
 func TestElapsed(t *testing.T) {

@@ -7,6 +7,7 @@
 package watchview
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,8 +26,12 @@ type State struct {
 	// Now is the time the frame is drawn at: elapsed times and the time left of a hold count
 	// to it.
 	Now time.Time
-	// Started is when each cluster's first install began (its first cluster.installing event).
-	Started map[string]time.Time
+	// Started is when each cluster's first install began (its first cluster.installing event);
+	// Passed when each stage passed (stage.passed, by stage index); LastCluster the time of each
+	// cluster's last event.
+	Started     map[string]time.Time
+	Passed      map[int]time.Time
+	LastCluster map[string]time.Time
 	// Events is how many events were read, LastEventID the id of the last one.
 	Events      int
 	LastEventID int64
@@ -38,16 +43,26 @@ type State struct {
 
 // NewState is the state of a watch of deployment id before anything was read.
 func NewState(id string) *State {
-	return &State{ID: id, Started: map[string]time.Time{}}
+	return &State{ID: id, Started: map[string]time.Time{}, Passed: map[int]time.Time{}, LastCluster: map[string]time.Time{}}
 }
 
-// Apply takes what an event tells: a cluster's first install start.
+// Apply takes what an event tells: when a cluster's first install began and when its last
+// step was, when a stage passed.
 func (s *State) Apply(e server.DeploymentEvent) {
 	s.Events++
 	s.LastEventID = max(s.LastEventID, e.ID)
-	if e.Type == "cluster.installing" && e.Cluster != "" {
-		if _, ok := s.Started[e.Cluster]; !ok {
+	if e.Cluster != "" {
+		s.LastCluster[e.Cluster] = e.Time
+		if _, ok := s.Started[e.Cluster]; !ok && e.Type == "cluster.installing" {
 			s.Started[e.Cluster] = e.Time
+		}
+	}
+	if e.Type == "stage.passed" {
+		var details struct {
+			Stage *int `json:"stage"`
+		}
+		if json.Unmarshal(e.Details, &details) == nil && details.Stage != nil {
+			s.Passed[*details.Stage] = e.Time
 		}
 	}
 }
@@ -91,14 +106,21 @@ func (s *State) elapsed() time.Duration {
 }
 
 // clusterElapsed is how long a cluster has been worked on: from its first install to its final
-// status (its last update) or to now; ok is false when its install has not begun.
+// status (a healthy cluster's stage passing; the last event of one that failed, was rolled back
+// or skipped; else its last update) or to now; ok is false when its install has not begun.
 func (s *State) clusterElapsed(c *server.DeploymentCluster) (time.Duration, bool) {
 	from, ok := s.Started[c.Name]
 	if !ok {
 		return 0, false
 	}
 	to := s.Now
+	passed, stagePassed := s.Passed[c.Stage]
+	last, hasLast := s.LastCluster[c.Name]
 	switch {
+	case c.Status == "healthy" && stagePassed:
+		to = passed
+	case clusterDone(c.Status) && c.Status != "healthy" && hasLast:
+		to = last
 	case clusterDone(c.Status) && c.UpdatedAt.After(from):
 		to = c.UpdatedAt
 	case s.Deployment.FinishedAt != nil:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 	"sync"
@@ -57,7 +58,8 @@ func (f *follower) run(ctx context.Context) {
 		if end || ctx.Err() != nil {
 			return
 		}
-		if Permanent(err) {
+		var notStream *notStreamError
+		if Permanent(err) || errors.As(err, &notStream) {
 			f.send(ctx, item{Err: err})
 			return
 		}
@@ -85,6 +87,9 @@ func (f *follower) once(ctx context.Context, last *int64, broken *bool) (end boo
 		return false, err
 	}
 	defer resp.Body.Close()
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		return false, &notStreamError{contentType: resp.Header.Get("Content-Type")}
+	}
 	if *broken {
 		*broken = false
 		f.send(ctx, item{Note: ""})
@@ -114,6 +119,14 @@ func (f *follower) once(ctx context.Context, last *int64, broken *bool) (end boo
 		return false, io.ErrUnexpectedEOF
 	}
 	return false, err
+}
+
+// notStreamError is an answer to the stream's request that is not an event stream: no use
+// asking again.
+type notStreamError struct{ contentType string }
+
+func (e *notStreamError) Error() string {
+	return fmt.Sprintf("the manager answered the event stream's request with %q, not text/event-stream", e.contentType)
 }
 
 // send hands an item to the watch; false when ctx ended first.
