@@ -154,7 +154,7 @@ func (w *watchWorld) canary(t *testing.T) {
 	}
 	checkNDJSON(t, js.Out.String(), w.m.Events(t, id), id, "Completed")
 	t.Logf("the json watcher read %d events over %d connections through the proxy", strings.Count(js.Out.String(), "\n"), proxy.accepted.Load())
-	if !regexp.MustCompile(`(?m)^` + stamp + `event stream lost \(.*\); resuming after event \d+ in 1s$`).MatchString(js.Err.String()) ||
+	if !regexp.MustCompile(`(?m)^`+stamp+`event stream lost \(.*\); resuming after event \d+ in 1s$`).MatchString(js.Err.String()) ||
 		!strings.Contains(js.Err.String(), "event stream resumed") || proxy.accepted.Load() < 2 {
 		t.Errorf("the json watcher did not say it resumed (%d connections through the proxy); stderr:\n%s", proxy.accepted.Load(), js.Err.String())
 	}
