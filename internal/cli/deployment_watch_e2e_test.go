@@ -130,6 +130,9 @@ func (w *watchWorld) canary(t *testing.T) {
 	js := startBackground(t, w.cfg, managertest.Vera, "--server", proxy.URL(), "deployment", "watch", id, "--progress", "json")
 
 	p.waitScreen(t, "waiting: approval by", time.Minute)
+	until(t, time.Minute, "the plain watcher prints the wait for approval", func() bool {
+		return strings.Contains(plain.Out.String(), "waiting: approval by")
+	})
 	w.m.ApproveAll(t, id, managertest.Bob)
 	p.waitScreen(t, "evaluation period, ", 2*time.Minute)
 	for i := range 2 {

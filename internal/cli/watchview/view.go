@@ -84,7 +84,7 @@ func (w *watcher) take(it item) (*server.StreamEnd, error) {
 // (and tried again on the next tick); a permanent failure is returned.
 func (w *watcher) refresh(ctx context.Context) error {
 	since := w.o.Now().Sub(w.lastRead)
-	if !(w.stale && since >= w.o.Refetch) && since < w.o.Poll {
+	if due := (w.stale && since >= w.o.Refetch) || since >= w.o.Poll; !due {
 		return nil
 	}
 	d, err := w.get(ctx)
