@@ -1,5 +1,5 @@
 import { render, screen } from '@testing-library/react';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { RelativeTime, relativeText } from './RelativeTime';
 
 const now = Date.parse('2026-11-26T12:00:00Z');
@@ -26,6 +26,21 @@ describe('<RelativeTime>', () => {
     expect(el).toHaveAttribute('datetime', '2026-11-26T11:57:00.000Z');
     expect(el.getAttribute('title')).toContain('2026-11-26T11:57:00.000Z');
     expect(el.getAttribute('title')).toContain('2026');
+  });
+
+  it('is relative to the time of the render that shows a new value', () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(now);
+      const { rerender } = render(<RelativeTime value="2026-11-26T11:59:00Z" />);
+      expect(screen.getByText('1 minute ago')).toBeInTheDocument();
+      // 30 s later the page shows a time 20 s after the first render: 10 s ago, not "in 20 seconds".
+      vi.setSystemTime(now + 30_000);
+      rerender(<RelativeTime value="2026-11-26T12:00:20Z" />);
+      expect(screen.getByText('10 seconds ago')).toBeInTheDocument();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('shows a dash for a missing or zero time', () => {

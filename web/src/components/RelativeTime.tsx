@@ -31,17 +31,18 @@ export function absoluteText(d: Date): string {
  * and in a <time dateTime>, refreshed every 15 s. Missing or invalid times show an em dash.
  */
 export function RelativeTime({ value, now: fixedNow }: { value: string | null | undefined; now?: number }) {
-  const [now, setNow] = useState(() => fixedNow ?? Date.now());
+  // Read at each render (a new value shown later is relative to then); the tick re-renders.
+  const [, tick] = useState(0);
   useEffect(() => {
     if (fixedNow !== undefined) return;
-    const t = setInterval(() => setNow(Date.now()), 15_000);
+    const t = setInterval(() => tick((n) => n + 1), 15_000);
     return () => clearInterval(t);
   }, [fixedNow]);
   const d = value ? new Date(value) : null;
   if (!d || Number.isNaN(d.getTime()) || d.getTime() <= 0) return <span className="muted">—</span>;
   return (
     <time dateTime={d.toISOString()} title={absoluteText(d)}>
-      {relativeText(d.getTime(), fixedNow ?? now)}
+      {relativeText(d.getTime(), fixedNow ?? Date.now())}
     </time>
   );
 }
