@@ -22,7 +22,7 @@ const DIFF = {
   identical: false,
   breaking: true,
   changes: [
-    { path: 'spec.size', kind: 'requiredAdded', version: 'v1', breaking: true, message: 'field became required' },
+    { path: 'spec.size', kind: 'requiredAdded', version: 'v1', breaking: true, message: 'spec.size: field became required' },
     { path: 'spec.color', kind: 'added', version: 'v1', breaking: false, message: 'field added' },
   ],
 };
@@ -65,14 +65,17 @@ describe('Approvals', () => {
     expect(row).toHaveAttribute('data-decidable', 'true');
     expect(row).toHaveTextContent('Breaking CRD change');
     expect(within(row).getByTestId('approval-reason')).toHaveTextContent('breaking changes to the CRDs widgets.example.com');
-    const dep = await within(row).findByTestId('approval-deployment');
+    const group = within(mine).getByTestId('approval-group');
+    expect(group).toHaveAttribute('data-deployment-id', ID);
+    const dep = await within(group).findByTestId('approval-deployment');
     expect(within(dep).getByRole('link', { name: 'sample-operator 2.0.0' })).toHaveAttribute('href', `/deployments/${ID}`);
-    expect(dep).toHaveTextContent('dev-1 (Dev), stg-1 (Staging), prod-1 (Production), prod-2 (Production)');
+    expect(group).toHaveTextContent('to dev-1 (Dev), stg-1 (Staging), prod-1 (Production), prod-2 (Production)');
 
-    const report = await within(row).findByTestId('crd-report');
+    const report = await within(group).findByTestId('crd-report');
     expect(within(report).getByTestId('crd-finding')).toHaveTextContent('the new definition breaks the one stored on prod-1');
     const change = await within(report).findByTestId('crd-breaking-change');
     expect(change).toHaveTextContent('v1 spec.size: field became required');
+    expect(change.textContent).toBe('v1 spec.size: field became required');
     expect(within(report).queryByText(/field added/)).toBeNull();
     expect(within(report).getByRole('link', { name: /1\.0\.0 → 2\.0\.0: side-by-side schema diff/ })).toHaveAttribute(
       'href',

@@ -12,7 +12,7 @@ import { CrdReport } from './CrdReport';
 import { Decide } from './Decide';
 import { Decisions } from './Decisions';
 import { useApprovals } from './hooks';
-import { approverText, kindText, partition, progressText, whyNot, type Approval } from './model';
+import { approverText, byDeployment, kindText, partition, progressText, whyNot, type Approval } from './model';
 import './approvals.css';
 
 /** /approvals: the pending approvals the signed-in user may decide, then the others (and why not theirs). */
@@ -39,8 +39,8 @@ export function ApprovalsPage() {
             </p>
           ) : (
             <ul className="approval-inbox" aria-labelledby="mine-title" data-testid="approvals-mine">
-              {mine.map((a) => (
-                <ApprovalRow key={a.id} a={a} me={me} />
+              {byDeployment(mine).map(([id, as]) => (
+                <DeploymentGroup key={id} id={id} approvals={as} me={me} />
               ))}
             </ul>
           )}
@@ -50,8 +50,8 @@ export function ApprovalsPage() {
                 Pending, not yours to decide <span className="muted">({others.length})</span>
               </summary>
               <ul className="approval-inbox">
-                {others.map((a) => (
-                  <ApprovalRow key={a.id} a={a} me={me} />
+                {byDeployment(others).map(([id, as]) => (
+                  <DeploymentGroup key={id} id={id} approvals={as} me={me} />
                 ))}
               </ul>
             </details>
@@ -67,17 +67,52 @@ export function ApprovalsPage() {
   );
 }
 
-function ApprovalRow({ a, me }: { a: Approval; me: Me | undefined }) {
+/** One deployment's approvals: the deployment, its CRD report once, then each approval with its decision. */
+function DeploymentGroup({ id, approvals, me }: { id: string; approvals: Approval[]; me: Me | undefined }) {
   const dq = useQuery({
-    queryKey: keys.one(a.deploymentId ?? ''),
-    queryFn: () => unwrap(api.GET('/api/v1/deployments/{id}', { params: { path: { id: a.deploymentId ?? '' } } })),
-    enabled: !!a.deploymentId,
+    queryKey: keys.one(id),
+    queryFn: () => unwrap(api.GET('/api/v1/deployments/{id}', { params: { path: { id } } })),
+    enabled: !!id,
   });
   const d = dq.data;
+  const notes = approvals.flatMap((a) => a.migrationNotes ?? []).filter((n, i, all) => all.findIndex((m) => m.crd === n.crd && m.version === n.version) === i);
+  const what = d ? `${d.operator} ${d.version}` : `deployment ${shortId(id)}`;
+  return (
+    <li className="card approval-group" data-testid="approval-group" data-deployment-id={id}>
+      {dq.error ? (
+        <ErrorNotice error={dq.error} what={`deployment ${shortId(id)}`} />
+      ) : !d ? (
+        <Loading what={`deployment ${shortId(id)}`} />
+      ) : (
+        <>
+          <h3 className="approval-deployment" data-testid="approval-deployment">
+            <Link to={`/deployments/${encodeURIComponent(d.id ?? '')}`}>
+              {d.operator} {d.version}
+            </Link>{' '}
+            <span className="muted small mono">{shortId(d.id)}</span>{' '}
+            <StatusBadge tone={statusBadge(d).tone}>{statusBadge(d).label}</StatusBadge>
+          </h3>
+          <p className="small">
+            {d.strategy}, requested by <strong>{d.requestedBy}</strong> <RelativeTime value={d.createdAt} />, to{' '}
+            {(d.clusters ?? []).map((c) => `${c.name} (${c.environment})`).join(', ')}
+          </p>
+          <CrdReport d={d} notes={notes} />
+        </>
+      )}
+      <ul className="approval-rows">
+        {approvals.map((a) => (
+          <ApprovalRow key={a.id} a={a} me={me} what={what} />
+        ))}
+      </ul>
+    </li>
+  );
+}
+
+function ApprovalRow({ a, me, what }: { a: Approval; me: Me | undefined; what: string }) {
   const yours = whyNot(a, me) === '';
   return (
     <li
-      className="card approval-row"
+      className="approval-row"
       data-testid="approval-row"
       data-approval-id={a.id}
       data-deployment-id={a.deploymentId}
@@ -85,32 +120,14 @@ function ApprovalRow({ a, me }: { a: Approval; me: Me | undefined }) {
       data-decidable={yours ? 'true' : 'false'}
     >
       <div className="approval-head">
-        <h3>{kindText(a.kind)}</h3>
+        <h4>{kindText(a.kind)}</h4>
         <span className="muted small">
-          by {approverText(a.requiredRole)} · {progressText(a)} · requested by <strong>{a.requestedBy}</strong> <RelativeTime value={a.createdAt} /> ·
-          expires <RelativeTime value={a.expiresAt} />
+          by {approverText(a.requiredRole)} · {progressText(a)} · expires <RelativeTime value={a.expiresAt} />
         </span>
       </div>
       {a.reason && <p data-testid="approval-reason">{a.reason}</p>}
-      {dq.error ? (
-        <ErrorNotice error={dq.error} what="its deployment" />
-      ) : !d ? (
-        <Loading what="its deployment" />
-      ) : (
-        <>
-          <p className="approval-deployment" data-testid="approval-deployment">
-            <Link to={`/deployments/${encodeURIComponent(d.id ?? '')}`}>
-              {d.operator} {d.version}
-            </Link>{' '}
-            <span className="muted small mono">{shortId(d.id)}</span> · {d.strategy} ·{' '}
-            <StatusBadge tone={statusBadge(d).tone}>{statusBadge(d).label}</StatusBadge> · to{' '}
-            {(d.clusters ?? []).map((c) => `${c.name} (${c.environment})`).join(', ')}
-          </p>
-          <CrdReport d={d} notes={a.migrationNotes ?? []} />
-        </>
-      )}
       <Decisions a={a} />
-      <Decide approval={a} me={me} what={d ? `${d.operator} ${d.version}` : `deployment ${shortId(a.deploymentId)}`} />
+      <Decide approval={a} me={me} what={what} />
     </li>
   );
 }

@@ -5,7 +5,7 @@ import { api, unwrap } from '../../lib/api';
 import { useDiff } from '../crds/hooks';
 import { Note } from '../crds/Note';
 import { useDeploymentEvents } from '../deployments/hooks';
-import type { Deployment } from '../deployments/model';
+import { changeText, type Deployment } from '../deployments/model';
 import { breakingCrds, crdEvents, type MigrationNote } from './model';
 
 /**
@@ -103,7 +103,7 @@ function DiffSummary({ name, from, to, operator }: { name: string; from: string;
         <ul className="crd-changes">
           {breaking.map((c, i) => (
             <li key={i} className="breaking" data-testid="crd-breaking-change">
-              <span className="mono">{c.version ? `${c.version} ` : ''}{c.path}</span>: {c.message}
+              <span className="mono">{changeText(c).where}</span>: {changeText(c).what}
             </li>
           ))}
         </ul>

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { meFrom } from '../../lib/roles';
 import { approval } from '../deployments/fixtures';
-import { approverText, breakingCrds, crdEvents, decidable, partition, progressText, whyNot } from './model';
+import { approverText, breakingCrds, byDeployment, crdEvents, decidable, partition, progressText, whyNot } from './model';
 
 const admin = meFrom({ subject: 'ada', roles: ['Admin'] });
 const owner = meFrom({ subject: 'pia', roles: ['EnvironmentOwner:Production'] });
@@ -52,6 +52,16 @@ describe('CRD findings', () => {
       'gadgets.example.com',
       'widgets.example.com',
       'zeta.example.com',
+    ]);
+  });
+});
+
+describe('byDeployment', () => {
+  it('groups approvals by deployment in the order they come', () => {
+    const g = byDeployment([approval({ id: '1', deploymentId: 'x' }), approval({ id: '2', deploymentId: 'y' }), approval({ id: '3', deploymentId: 'x' })]);
+    expect(g.map(([id, as]) => [id, as.map((a) => a.id)])).toEqual([
+      ['x', ['1', '3']],
+      ['y', ['2']],
     ]);
   });
 });

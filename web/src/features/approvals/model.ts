@@ -82,3 +82,13 @@ export function breakingCrds(events: readonly CrdEvent[], notes: readonly Migrat
   for (const n of notes) if (n.crd) out.add(n.crd);
   return [...out].sort();
 }
+
+/** The approvals by deployment, in the order each deployment first appears (newest first). */
+export function byDeployment(list: readonly Approval[]): [string, Approval[]][] {
+  const out = new Map<string, Approval[]>();
+  for (const a of list) {
+    const id = a.deploymentId ?? '';
+    out.set(id, [...(out.get(id) ?? []), a]);
+  }
+  return [...out.entries()];
+}

@@ -3,6 +3,7 @@ import { meFrom } from '../../lib/roles';
 import { WHOAMI } from '../../test/render';
 import { canary, events } from './fixtures';
 import {
+  changeText,
   clusterWaitingMessage,
   deploymentActions,
   isLive,
@@ -105,6 +106,9 @@ describe('timelineOf', () => {
     const cancelled = canary({ status: 'Cancelled' });
     cancelled.clusters![0]!.status = 'healthy';
     expect(timelineOf(cancelled).map((s) => s.state)).toEqual(['done', 'notReached', 'notReached']);
+    const skipped = canary({ status: 'RolledBack' });
+    skipped.clusters = skipped.clusters!.map((c) => ({ ...c, status: c.stage === 0 ? 'rolledBack' : 'skipped' }));
+    expect(timelineOf(skipped).map((s) => s.state)).toEqual(['rolledBack', 'skipped', 'skipped']);
     const rolled = canary({ status: 'RollingBack' });
     rolled.clusters![0]!.status = 'rolledBack';
     expect(timelineOf(rolled)[0]!.state).toBe('rolledBack');
@@ -143,6 +147,16 @@ describe('events', () => {
       [2, 'b again'],
       [3, 'c'],
     ]);
+  });
+});
+
+describe('changeText', () => {
+  it('writes a CRD change without saying its path twice', () => {
+    expect(changeText({ version: 'v1alpha1', path: 'spec.count', message: 'spec.count: type changed : "integer" -> "string"' })).toEqual({
+      where: 'v1alpha1 spec.count',
+      what: 'type changed : "integer" -> "string"',
+    });
+    expect(changeText({ path: 'spec.legacy', message: 'field spec.legacy was removed' })).toEqual({ where: 'spec.legacy', what: 'field spec.legacy was removed' });
   });
 });
 

@@ -173,7 +173,7 @@ export function deploymentActions(d: Deployment | undefined, me: Me | undefined)
 
 // ---- the stage timeline ----
 
-export type StageState = 'done' | 'current' | 'upcoming' | 'failed' | 'rolledBack' | 'notReached';
+export type StageState = 'done' | 'current' | 'upcoming' | 'failed' | 'rolledBack' | 'skipped' | 'notReached';
 
 export interface TimelineStage {
   index: number;
@@ -211,6 +211,7 @@ function installState(index: number, current: number, done: boolean, clusters: D
   if (clusters.some((c) => c.status === 'failed')) return 'failed';
   const worked = clusters.filter((c) => c.status !== 'pending' && c.status !== 'skipped');
   if (worked.length > 0 && worked.every((c) => c.status === 'rolledBack')) return 'rolledBack';
+  if (worked.length === 0 && clusters.every((c) => c.status === 'skipped')) return 'skipped';
   if (clusters.every((c) => clusterDone(c.status))) return 'done';
   if (done) return 'notReached';
   if (index < current) return 'done';
@@ -229,6 +230,7 @@ export const STAGE_STATE_TEXT: Record<StageState, string> = {
   upcoming: 'to come',
   failed: 'failed',
   rolledBack: 'rolled back',
+  skipped: 'skipped',
   notReached: 'not reached',
 };
 
@@ -275,4 +277,12 @@ export function touchesApprovals(events: readonly DeploymentEvent[]): boolean {
 /** A short id for lists: the first 8 characters of a UUID. */
 export function shortId(id: string | undefined): string {
   return (id ?? '').slice(0, 8);
+}
+
+/** A CRD change for people: its schema version and path, then the checker's message (which may start with the path). */
+export function changeText(c: { version?: string; path?: string; message?: string }): { where: string; what: string } {
+  const msg = c.message ?? '';
+  const path = c.path ?? '';
+  const what = path && msg.startsWith(`${path}: `) ? msg.slice(path.length + 2) : msg;
+  return { where: [c.version, path].filter(Boolean).join(' '), what };
 }

@@ -1,6 +1,7 @@
 import type { PostResult } from '../../api/types';
 import { StatusBadge, type Tone } from '../../components/HealthBadge';
 import { approverText, kindText } from '../approvals/model';
+import { changeText } from '../deployments/model';
 import { planSummary } from './plan';
 
 export type DryRun = PostResult<'/api/v1/deployments'>;
@@ -99,11 +100,7 @@ export function Plan({ plan }: { plan: DryRun }) {
                             {(crd.changes ?? []).map((ch, i) => (
                               <li key={i} className={ch.breaking ? 'breaking' : undefined}>
                                 {ch.breaking ? '✗ ' : ''}
-                                <span className="mono">
-                                  {ch.version ? `${ch.version} ` : ''}
-                                  {ch.path}
-                                </span>
-                                : {ch.message}
+                                <span className="mono">{changeText(ch).where}</span>: {changeText(ch).what}
                               </li>
                             ))}
                           </ul>
