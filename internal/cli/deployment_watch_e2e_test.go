@@ -29,13 +29,15 @@ import (
 // already ended; a Canary over the four clusters deployed and watched to Completed by the built
 // binary in a pseudo-terminal, while a plain watcher and a json watcher whose stream a proxy
 // cuts follow it too; a version every cluster refuses, rolled back; a deployment waiting for an
-// approval (--timeout, Ctrl-C, then a rejection); a refused token and an unknown id.
+// approval (--timeout, Ctrl-C, then a rejection); one cancelled; a refused token and an unknown
+// id.
 func TestDeploymentWatch(t *testing.T) {
 	w := newWatchWorld(t)
 	t.Run("Ended", w.ended)
 	t.Run("Canary", w.canary)
 	t.Run("Failing", w.failing)
 	t.Run("Waiting", w.waiting)
+	t.Run("Cancelled", w.cancelled)
 	t.Run("Refused", w.refused)
 }
 
@@ -278,6 +280,21 @@ func (w *watchWorld) waiting(t *testing.T) {
 	}
 	matchLines(t, "the plain lines", bg.Out.String(), `^`+stamp+`✗ Failed after \S+: approval .*rejected by bob: not this one$`)
 	matchLines(t, "the messages", bg.Err.String(), `^error: deployment `+dep.ID+` ended Failed: approval `)
+}
+
+// cancelled: a deployment cancelled while it is watched ends the watch with exit 2.
+func (w *watchWorld) cancelled(t *testing.T) {
+	dep := w.m.Deploy(t, managertest.Alice, map[string]any{"operator": w.m.Operator, "version": brokenVersion,
+		"clusters": []string{"dev-1"}, "strategy": "Direct"})
+	w.m.WaitStatus(t, dep.ID, "WaitingApproval", time.Minute)
+	bg := startBackground(t, w.cfg, managertest.Alice, "deployment", "watch", dep.ID)
+	until(t, 30*time.Second, "the watcher prints the deployment", func() bool { return strings.Contains(bg.Out.String(), "WaitingApproval") })
+	w.m.Must(t, "DELETE", "/api/v1/deployments/"+dep.ID, managertest.Otto, nil, http.StatusAccepted)
+	if code := bg.wait(t, time.Minute); code != 2 {
+		t.Fatalf("a cancelled deployment: exit %d, want 2\nstdout:\n%s\nstderr:\n%s", code, bg.Out.String(), bg.Err.String())
+	}
+	matchLines(t, "the plain lines", bg.Out.String(), `^`+stamp+`■ Cancelled after \S+`)
+	matchLines(t, "the messages", bg.Err.String(), `^deployment `+dep.ID+` was cancelled: \S`, `^cancelled$`)
 }
 
 // refused: a token the manager refuses is exit 4; an id that is no deployment is exit 1; both
