@@ -11,7 +11,9 @@ const first = [
   canary({ id: 'aaaaaaaa-0000-0000-0000-000000000001' }),
   canary({ id: 'aaaaaaaa-0000-0000-0000-000000000002', status: 'Completed', waiting: undefined, version: '1.0.0' }),
 ];
-const second = [canary({ id: 'aaaaaaaa-0000-0000-0000-000000000003', status: 'Failed', waiting: undefined, operator: 'other-operator' })];
+const failed = canary({ id: 'aaaaaaaa-0000-0000-0000-000000000003', status: 'Failed', waiting: undefined, operator: 'other-operator' });
+failed.clusters = failed.clusters!.map((c, i) => ({ ...c, status: ['failed', 'rolledBack', 'skipped', 'healthy'][i]! }));
+const second = [failed];
 
 function manager(who: object) {
   return mockApi({
@@ -31,10 +33,12 @@ describe('Deployments', () => {
     expect(within(rows[0]!).getByRole('link', { name: 'aaaaaaaa' })).toHaveAttribute('href', '/deployments/aaaaaaaa-0000-0000-0000-000000000001');
     expect(rows[0]).toHaveTextContent('waiting: evaluation period');
     expect(rows[1]).toHaveTextContent('✓Completed');
+    expect(rows[0]).toHaveTextContent('0/4 healthy');
     expect(within(rows[0]!).getAllByRole('time')[0]).toHaveAttribute('title', expect.stringContaining('2026-11-26T10:00:00.000Z'));
     expect(screen.queryByTestId('new-deployment')).toBeNull();
     await userEvent.click(screen.getByTestId('deployments-more'));
     await waitFor(() => expect(within(table).getAllByTestId('deployment-row')).toHaveLength(3));
+    expect(within(table).getAllByTestId('deployment-row')[2]).toHaveTextContent('1/4 healthy · 1 failed, 1 rolled back, 1 skipped');
     expect(screen.queryByTestId('deployments-more')).toBeNull();
     expect(calls.filter((c) => c.path === '/api/v1/deployments').map((c) => c.url.searchParams.get('continue'))).toContain('p2');
   });

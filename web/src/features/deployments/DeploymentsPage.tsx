@@ -7,7 +7,7 @@ import { ErrorNotice, Loading } from '../../components/States';
 import { useFilters } from '../../lib/useFilters';
 import { useOperators } from '../operators/hooks';
 import { useDeployments, type DeploymentsQuery } from './hooks';
-import { clusterDone, shortId, statusBadge, STATUSES, waitingMessage, type Deployment } from './model';
+import { shortId, statusBadge, STATUSES, waitingMessage, type Deployment } from './model';
 import './deployments.css';
 
 const KEYS = ['operator', 'status', 'active', 'view'] as const;
@@ -126,11 +126,17 @@ function Status({ d }: { d: Deployment }) {
   );
 }
 
+const ENDED_TEXT: Record<string, string> = { failed: 'failed', rolledBack: 'rolled back', skipped: 'skipped' };
+
+/** "3/4 healthy", "0/4 healthy · 2 rolled back, 2 skipped". */
 function progress(d: Deployment): string {
   const cs = d.clusters ?? [];
   const healthy = cs.filter((c) => c.status === 'healthy').length;
-  const other = cs.filter((c) => clusterDone(c.status) && c.status !== 'healthy').length;
-  return `${healthy}/${cs.length} healthy${other ? `, ${other} other` : ''}`;
+  const ended = Object.entries(ENDED_TEXT)
+    .map(([status, text]) => [cs.filter((c) => c.status === status).length, text] as const)
+    .filter(([n]) => n > 0)
+    .map(([n, text]) => `${n} ${text}`);
+  return `${healthy}/${cs.length} healthy${ended.length ? ` · ${ended.join(', ')}` : ''}`;
 }
 
 function Table({ items }: { items: Deployment[] }) {
