@@ -45,6 +45,9 @@ func TestDeploymentWatch(t *testing.T) {
 // Deployment asks for "many" replicas).
 const brokenVersion = "1.2.0"
 
+// cliBinaryEnv names a prebuilt slipway to run in the terminal instead of building cmd/slipway.
+const cliBinaryEnv = "SLIPWAY_CLI_BINARY"
+
 type watchWorld struct {
 	m   *managertest.Manager
 	cfg string
@@ -53,7 +56,7 @@ type watchWorld struct {
 
 func newWatchWorld(t *testing.T) *watchWorld {
 	m := managertest.Start(t, managertest.Options{})
-	w := &watchWorld{m: m, cfg: writeConfig(t, m, t.TempDir()), bin: operatorproc.BinaryOf(t, "./cmd/slipway", "SLIPWAY_BINARY")}
+	w := &watchWorld{m: m, cfg: writeConfig(t, m, t.TempDir()), bin: operatorproc.BinaryOf(t, "./cmd/slipway", cliBinaryEnv)}
 	files := charttest.OperatorChart(managertest.ChartName, brokenVersion, charttest.Compatible)
 	files["values.yaml"] = "image: registry.example/widget-operator:v" + brokenVersion + "\nreplicas: many\n"
 	m.Repo.Add(t, files)
