@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/slipway-dev/slipway/internal/manager/managertest"
@@ -126,9 +128,35 @@ func isCSPViolation(msg chromedp.ConsoleMessage) bool {
 	return strings.Contains(msg.Text, "Content Security Policy")
 }
 
+// The tab last brought to the front: a test with several tabs (alice's and bob's) works in one
+// at a time, as a person would, and a tab in the background may run its timers late.
+var (
+	frontMu sync.Mutex
+	front   *tab
+)
+
+// toFront brings the tab to the front when another tab was there.
+func (b *tab) toFront() {
+	frontMu.Lock()
+	defer frontMu.Unlock()
+	if front == b {
+		return
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, waitTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, page.BringToFront, cdp.Empty{})
+		return err
+	})); err != nil {
+		b.t.Fatalf("bringing the tab to the front: %v", err)
+	}
+	front = b
+}
+
 // do runs steps within waitTimeout, failing the test with what on an error.
 func (b *tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
+	b.toFront()
 	ctx, cancel := context.WithTimeout(b.ctx, waitTimeout)
 	defer cancel()
 	if err := chromedp.Do(ctx, steps...); err != nil {
@@ -140,6 +168,7 @@ func (b *tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 // error.
 func get[T any](b *tab, what string, a chromedp.Action[T]) T {
 	b.t.Helper()
+	b.toFront()
 	ctx, cancel := context.WithTimeout(b.ctx, waitTimeout)
 	defer cancel()
 	v, err := chromedp.Run(ctx, a)
@@ -189,6 +218,36 @@ func (b *tab) waitText(sel, want string) string {
 		}
 		return false;
 	}`, chromedp.WithPollingArgs(sel, want), chromedp.WithPollingTimeout(waitTimeout), chromedp.WithPollingInterval(100*time.Millisecond)))
+}
+
+// waitAttr waits (up to timeout) until the element sel has attribute name equal to value.
+func (b *tab) waitAttr(sel, name, value string, timeout time.Duration) {
+	b.t.Helper()
+	b.toFront()
+	what := fmt.Sprintf("wait for %s to have %s=%q", sel, name, value)
+	ctx, cancel := context.WithTimeout(b.ctx, timeout+5*time.Second)
+	defer cancel()
+	_, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(`document.querySelector(%q)?.getAttribute(%q) === %q`, sel, name, value),
+		chromedp.WithPollingTimeout(timeout), chromedp.WithPollingInterval(100*time.Millisecond)))
+	if err != nil {
+		got := get(b, "read "+name, chromedp.Evaluate[string](fmt.Sprintf(`String(document.querySelector(%q)?.getAttribute(%q))`, sel, name)))
+		b.t.Fatalf("%s: %v; it is %q (page %s)", what, err, got, b.url())
+	}
+}
+
+// fill replaces the text of the input or textarea sel as typing would: React's onChange sees
+// the new value (the native value setter, then an input event).
+func (b *tab) fill(sel, value string) {
+	b.t.Helper()
+	b.visible(sel)
+	b.do(fmt.Sprintf("fill %s with %q", sel, value), chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+		const el = document.querySelector(%q);
+		const proto = el instanceof HTMLTextAreaElement ? HTMLTextAreaElement.prototype : HTMLInputElement.prototype;
+		Object.getOwnPropertyDescriptor(proto, 'value').set.call(el, %q);
+		el.dispatchEvent(new Event('input', {bubbles: true}));
+	})()`, sel, value)))
+	get(b, "read "+sel, chromedp.Poll[bool](fmt.Sprintf(`document.querySelector(%q)?.value === %q`, sel, value),
+		chromedp.WithPollingTimeout(waitTimeout)))
 }
 
 // waitURL waits until the page's address (without the origin) matches re, and returns it.
