@@ -220,6 +220,27 @@ func (b *tab) waitText(sel, want string) string {
 	}`, chromedp.WithPollingArgs(sel, want), chromedp.WithPollingTimeout(waitTimeout), chromedp.WithPollingInterval(100*time.Millisecond)))
 }
 
+// choose selects value in the <select> sel the way a person's pick does: once the option exists,
+// the value changes and a change event bubbles (React's onChange); then it waits until the page
+// shows the value (a controlled select shows it once the page's state has it). The selector and
+// value are written into the scripts: a polling argument that is an empty string does not reach
+// the page.
+func (b *tab) choose(sel, value string) {
+	b.t.Helper()
+	what := fmt.Sprintf("choose %q in %s", value, sel)
+	get(b, what, chromedp.Poll[bool](fmt.Sprintf(`(() => {
+		const el = document.querySelector(%q);
+		return !!el && [...el.options].some((o) => o.value === %q);
+	})()`, sel, value), chromedp.WithPollingTimeout(waitTimeout)))
+	b.do(what, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+		const el = document.querySelector(%q);
+		Object.getOwnPropertyDescriptor(HTMLSelectElement.prototype, 'value').set.call(el, %q);
+		el.dispatchEvent(new Event('change', {bubbles: true}));
+	})()`, sel, value)))
+	get(b, what, chromedp.Poll[bool](fmt.Sprintf(`document.querySelector(%q)?.value === %q`, sel, value),
+		chromedp.WithPollingTimeout(waitTimeout)))
+}
+
 // waitAttr waits (up to timeout) until the element sel has attribute name equal to value.
 func (b *tab) waitAttr(sel, name, value string, timeout time.Duration) {
 	b.t.Helper()
