@@ -88,6 +88,27 @@ func openLinkInChromium(t *testing.T, state, link string) {
 	}
 }
 
+// checkCLI is the issue's acceptance for the CLI against make dev: the banner's watch command
+// follows the sample deployment (Completed by now) and exits 0; the in-cluster verbs list the
+// sample WerfBundle through KUBECONFIG; and `slipway deploy … --watch` of the version published
+// after start goes to Completed, exit 0 (Dev asks no approval in make dev; the operator's
+// default values are the sample release's).
+func checkCLI(t *testing.T, state, slipway, sample string) {
+	t.Helper()
+	if out := runCLI(t, state, slipway, "deployment", "watch", sample, "--progress", "plain"); !strings.Contains(out, "Completed") {
+		t.Errorf("slipway deployment watch %s does not end Completed:\n%s", sample, out)
+	}
+	bundles := runCLI(t, state, slipway, "get", "werfbundles", "-A")
+	if !regexp.MustCompile(`(?m)^werf-demo\s+hello\s`).MatchString(bundles) {
+		t.Errorf("slipway get werfbundles -A does not list werf-demo/hello:\n%s", bundles)
+	}
+	out := runCLI(t, state, slipway, "deploy", devenv.SampleOperator, devenv.SampleLaterVersion, "--clusters", devenv.DevCluster,
+		"--strategy", "direct", "--watch", "--progress", "plain", "--timeout", "4m")
+	if !strings.Contains(out, "Completed") {
+		t.Errorf("slipway deploy %s %s --watch does not end Completed:\n%s", devenv.SampleOperator, devenv.SampleLaterVersion, out)
+	}
+}
+
 // runCLI runs the built slipway with the dev environment's CLI config and returns its stdout;
 // a non-zero exit fails the test with stderr.
 func runCLI(t *testing.T, state, slipway string, args ...string) string {

@@ -121,6 +121,10 @@ func (e *Env) managerArgs(f managerFiles) []string {
 		"--operator-health-interval=10s",
 		// The chart version published after start shows within 30 s, not 10 minutes.
 		"--operator-refresh-interval=" + DevRefreshInterval.String(),
+		// make dev has one cluster, in Dev, and one Admin: a deployment from the web UI or the CLI
+		// (slipway deploy … --watch) goes straight through; Staging and Production keep the
+		// approval workflow (docs/development.md, "A deployment in make dev").
+		"--approval-environments=Staging,Production",
 		"--shutdown-grace=5s",
 	}
 }

@@ -109,6 +109,9 @@ type (
 		Namespace string   `json:"namespace"`
 		Chart     apiChart `json:"chart"`
 		Versions  []string `json:"versions,omitempty"`
+		// DefaultValues are merged under every deployment's values: what the sample's release
+		// needs in make dev (sampleDeploymentValues), for deployments from the UI and the CLI too.
+		DefaultValues map[string]any `json:"defaultValues,omitempty"`
 	}
 	apiDeploymentCluster struct {
 		Name         string `json:"name"`
@@ -188,7 +191,8 @@ func (a *managerAPI) registerCluster(ctx context.Context, token, name, kubeconfi
 
 // registerOperator registers the sample operator with its chart in repository.
 func (a *managerAPI) registerOperator(ctx context.Context, token, repository string) (apiOperator, error) {
-	req := apiOperator{Name: SampleOperator, Namespace: SampleOperatorNamespace, Chart: apiChart{Repository: repository, Name: SampleOperator}}
+	req := apiOperator{Name: SampleOperator, Namespace: SampleOperatorNamespace, Chart: apiChart{Repository: repository, Name: SampleOperator},
+		DefaultValues: sampleDeploymentValues()}
 	var op apiOperator
 	if err := a.call(ctx, http.MethodPost, "/api/v1/operators", token, req, &op); err != nil {
 		return op, fmt.Errorf("registering the operator %s with the manager: %w", SampleOperator, err)

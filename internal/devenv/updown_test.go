@@ -75,9 +75,10 @@ func TestDevEnv_UpDownUpDownInOneDirectory(t *testing.T) {
 		}
 		m := checkManager(t, state)
 		printsCurl(t, out, state)
-		checkSampleDeployment(t, m, out, state)
+		sample := checkSampleDeployment(t, m, out, state)
 		checkLaterVersion(t, m, out, state)
 		checkCockpit(t, m, out, state, slipwayBin)
+		checkCLI(t, state, slipwayBin, sample)
 		for _, prev := range tokens {
 			if code, body := m.get(t, "/api/v1/clusters", prev); code != http.StatusUnauthorized {
 				t.Errorf("up #%d: the previous run's token = %d, want 401 (a fresh secret): %s", run, code, body)
