@@ -326,7 +326,7 @@ var managerArgCases = []struct {
 		"tls: {secretName: \"\", insecureHTTP: true}\nmetrics: {enabled: false}\n",
 		"ui: {enabled: false, oidcClientID: slipway-ui, oidcScopes: \"openid email groups\", sessionTTL: 8h, connectSrc: [\"https://oauth2.example.com\", \"https://id2.example.com:8443\"]}\n"}, map[string]string{
 		"ui": "false", "ui-oidc-client-id": "slipway-ui", "ui-oidc-scopes": "openid email groups", "ui-session-ttl": "8h0m0s",
-		"ui-connect-src": "https://oauth2.example.com,https://id2.example.com:8443",
+		"ui-connect-src":  "https://oauth2.example.com,https://id2.example.com:8443",
 		"oidc-issuer-url": "https://id.example.com/realms/x", "oidc-audience": "slipway", "role-claim": "realm_access.roles",
 		"jwt-leeway": "1m0s", "insecure-http": "true", "metrics-address": "0", "jwt-secret-file": "", "tls-cert-file": "",
 		"database-path": "slipway-manager.db", "database-url": "",

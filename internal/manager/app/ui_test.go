@@ -23,7 +23,7 @@ func TestUIHandlerConnectSrc(t *testing.T) {
 		{name: "issuer", clientID: "slipway-ui", issuer: "https://idp.example.com/realms/x",
 			wantConnect: "connect-src 'self' https://idp.example.com;"},
 		{name: "token endpoint elsewhere", clientID: "slipway-ui", issuer: "https://accounts.example.com",
-			connect: "https://oauth2.example.com:8443/token, https://accounts.example.com",
+			connect:     "https://oauth2.example.com:8443/token, https://accounts.example.com",
 			wantConnect: "connect-src 'self' https://accounts.example.com https://oauth2.example.com:8443;"},
 		{name: "loopback http for tests", connect: "http://127.0.0.1:5556", wantConnect: "connect-src 'self' http://127.0.0.1:5556;"},
 		{name: "plain http elsewhere", connect: "http://idp.example.com", wantErr: "over https only"},
