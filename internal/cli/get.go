@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 
@@ -79,10 +80,16 @@ type kubeConn struct {
 
 // kubeConn connects to the cluster of the kubeconfig flags.
 func (f *Factory) kubeConn() (*kubeConn, error) {
+	errNone := errors.New("no kubeconfig: set KUBECONFIG or pass --kubeconfig, as for kubectl")
+	// An empty kubeconfig would mean kubectl's last resort, localhost:8080, outside a pod.
+	if raw, err := f.KubeConfig.ToRawKubeConfigLoader().RawConfig(); err == nil && len(raw.Contexts) == 0 &&
+		os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+		return nil, errNone
+	}
 	cfg, err := f.KubeConfig.ToRESTConfig()
 	if err != nil {
 		if clientcmd.IsEmptyConfig(err) {
-			return nil, errors.New("no kubeconfig: set KUBECONFIG or pass --kubeconfig, as for kubectl")
+			return nil, errNone
 		}
 		return nil, fmt.Errorf("reading the kubeconfig: %w", err)
 	}

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
@@ -118,6 +119,28 @@ func (w *world) testGetErrors(t *testing.T) {
 	r = w.run(runOpts{noKubeconfig: true}, "get", "wb", "-n", nsA, "--kubeconfig", filepath.Join(t.TempDir(), "missing"))
 	expect(t, r, 1)
 	contains(t, "missing kubeconfig", r.err, "error: reading the kubeconfig:", "missing")
+
+	t.Run("NoKubeconfig", func(t *testing.T) {
+		t.Setenv("KUBECONFIG", "")
+		home := clientcmd.RecommendedHomeFile // ~/.kube/config, read when KUBECONFIG is empty
+		clientcmd.RecommendedHomeFile = filepath.Join(t.TempDir(), "config")
+		t.Cleanup(func() { clientcmd.RecommendedHomeFile = home })
+		r := w.run(runOpts{noKubeconfig: true}, "get", "wb")
+		expect(t, r, 1)
+		if r.err != "error: no kubeconfig: set KUBECONFIG or pass --kubeconfig, as for kubectl\n" {
+			t.Errorf("without a kubeconfig: %q", r.err)
+		}
+	})
+	kc, err := clientcmd.LoadFromFile(w.env.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = w.run(runOpts{}, "get", "wb", "-n", nsA, "--context", kc.CurrentContext)
+	expect(t, r, 0)
+	contains(t, "--context naming the kubeconfig's context", r.out, "app\t")
+	r = w.run(runOpts{}, "get", "wb", "-n", nsA, "--context", "nope")
+	expect(t, r, 1)
+	contains(t, "--context naming no kubeconfig context", r.err, `"nope"`)
 
 	viewer, err := w.env.UserKubeconfig(filepath.Join(t.TempDir(), "nobody.kubeconfig"), "nobody")
 	if err != nil {
