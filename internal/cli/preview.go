@@ -206,7 +206,7 @@ func waitPreviewGone(ctx context.Context, f *Factory, kc *kubeConn, namespace, n
 		}
 		return false, nil
 	})
-	if ctx.Err() == context.DeadlineExceeded {
+	if err != nil && ctx.Err() == context.DeadlineExceeded {
 		return Pending("preview %s/%s: still being deleted after --timeout %s: %s", namespace, name, f.Global.Timeout, said)
 	}
 	if err != nil {

@@ -139,9 +139,12 @@ func waitResult(ctx context.Context, f *Factory, kc *kubeConn, k *kubeKind, key 
 		}
 		return state != statePending, nil
 	})
-	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
+	timedOut := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
 	if err != nil && !timedOut {
 		return err
+	}
+	if timedOut && msg == "" {
+		msg = "nothing read from the cluster yet"
 	}
 	if last != nil {
 		if perr := printKubeObjects(f, k, []client.Object{last}, false, true); perr != nil {
