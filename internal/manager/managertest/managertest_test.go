@@ -3,6 +3,7 @@
 package managertest_test
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"slices"
@@ -11,11 +12,17 @@ import (
 
 	"github.com/slipway-dev/slipway/internal/manager/managertest"
 	"github.com/slipway-dev/slipway/internal/manager/server"
+	"github.com/slipway-dev/slipway/internal/manager/store/pgtest"
 	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.StopFleet(managertest.StopShared(m.Run())))
+	code := testenv.StopFleet(managertest.StopShared(m.Run()))
+	if err := pgtest.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping PostgreSQL: %v\n", err)
+		code = max(code, 1)
+	}
+	os.Exit(code)
 }
 
 // TestShared_SeedsTheFleet checks the shared manager as the harness promises it: served over TLS
@@ -98,6 +105,26 @@ func TestStart_OwnManager(t *testing.T) {
 	m.Must(t, "GET", "/api/v1/clusters", managertest.Bob, nil, http.StatusOK).JSON(t, &clusters)
 	if len(list.Items) != 0 || len(clusters.Items) != 1 || clusters.Items[0].Name != "dev-1" {
 		t.Fatalf("%d deployments, clusters %+v: want none and dev-1", len(list.Items), clusters.Items)
+	}
+	var health server.HealthResponse
+	m.Must(t, "GET", "/health", "", nil, http.StatusOK).JSON(t, &health)
+	if health.Engine != "sqlite" {
+		t.Fatalf("engine %q, want sqlite", health.Engine)
+	}
+}
+
+// TestStart_PostgreSQL starts a manager over a PostgreSQL database of pgtest's server.
+func TestStart_PostgreSQL(t *testing.T) {
+	m := managertest.Start(t, managertest.Options{Engine: "postgres", NoSeed: true, Clusters: managertest.DefaultClusters[:1]})
+	var health server.HealthResponse
+	m.Must(t, "GET", "/health", "", nil, http.StatusOK).JSON(t, &health)
+	if health.Engine != "postgres" || health.Database != "ok" {
+		t.Fatalf("health %+v, want PostgreSQL ok", health)
+	}
+	var op server.Operator
+	m.Must(t, "GET", "/api/v1/operators/"+m.Operator, managertest.Vera, nil, http.StatusOK).JSON(t, &op)
+	if len(op.Versions) != 3 {
+		t.Fatalf("operator %s on PostgreSQL has versions %v", op.Name, op.Versions)
 	}
 }
 
