@@ -1,4 +1,4 @@
-import { screen } from '@testing-library/react';
+import { screen, waitFor } from '@testing-library/react';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { getToken } from '../../lib/session';
 import { json, mockApi } from '../../test/api';
@@ -117,7 +117,10 @@ describe('OIDC sign-in', () => {
     renderApp(callback);
     clearToken(); // renderApp stores a test token: this sign-in must bring its own
     expect(await screen.findByRole('heading', { name: 'CRDs' })).toBeInTheDocument();
-    expect(calls.filter((c) => c.path === '/api/v1/whoami').at(-1)?.headers.get('Authorization')).toBe(`Bearer ${getToken()}`);
+    // The page may render before the layout's whoami goes out: wait for the call, not a moment.
+    await waitFor(() =>
+      expect(calls.filter((c) => c.path === '/api/v1/whoami').at(-1)?.headers.get('Authorization')).toBe(`Bearer ${getToken()}`),
+    );
     expect(getToken()).not.toBe('test-token');
   });
 
