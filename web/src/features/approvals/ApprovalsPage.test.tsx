@@ -87,6 +87,8 @@ describe('Approvals', () => {
     expect(within(report).getAllByTestId('crd-diff')).toHaveLength(1);
     const note = within(report).getByTestId('migration-note');
     expect(note).toHaveTextContent('widgets.example.com 2.0.0: spec.size is now required');
+    expect(within(note).getByText('spec.size').tagName).toBe('CODE');
+    expect(within(note).getByText('required').tagName).toBe('STRONG');
     expect(within(note).getByRole('link', { name: 'migration guide' })).toHaveAttribute('href', 'https://example.com/migrate');
 
     // ada requested a-2 herself: listed apart, without buttons.

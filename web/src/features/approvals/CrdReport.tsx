@@ -56,8 +56,11 @@ export function CrdReport({ d, notes }: { d: Deployment; notes: MigrationNote[] 
           <h4>Migration notes</h4>
           <ul data-testid="migration-notes">
             {notes.map((n, i) => (
-              <li key={`${n.crd}-${n.version}-${i}`} data-testid="migration-note">
-                <span className="mono">{n.crd}</span> {n.version}: <Note note={n.note} />
+              <li key={`${n.crd}-${n.version}-${i}`} data-testid="migration-note" className="note-item">
+                <span>
+                  <span className="mono">{n.crd}</span> {n.version}:
+                </span>{' '}
+                <Note note={n.note} />
               </li>
             ))}
           </ul>

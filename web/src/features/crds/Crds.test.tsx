@@ -29,7 +29,10 @@ describe('CRDs', () => {
     const row = await screen.findByTestId('crd-row');
     expect(row).toHaveTextContent('Widget');
     expect(row).toHaveTextContent('2.0.0 of widget-operator');
+    // The note is markdown: code and emphasis rendered, not its backticks and asterisks.
     expect(row).toHaveTextContent('Set spec.mode on every Widget');
+    expect(within(row).getByText('spec.mode').tagName).toBe('CODE');
+    expect(within(row).getByText('every').tagName).toBe('STRONG');
   });
 
   it('compares the newest revision with the one before: breaking changes listed and highlighted side by side', async () => {
@@ -44,7 +47,13 @@ describe('CRDs', () => {
     expect(changes.every((c) => c.dataset.breaking === 'true')).toBe(true);
     expect(changes[2]).toHaveTextContent('field spec.mode is now required');
 
-    expect(screen.getByTestId('crd-migration-notes')).toHaveTextContent('2.0.0: Set spec.mode on every Widget before upgrading. migration guide');
+    const notes = screen.getByTestId('crd-migration-notes');
+    expect(notes).toHaveTextContent('2.0.0: Set spec.mode on every Widget before upgrading. migration guide');
+    expect(within(notes).getByText('spec.mode').tagName).toBe('CODE');
+    expect(within(notes).getByText('every').tagName).toBe('STRONG');
+    const history = screen.getByTestId('crd-revisions');
+    expect(within(history).getByText('spec.mode').tagName).toBe('CODE');
+    expect(history).not.toHaveTextContent('**');
 
     const table = screen.getByTestId('crd-schema-diff');
     expect(within(table).getAllByRole('columnheader').map((h) => h.textContent)).toEqual(['Field', '1.0.0', '2.0.0']);

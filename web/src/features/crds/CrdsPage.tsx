@@ -4,6 +4,7 @@ import { RelativeTime } from '../../components/RelativeTime';
 import { ErrorNotice, Loading } from '../../components/States';
 import { useFilters } from '../../lib/useFilters';
 import { useCrds } from './hooks';
+import { Note } from './Note';
 
 const KEYS = ['group', 'name'] as const;
 
@@ -56,7 +57,9 @@ export function CrdsPage() {
                   <span className="mono">{c.latest?.version ?? '—'}</span>
                   {c.latest?.operator && <span className="muted"> of {c.latest.operator}</span>} <RelativeTime value={c.latest?.createdAt} />
                 </td>
-                <td>{c.latest?.migrationNote?.text ? <span>{c.latest.migrationNote.text}</span> : <span className="muted">—</span>}</td>
+                <td>
+                  <Note note={c.latest?.migrationNote} />
+                </td>
               </tr>
             ))}
           </tbody>

@@ -1,21 +1,34 @@
 import type { GetResult, Item } from '../../api/types';
+import { Markdown } from '../../components/Markdown';
 
 export type Revision = Item<GetResult<'/api/v1/crds/{name}'>['revisions']>;
 
-/** A revision's migration note: its text and a link to the guide. */
+/** The guide's URL when it is an http(s) one (the manager checks it too), else undefined. */
+function guideHref(url: string | undefined): string | undefined {
+  if (!url) return undefined;
+  try {
+    const u = new URL(url);
+    return u.protocol === 'https:' || u.protocol === 'http:' ? u.href : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A revision's migration note: its text (markdown) and a link to the guide. */
 export function Note({ note }: { note: Revision['migrationNote'] }) {
-  if (!note?.text && !note?.url) return <span className="muted">—</span>;
+  const href = guideHref(note?.url);
+  if (!note?.text && !href) return <span className="muted">—</span>;
   return (
-    <span>
-      {note.text}
-      {note.url && (
+    <div className="note">
+      {note?.text && <Markdown text={note.text} />}
+      {href && (
         <>
           {' '}
-          <a href={note.url} target="_blank" rel="noreferrer noopener">
+          <a className="note-guide" href={href} target="_blank" rel="noopener noreferrer">
             migration guide
           </a>
         </>
       )}
-    </span>
+    </div>
   );
 }

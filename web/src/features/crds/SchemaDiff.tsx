@@ -53,8 +53,11 @@ export function SchemaDiff({ name, pair, notes, allRows, onAllRows }: Props) {
           <h3>Migration notes</h3>
           <ul>
             {notes.map((r) => (
-              <li key={`${r.operator}/${r.version}`}>
-                <strong className="mono">{r.version}</strong>: <Note note={r.migrationNote} />
+              <li key={`${r.operator}/${r.version}`} className="note-item">
+                <span>
+                  <strong className="mono">{r.version}</strong>:
+                </span>{' '}
+                <Note note={r.migrationNote} />
               </li>
             ))}
           </ul>

@@ -58,7 +58,7 @@ const rev = (version: string, digest: string, createdAt: string, note?: string) 
 
 export const revisions = {
   '1.0.0': rev('1.0.0', 'sha256:aaa111', '2026-10-01T00:00:00Z'),
-  '2.0.0': rev('2.0.0', 'sha256:bbb222', '2026-11-01T00:00:00Z', 'Set spec.mode on every Widget before upgrading.'),
+  '2.0.0': rev('2.0.0', 'sha256:bbb222', '2026-11-01T00:00:00Z', 'Set `spec.mode` on **every** Widget before upgrading.'),
 };
 
 export const widgetsDetail: GetResult<'/api/v1/crds/{name}'> = {

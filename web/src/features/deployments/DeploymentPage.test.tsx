@@ -86,7 +86,23 @@ describe('Deployment page', () => {
     vi.setSystemTime(Date.parse('2026-11-26T10:06:00Z') - 185_000);
     await waitFor(() => expect(screen.getByTestId('waiting')).toHaveTextContent('waiting: evaluation period, 3 m 5 s left'), { timeout: 2500 });
     const stg = screen.getAllByTestId('timeline-cell').find((c) => c.dataset.cluster === 'stg-1')!;
-    expect(within(stg).getByTestId('cluster-waiting')).toHaveTextContent('waiting: waiting for stage 1 (evaluation period, 3 m 5 s left)');
+    // The manager's message for a later stage's cluster starts with its own "waiting for": said once.
+    expect(within(stg).getByTestId('cluster-waiting').textContent).toBe('waiting for stage 1 (evaluation period, 3 m 5 s left)');
+    const dev = screen.getAllByTestId('timeline-cell').find((c) => c.dataset.cluster === 'dev-1')!;
+    expect(within(dev).getByTestId('cluster-waiting').textContent).toBe('waiting: evaluation period, 3 m 5 s left');
+  });
+
+  it('says "waiting" once whatever the manager’s message starts with', async () => {
+    const d = canary({ waiting: { reason: 'queued', message: 'Waiting for 2 deployments ahead' } });
+    d.clusters![2] = { ...d.clusters![2]!, waiting: 'waiting: approval by an Admin' };
+    d.clusters![3] = { ...d.clusters![3]!, waiting: 'switch to green' };
+    manager(WHOAMI.Viewer, d);
+    renderApp(`/deployments/${ID}`);
+    expect((await screen.findByTestId('waiting')).textContent).toBe('waiting for 2 deployments ahead');
+    const text = (name: string) =>
+      within(screen.getAllByTestId('timeline-cell').find((c) => c.dataset.cluster === name)!).getByTestId('cluster-waiting').textContent;
+    expect(text('prod-1')).toBe('waiting: approval by an Admin');
+    expect(text('prod-2')).toBe('waiting: switch to green');
   });
 
   it('says who must approve', async () => {

@@ -43,6 +43,16 @@ describe('Deployments', () => {
     expect(calls.filter((c) => c.path === '/api/v1/deployments').map((c) => c.url.searchParams.get('continue'))).toContain('p2');
   });
 
+  it('says "waiting" once in the list, whatever the manager’s message starts with', async () => {
+    const own = canary({ id: 'aaaaaaaa-0000-0000-0000-000000000004', waiting: { reason: 'queued', message: 'waiting for 1 deployment ahead' } });
+    mockApi({ 'GET /api/v1/whoami': WHOAMI.Viewer, 'GET /api/v1/operators': { items: [] }, 'GET /api/v1/deployments': { items: [own, first[0]!] } });
+    renderApp('/deployments');
+    const rows = within(await screen.findByTestId('deployments-table')).getAllByTestId('deployment-row');
+    const texts = rows.map((r) => within(r).getByTestId('deployment-waiting').textContent);
+    expect(texts[0]).toBe('waiting for 1 deployment ahead');
+    expect(texts[1]).toMatch(/^waiting: evaluation period, .+ left$/);
+  });
+
   it('keeps the filters in the URL and sends them to the manager', async () => {
     const calls = manager(WHOAMI.Operator);
     renderApp('/deployments?operator=sample-operator&status=Failed&active=true');

@@ -7,7 +7,7 @@ import { ErrorNotice, Loading } from '../../components/States';
 import { useFilters } from '../../lib/useFilters';
 import { useOperators } from '../operators/hooks';
 import { useDeployments, type DeploymentsQuery } from './hooks';
-import { shortId, statusBadge, STATUSES, waitingMessage, type Deployment } from './model';
+import { shortId, statusBadge, STATUSES, waitingMessage, waitingText, type Deployment } from './model';
 import './deployments.css';
 
 const KEYS = ['operator', 'status', 'active', 'view'] as const;
@@ -170,7 +170,11 @@ function Table({ items }: { items: Deployment[] }) {
             <td>{d.strategy}</td>
             <td>
               <Status d={d} />
-              {d.waiting?.message && <div className="muted small">waiting: {waitingMessage(d.waiting, Date.now())}</div>}
+              {d.waiting?.message && (
+                <div className="muted small" data-testid="deployment-waiting">
+                  {waitingText(waitingMessage(d.waiting, Date.now()))}
+                </div>
+              )}
             </td>
             <td>{progress(d)}</td>
             <td>{d.requestedBy}</td>
@@ -201,7 +205,11 @@ function Tiles({ items }: { items: Deployment[] }) {
           <div className="muted small">
             {d.strategy} · {progress(d)} · {d.requestedBy} · <RelativeTime value={d.createdAt} />
           </div>
-          {d.waiting?.message && <div className="small">waiting: {waitingMessage(d.waiting, Date.now())}</div>}
+          {d.waiting?.message && (
+            <div className="small" data-testid="deployment-waiting">
+              {waitingText(waitingMessage(d.waiting, Date.now()))}
+            </div>
+          )}
         </li>
       ))}
     </ul>

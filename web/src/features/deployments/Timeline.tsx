@@ -11,6 +11,7 @@ import {
   type Deployment,
   type DeploymentCluster,
   type TimelineStage,
+  waitingText,
 } from './model';
 
 /**
@@ -88,7 +89,7 @@ function ClusterCell({ c, d, now }: { c: DeploymentCluster; d: Deployment; now: 
       )}
       {waiting && (
         <p className="cell-waiting small" data-testid="cluster-waiting">
-          waiting: {waiting}
+          {waitingText(waiting)}
         </p>
       )}
     </li>

@@ -1,10 +1,10 @@
 import { useEffect } from 'react';
 import { RelativeTime } from '../../components/RelativeTime';
-import { isTimed, waitingMessage, type Waiting as W } from './model';
+import { isTimed, waitingLine, waitingMessage, type Waiting as W } from './model';
 
 /**
  * What the deployment waits for ("waiting: evaluation period, 3 m 10 s left", "waiting: approval
- * by an Admin"), the time left counted down each second (now ticks while a wait is timed);
+ * by an Admin"; a message that starts with its own "waiting …" says it once), the time left counted down each second (now ticks while a wait is timed);
  * onElapsed runs once the wait's time is up, so the page reads the deployment again.
  */
 export function Waiting({ waiting, now, onElapsed }: { waiting: W | null | undefined; now: number; onElapsed?: () => void }) {
@@ -14,9 +14,10 @@ export function Waiting({ waiting, now, onElapsed }: { waiting: W | null | undef
     if (elapsed) onElapsed?.();
   }, [elapsed, onElapsed]);
   if (!waiting || !msg) return null;
+  const { lead, rest } = waitingLine(msg);
   return (
     <p className="notice waiting" data-testid="waiting" data-reason={waiting.reason}>
-      <strong>waiting:</strong> {msg}
+      <strong>{lead}</strong> {rest}
       {waiting.reason === 'approval' && waiting.until && <span className="muted">
           {' '}
           (it expires <RelativeTime value={waiting.until} />)

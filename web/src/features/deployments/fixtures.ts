@@ -94,7 +94,7 @@ export function approval(over: Partial<Approval> = {}): Approval {
     updatedAt: '2026-11-26T10:00:01Z',
     decisions: [],
     migrationNotes: [
-      { crd: 'widgets.example.com', version: '2.0.0', note: { text: 'spec.size is now required', url: 'https://example.com/migrate' } },
+      { crd: 'widgets.example.com', version: '2.0.0', note: { text: '`spec.size` is now **required**', url: 'https://example.com/migrate' } },
     ],
     ...over,
   };

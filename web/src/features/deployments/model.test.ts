@@ -12,6 +12,7 @@ import {
   readBatch,
   statusBadge,
   timelineOf,
+  waitingLine,
   waitingMessage,
   withLeft,
   type Deployment,
@@ -48,6 +49,17 @@ describe('countdown', () => {
     expect(waitingMessage(approval, until)).toBe('approval by an Admin');
     expect(waitingMessage(undefined, until)).toBe('');
     expect(withLeft('paused by alice', 1000)).toBe('paused by alice');
+  });
+
+  it('leads a wait with "waiting" once, whatever the message starts with', () => {
+    expect(waitingLine('evaluation period, 20 s left')).toEqual({ lead: 'waiting:', rest: 'evaluation period, 20 s left' });
+    expect(waitingLine('waiting for stage 1 (evaluation period, 20 s left)')).toEqual({ lead: 'waiting', rest: 'for stage 1 (evaluation period, 20 s left)' });
+    expect(waitingLine('Waiting for stage 2')).toEqual({ lead: 'waiting', rest: 'for stage 2' });
+    expect(waitingLine('waiting: approval by an Admin')).toEqual({ lead: 'waiting:', rest: 'approval by an Admin' });
+    expect(waitingLine('  WAITING :  paused by alice')).toEqual({ lead: 'waiting:', rest: 'paused by alice' });
+    expect(waitingLine('waiting')).toEqual({ lead: 'waiting', rest: '' });
+    // A word that only starts like it is the message's own.
+    expect(waitingLine('waitingroom full')).toEqual({ lead: 'waiting:', rest: 'waitingroom full' });
   });
 
   it('counts down where a cluster quotes the deployment’s wait', () => {

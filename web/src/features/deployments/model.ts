@@ -127,6 +127,25 @@ export function waitingMessage(w: Waiting | null | undefined, now: number): stri
   return withLeft(msg, Date.parse(w.until) - now);
 }
 
+/**
+ * A wait as one line: its lead word and the rest. The manager's messages mostly name what is
+ * waited for ("evaluation period, 3 m left", "approval by an Admin": lead "waiting:"), but a later
+ * stage's cluster says "waiting for stage 1 (…)" itself: such a message keeps its own words after
+ * the lead "waiting", never "waiting: waiting for …", whatever the case or colon it comes with.
+ */
+export function waitingLine(message: string): { lead: 'waiting' | 'waiting:'; rest: string } {
+  const m = /^\s*waiting\b\s*(:?)\s*/i.exec(message);
+  if (!m) return { lead: 'waiting:', rest: message.trim() };
+  const rest = message.slice(m[0].length).trim();
+  return { lead: m[1] && rest ? 'waiting:' : 'waiting', rest };
+}
+
+/** A wait as plain text: "waiting: approval by an Admin", "waiting for stage 1 (…)". */
+export function waitingText(message: string): string {
+  const { lead, rest } = waitingLine(message);
+  return rest ? `${lead} ${rest}` : lead;
+}
+
 /** Why a cluster waits at now: where it quotes the deployment's timed wait, counted down too. */
 export function clusterWaitingMessage(c: DeploymentCluster, w: Waiting | null | undefined, now: number): string {
   const own = c.waiting ?? '';

@@ -7,7 +7,7 @@ import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { Link } from 'react-router';
 import type { FleetCell, FleetCluster } from '../../api/types';
 import { healthTone } from '../../components/HealthBadge';
-import { cellLabel, type FleetModel } from './model';
+import { cellLabel, groupLabel, type FleetModel } from './model';
 import './fleet.css';
 
 export const ROW_H = 56;
@@ -131,21 +131,24 @@ export function FleetGrid({ model, label }: { model: FleetModel; label: string }
             <div role="columnheader" aria-colindex={1} className="fleet-corner" />
             {model.groups
               .filter((g) => vCols.length > 0 && g.start <= vCols[vCols.length - 1]!.index && g.start + g.count > vCols[0]!.index)
-              .map((g) => (
-                <div
-                  key={g.environment + g.start}
-                  role="columnheader"
-                  aria-colindex={g.start + 2}
-                  aria-colspan={g.count}
-                  className={`fleet-group env-${g.environment}`}
-                  style={{ left: ROWHEAD_W + g.start * COL_W, width: g.count * COL_W }}
-                  data-testid={`fleet-group-${g.environment}`}
-                >
-                  <span className="fleet-group-label">
-                    {g.environment || 'no environment'} · {g.count} {g.count === 1 ? 'cluster' : 'clusters'}
-                  </span>
-                </div>
-              ))}
+              .map((g) => {
+                const label = groupLabel(g);
+                return (
+                  <div
+                    key={g.environment + g.start}
+                    role="columnheader"
+                    aria-colindex={g.start + 2}
+                    aria-colspan={g.count}
+                    aria-label={label.full}
+                    title={label.full}
+                    className={`fleet-group env-${g.environment}`}
+                    style={{ left: ROWHEAD_W + g.start * COL_W, width: g.count * COL_W }}
+                    data-testid={`fleet-group-${g.environment}`}
+                  >
+                    <span className="fleet-group-label">{label.short}</span>
+                  </div>
+                );
+              })}
           </div>
           <div role="row" aria-rowindex={2} className="fleet-colrow">
             <div role="columnheader" aria-colindex={1} className="fleet-corner">

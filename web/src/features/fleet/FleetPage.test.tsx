@@ -31,9 +31,28 @@ describe('Fleet', () => {
     expect(within(bad[0]!).getByRole('link')).toHaveAccessibleName('sample-operator 0.2.0 on stg-1, Unhealthy, CrashLoopBackOff, behind the latest 0.3.0');
     const dev = cells.find((c) => c.dataset.operator === 'sample-operator' && c.dataset.cluster === 'dev-1')!;
     expect(within(dev).getByRole('link')).toHaveAttribute('href', '/deployments/d-1');
-    expect(screen.getByTestId('fleet-group-Production')).toHaveTextContent('Production · 2 clusters');
+    expect(screen.getByTestId('fleet-group-Production')).toHaveAccessibleName('Production · 2 clusters');
     expect(screen.getByTestId('fleet-summary')).toHaveTextContent('2 operators × 4 clusters, 4 installed');
     expect(within(grid).getAllByRole('columnheader').map((h) => h.getAttribute('aria-colindex'))).toContain('5');
+  });
+
+  it('heads each environment with a short label that fits one column, the whole in its name and title', async () => {
+    mockApi({ 'GET /api/v1/whoami': WHOAMI.Viewer, 'GET /api/v1/fleet': smallFleet });
+    renderApp('/');
+    const grid = await screen.findByRole('grid');
+    const groups = ['Dev', 'Staging', 'Production'].map((e) => screen.getByTestId(`fleet-group-${e}`));
+    expect(groups.map((g) => g.textContent)).toEqual(['Dev · 1', 'Staging · 1', 'Production · 2']);
+    expect(groups.map((g) => g.getAttribute('title'))).toEqual(['Dev · 1 cluster', 'Staging · 1 cluster', 'Production · 2 clusters']);
+    expect(within(grid).getByRole('columnheader', { name: 'Staging · 1 cluster' })).toBe(groups[1]);
+    // One line, cut with an ellipsis rather than wrapped: the browser tests measure it in both themes.
+  });
+
+  it('counts one operator and one cluster in the singular', async () => {
+    const one = { ...smallFleet, operators: smallFleet.operators!.slice(1), clusters: smallFleet.clusters!.slice(0, 1), cells: smallFleet.cells!.slice(2, 3) };
+    mockApi({ 'GET /api/v1/whoami': WHOAMI.Viewer, 'GET /api/v1/fleet': one });
+    renderApp('/');
+    expect(await screen.findByRole('grid', { name: 'Fleet: 1 operator by 1 cluster' })).toBeInTheDocument();
+    expect(screen.getByTestId('fleet-summary')).toHaveTextContent('1 operator × 1 cluster, 1 installed');
   });
 
   it('puts the filters in the URL and asks the manager for one environment', async () => {
@@ -44,7 +63,7 @@ describe('Fleet', () => {
     expect(screen.getByTestId('filter-environment')).toHaveValue('Production');
     expect(screen.getByTestId('filter-health')).toHaveValue('Unhealthy');
     // The small fleet's Production has one unhealthy cluster (prod-2) and no unhealthy cell.
-    expect(screen.getByRole('grid', { name: /Fleet: 2 operators by 1 clusters/ })).toBeInTheDocument();
+    expect(screen.getByRole('grid', { name: /Fleet: 2 operators by 1 cluster$/ })).toBeInTheDocument();
     await userEvent.type(screen.getByTestId('filter-operator'), 'nomatch');
     expect(await screen.findByTestId('fleet-empty')).toHaveTextContent('Nothing in the fleet matches');
   });
@@ -104,7 +123,7 @@ describe('Fleet', () => {
     let current = degraded;
     mockApi({ 'GET /api/v1/whoami': WHOAMI.Viewer, 'GET /api/v1/fleet': () => current });
     const { queryClient } = renderApp('/?health=Degraded');
-    const grid = await screen.findByRole('grid', { name: /1 operators by 1 clusters/ });
+    const grid = await screen.findByRole('grid', { name: /1 operator by 1 cluster$/ });
     expect(within(grid).getAllByTestId('fleet-cell').map((c) => c.dataset.cluster)).toEqual(['dev-1']);
     current = smallFleet;
     await act(() => queryClient.invalidateQueries({ queryKey: ['fleet'] }));

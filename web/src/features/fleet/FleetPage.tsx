@@ -3,7 +3,7 @@ import { Link } from 'react-router';
 import { ErrorNotice, Loading } from '../../components/States';
 import { useFilters } from '../../lib/useFilters';
 import { FleetGrid } from './FleetGrid';
-import { ENVIRONMENTS, HEALTHS, buildFleet } from './model';
+import { ENVIRONMENTS, HEALTHS, buildFleet, counted } from './model';
 import { isEnvironment, useFleet } from './useFleet';
 
 const KEYS = ['environment', 'operator', 'health', 'drift'] as const;
@@ -68,7 +68,7 @@ export function FleetPage() {
         <>
           <p className="fleet-summary" data-testid="fleet-summary" aria-live="polite">
             <span>
-              {model.rows.length} operators × {model.cols.length} clusters, {model.cells} installed
+              {counted(model.rows.length, 'operator')} × {counted(model.cols.length, 'cluster')}, {model.cells} installed
             </span>
             <Link to={`?${new URLSearchParams({ ...clean(f), health: 'Unhealthy' })}`}>{model.bad} degraded or unhealthy</Link>
             <Link to={`?${new URLSearchParams({ ...clean(f), drift: 'behind' })}`}>{model.behind} behind the latest</Link>
@@ -78,7 +78,7 @@ export function FleetPage() {
               {filtered ? 'Nothing in the fleet matches these filters.' : 'No operator runs on any cluster yet: register clusters and operators, then deploy.'}
             </p>
           ) : (
-            <FleetGrid model={model} label={`Fleet: ${model.rows.length} operators by ${model.cols.length} clusters`} />
+            <FleetGrid model={model} label={`Fleet: ${counted(model.rows.length, 'operator')} by ${counted(model.cols.length, 'cluster')}`} />
           )}
         </>
       )}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildFleet, cellLabel, type FleetFilters } from './model';
+import { buildFleet, cellLabel, counted, groupLabel, type FleetFilters } from './model';
 import { smallFleet } from './fixtures';
 
 const none: FleetFilters = { environment: '', operator: '', health: '', drift: '' };
@@ -50,5 +50,17 @@ describe('cellLabel', () => {
   it('says version, health, reason and drift', () => {
     expect(cellLabel('op', 'c', smallFleet.cells![3])).toBe('op 0.2.0 on c, Unhealthy, CrashLoopBackOff, behind the latest 0.3.0');
     expect(cellLabel('op', 'c', undefined)).toBe('op is not installed on c');
+  });
+});
+
+describe('labels', () => {
+  it('heads a group short, and whole for its title', () => {
+    expect(groupLabel({ environment: 'Staging', start: 1, count: 1 })).toEqual({ short: 'Staging · 1', full: 'Staging · 1 cluster' });
+    expect(groupLabel({ environment: 'Production', start: 2, count: 12 })).toEqual({ short: 'Production · 12', full: 'Production · 12 clusters' });
+    expect(groupLabel({ environment: '', start: 0, count: 2 }).full).toBe('no environment · 2 clusters');
+  });
+
+  it('counts in the singular for one', () => {
+    expect([counted(0, 'operator'), counted(1, 'operator'), counted(2, 'cluster')]).toEqual(['0 operators', '1 operator', '2 clusters']);
   });
 });

@@ -23,6 +23,20 @@ export interface EnvGroup {
   count: number;
 }
 
+/** n and the word, in the singular for one: "1 cluster", "4 clusters". */
+export function counted(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/**
+ * An environment group's header: short enough for a group of one column ("Staging · 1") and
+ * the whole ("Staging · 1 cluster") for its title and accessible name.
+ */
+export function groupLabel(g: EnvGroup): { short: string; full: string } {
+  const env = g.environment || 'no environment';
+  return { short: `${env} · ${g.count}`, full: `${env} · ${counted(g.count, 'cluster')}` };
+}
+
 export interface FleetModel {
   rows: FleetOperator[];
   cols: FleetCluster[];
