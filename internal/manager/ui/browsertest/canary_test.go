@@ -91,6 +91,10 @@ func TestCanary_FromTheFormToRollback(t *testing.T) {
 	alice.waitAttr(`[data-testid="waiting"]`, "data-reason", "evaluationPeriod", 2*time.Minute)
 	alice.waitText(sel("waiting"), "evaluation period")
 	alice.waitText(`[data-testid="timeline-cell"][data-cluster="dev-1"] [data-testid="cluster-waiting"]`, "evaluation period")
+	// A later stage's cluster: the manager's own "waiting for stage 1 (…)", said once.
+	if w := alice.waitText(`[data-testid="timeline-cell"][data-cluster="dev-2"] [data-testid="cluster-waiting"]`, "stage 1"); !strings.HasPrefix(w, "waiting for stage 1 (evaluation period") {
+		t.Errorf("dev-2 waits %q: want it to start with \"waiting for stage 1 (evaluation period\", the word once", w)
+	}
 	alice.waitText(sel("deployment-stage"), "1 of 3")
 	alice.screenshot("canary-live.png")
 
@@ -169,6 +173,9 @@ func approveInInbox(t *testing.T, m *managertest.Manager, id string, n int) {
 	bob.visible(row)
 	bob.visible(group + ` [data-testid="crd-report"]`)
 	bob.waitText(group+` [data-testid="migration-note"]`, "spec.replicas")
+	// The note is markdown, shown formatted: `spec.replicas` as code, **yellow** in bold.
+	bob.waitText(group+` [data-testid="migration-note"] code`, "spec.replicas")
+	bob.waitText(group+` [data-testid="migration-note"] strong`, "yellow")
 	if got := bob.count(row); got != n {
 		t.Fatalf("bob's inbox has %d approvals of the deployment, want %d", got, n)
 	}

@@ -66,6 +66,23 @@ func TestCRDs_BreakingDiff(t *testing.T) {
 		t.Errorf("migration notes %q: want 2.0.0's", note)
 	}
 	b.visible(sel("crd-migration-notes") + ` a[href="https://slipway.example/docs/widgets-v2"]`)
+	// The note is markdown, shown formatted: no backticks or asterisks left, code and bold instead.
+	b.waitText(sel("crd-migration-notes")+" code", "spec.legacy")
+	b.waitText(sel("crd-migration-notes")+" strong", "blue")
+	b.waitText(`[data-testid="crd-revision"][data-version="2.0.0"] code`, "spec.tls.secretName")
+	if strings.ContainsAny(note, "`*") {
+		t.Errorf("migration notes %q: the markdown's marks are shown, not rendered", note)
+	}
+	// The revision history's short cells keep to one line ("widget-operator", "1.1.0 → 2.0.0").
+	for _, l := range get(b, "read the revision history's links", chromedp.Evaluate[[]struct {
+		Text  string `json:"text"`
+		Lines int    `json:"lines"`
+	}](`[...document.querySelectorAll('[data-testid="crd-revision"] td:not(.crd-note) a')].map((a) =>
+		({text: a.textContent, lines: new Set([...a.getClientRects()].map((r) => Math.round(r.top))).size}))`)) {
+		if l.Lines != 1 {
+			t.Errorf("the revision history's link %q takes %d lines, want 1", l.Text, l.Lines)
+		}
+	}
 	b.screenshot("crd-diff.png")
 
 	// Another pair, chosen on the page: compatible, and in the address.

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,6 +42,95 @@ func (b *tab) fleetCells(operator string, want int) []fleetCell {
 				drift: c.dataset.drift || '', text: c.innerText, href: c.querySelector('a')?.getAttribute('href') || ''}));
 		return cells.length === want ? cells : false;
 	}`, chromedp.WithPollingArgs(operator, want), chromedp.WithPollingTimeout(waitTimeout), chromedp.WithPollingInterval(100*time.Millisecond)))
+}
+
+// groupHeader is an environment group's header as the browser lays it out and paints it.
+type groupHeader struct {
+	Env   string `json:"env"`
+	Text  string `json:"text"`
+	Name  string `json:"name"`
+	Title string `json:"title"`
+	// Inset is how far the label starts from the group's left edge (its border and padding).
+	Inset float64 `json:"inset"`
+	// Inside: the label's box lies within the group's (nothing cut off at the bottom or right).
+	Inside bool `json:"inside"`
+	// Lines is how many line boxes the label's text takes.
+	Lines int `json:"lines"`
+	// Cut: the label is cut with an ellipsis (its text wider than its box).
+	Cut bool `json:"cut"`
+	// Background is the group's computed background; Contrast its ratio with the label's colour.
+	Background string  `json:"background"`
+	Contrast   float64 `json:"contrast"`
+}
+
+// groupHeaders reads the Fleet grid's environment headers.
+func (b *tab) groupHeaders() []groupHeader {
+	b.t.Helper()
+	return get(b, "read the environment headers", chromedp.Evaluate[[]groupHeader](`(() => {
+		const lum = (c) => {
+			const [r, g, bl] = c.match(/[\d.]+/g).slice(0, 3).map((v) => {
+				const s = Number(v) / 255;
+				return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+			});
+			return 0.2126 * r + 0.7152 * g + 0.0722 * bl;
+		};
+		return [...document.querySelectorAll('[data-testid^="fleet-group-"]')].map((g) => {
+			const l = g.querySelector('.fleet-group-label');
+			const gr = g.getBoundingClientRect(), lr = l.getBoundingClientRect();
+			const range = document.createRange();
+			range.selectNodeContents(l);
+			const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size;
+			const bg = getComputedStyle(g).backgroundColor, fg = getComputedStyle(l).color;
+			const [hi, lo] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+			return {env: g.dataset.testid.slice('fleet-group-'.length), text: l.textContent, name: g.getAttribute('aria-label') || '',
+				title: g.title, inset: lr.left - gr.left, lines, cut: l.scrollWidth > l.clientWidth,
+				inside: lr.left >= gr.left && lr.right <= gr.right + 0.5 && lr.top >= gr.top && lr.bottom <= gr.bottom + 0.5,
+				background: bg, contrast: (hi + 0.05) / (lo + 0.05)};
+		});
+	})()`))
+}
+
+// checkGroupHeaders checks the environment headers in the colour scheme the page shows now:
+// the short labels want, each on one line, uncut, at its group's left, inside it, with a text
+// contrast of at least 4.5 (WCAG AA), and the whole ("Staging · 1 cluster") as name and title.
+func (b *tab) checkGroupHeaders(scheme string, want []string) []groupHeader {
+	b.t.Helper()
+	hs := b.groupHeaders()
+	var texts []string
+	for _, h := range hs {
+		texts = append(texts, h.Text)
+		full := strings.Replace(h.Text, " · 1", " · 1 cluster", 1)
+		if full == h.Text {
+			full += " clusters"
+		}
+		if h.Lines != 1 || h.Cut || !h.Inside || h.Inset > 12 || h.Contrast < 4.5 || h.Name != full || h.Title != full {
+			b.t.Errorf("%s: the %s header %+v: want one uncut line inside the group, at its left (inset ≤ 12), contrast ≥ 4.5, named and titled %q",
+				scheme, h.Env, h, full)
+		}
+	}
+	if !slices.Equal(texts, want) {
+		b.t.Errorf("%s: environment headers %q, want %q", scheme, texts, want)
+	}
+	return hs
+}
+
+// colorScheme makes the page's prefers-color-scheme scheme ("dark", "light"; "" for the
+// browser's own).
+func (b *tab) colorScheme(scheme string) {
+	b.t.Helper()
+	params := emulation.SetEmulatedMediaParams{}
+	if scheme != "" {
+		params.Features = []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}
+	}
+	b.do("prefer the colour scheme "+scheme, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, params)
+		return err
+	}))
+	want := scheme == "dark"
+	if scheme != "" {
+		get(b, "wait for the "+scheme+" scheme", chromedp.Poll[bool](fmt.Sprintf(`matchMedia('(prefers-color-scheme: dark)').matches === %t`, want),
+			chromedp.WithPollingTimeout(waitTimeout)))
+	}
 }
 
 // TestFleet_SeededFleetWithoutRegistering signs in and sees the fleet the harness registered
@@ -75,6 +166,26 @@ func TestFleet_SeededFleetWithoutRegistering(t *testing.T) {
 		t.Errorf("summary %q: want 4 behind the latest", summary)
 	}
 	b.screenshot("fleet.png")
+	// The grid is as tall as its rows: no empty frame below a small fleet.
+	if gap := get(b, "measure the grid", chromedp.Evaluate[float64](`(() => {
+		const g = document.querySelector('[data-testid="fleet-grid"]');
+		return g.clientHeight - g.querySelector('.fleet-canvas').offsetHeight;
+	})()`)); gap > 1 {
+		t.Errorf("the grid is %.0f px taller than its rows", gap)
+	}
+	// The environment headers in both colour schemes: each on one line inside its group, legible.
+	heads := []string{"Dev · 2", "Staging · 1", "Production · 1"}
+	b.colorScheme("light")
+	light := b.checkGroupHeaders("light", heads)
+	b.colorScheme("dark")
+	dark := b.checkGroupHeaders("dark", heads)
+	for i := range min(len(light), len(dark)) {
+		if light[i].Background == dark[i].Background {
+			t.Errorf("the %s header is %s in both schemes: the dark theme did not apply", light[i].Env, light[i].Background)
+		}
+	}
+	b.screenshot("fleet-dark.png")
+	b.colorScheme("")
 
 	b.choose(sel("filter-environment"), "Production")
 	b.waitURL(`[?&]environment=Production`)

@@ -312,13 +312,16 @@ func (b *tab) signIn(user string) {
 // sel is the CSS selector of the element with data-testid id.
 func sel(id string) string { return fmt.Sprintf("[data-testid=%q]", id) }
 
-// screenshot writes a PNG of the whole page to $SLIPWAY_SCREENSHOTS/name, when it is set.
+// screenshot writes a PNG of the whole page to $SLIPWAY_SCREENSHOTS/name, when it is set. The
+// mouse moves to the window's bottom right corner first: no link shows the hover of the last
+// click (the sign-in button's place is a navigation link's once signed in).
 func (b *tab) screenshot(name string) {
 	b.t.Helper()
 	dir := os.Getenv(screenshotsEnv)
 	if dir == "" {
 		return
 	}
+	b.do("move the mouse aside", chromedp.MouseEvent(chromedp.MouseMoved, viewportWidth-1, viewportHeight-1))
 	png := get(b, "screenshot "+name, chromedp.FullScreenshot(100))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.t.Fatal(err)

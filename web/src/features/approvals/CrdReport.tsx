@@ -54,7 +54,7 @@ export function CrdReport({ d, notes }: { d: Deployment; notes: MigrationNote[] 
       {notes.length > 0 && (
         <>
           <h4>Migration notes</h4>
-          <ul data-testid="migration-notes">
+          <ul data-testid="migration-notes" className="note-list">
             {notes.map((n, i) => (
               <li key={`${n.crd}-${n.version}-${i}`} data-testid="migration-note" className="note-item">
                 <span>

@@ -91,7 +91,7 @@ function History({ revs, pair }: { revs: Revision[]; pair: Pair }) {
   return (
     <>
       <h2>Revision history</h2>
-      <table className="data" data-testid="crd-revisions">
+      <table className="data crd-revisions" data-testid="crd-revisions">
         <thead>
           <tr>
             <th scope="col">Version</th>
@@ -122,7 +122,7 @@ function History({ revs, pair }: { revs: Revision[]; pair: Pair }) {
                 <td>
                   <RelativeTime value={r.createdAt} />
                 </td>
-                <td>
+                <td className="crd-note">
                   <Note note={r.migrationNote} />
                 </td>
                 <td>

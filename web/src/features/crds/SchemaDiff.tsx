@@ -51,7 +51,7 @@ export function SchemaDiff({ name, pair, notes, allRows, onAllRows }: Props) {
       {notes.length > 0 && (
         <div className="card" data-testid="crd-migration-notes">
           <h3>Migration notes</h3>
-          <ul>
+          <ul className="note-list">
             {notes.map((r) => (
               <li key={`${r.operator}/${r.version}`} className="note-item">
                 <span>
