@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import { Link, useNavigate } from 'react-router';
+import { useNavigate } from 'react-router';
 import { finishOidcLogin, oidcErrorMessage } from './oidc';
 
 // One exchange per callback address: React's development double effects must not trade the
@@ -11,16 +11,27 @@ function finishOnce(href: string): Promise<string> {
   return running.done;
 }
 
-/** /login/callback: the identity provider sends the browser back here with a code. */
+/** The sign-in page's state when sign-in failed here: the message it shows. */
+export interface LoginState {
+  error: string;
+}
+
+/**
+ * /login/callback: the identity provider sends the browser back here with a code. Signed in, it
+ * goes where sign-in started; refused, back to the sign-in page saying why (never to the issuer
+ * again on its own: no loop).
+ */
 export function CallbackPage() {
   const navigate = useNavigate();
   const [href] = useState(() => window.location.href);
-  const [error, setError] = useState('');
   useEffect(() => {
     let live = true;
     finishOnce(href).then(
       (back) => live && navigate(back, { replace: true }),
-      (err) => live && setError(oidcErrorMessage(err)),
+      (err) => {
+        const state: LoginState = { error: `Sign-in failed: ${oidcErrorMessage(err)}` };
+        if (live) navigate('/login', { replace: true, state });
+      },
     );
     return () => {
       live = false;
@@ -29,16 +40,7 @@ export function CallbackPage() {
   return (
     <main className="login" aria-labelledby="callback-title">
       <h1 id="callback-title">Signing in…</h1>
-      {error ? (
-        <>
-          <p className="notice error" role="alert" data-testid="login-error">
-            Sign-in failed: {error}
-          </p>
-          <Link to="/login">Back to sign-in</Link>
-        </>
-      ) : (
-        <p role="status">Checking the answer of the identity provider…</p>
-      )}
+      <p role="status">Checking the answer of the identity provider…</p>
     </main>
   );
 }

@@ -1,9 +1,10 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
-import { Navigate, useNavigate, useSearchParams } from 'react-router';
+import { Navigate, useLocation, useNavigate, useSearchParams } from 'react-router';
 import { api, unwrap } from '../../lib/api';
 import { safeReturnUrl } from '../../lib/returnUrl';
 import { setToken, useToken } from '../../lib/session';
+import type { LoginState } from './CallbackPage';
 import { clearPendingExchange, pendingExchange } from './ticket';
 import { OidcSignIn } from './OidcSignIn';
 
@@ -14,7 +15,8 @@ export function LoginPage() {
   const token = useToken();
   const [exchange] = useState(pendingExchange);
   const [status, setStatus] = useState<'idle' | 'exchanging'>(exchange ? 'exchanging' : 'idle');
-  const [error, setError] = useState(params.get('error') ?? '');
+  const failed = (useLocation().state as LoginState | null)?.error;
+  const [error, setError] = useState(params.get('error') ?? failed ?? '');
   const navigate = useNavigate();
 
   useEffect(() => {

@@ -134,6 +134,33 @@ describe('OIDC sign-in', () => {
     expect(await screen.findByTestId('login-oidc')).toHaveTextContent('Sign in with idp.example');
   });
 
+  it('keeps no ID token the manager gives no role, and says so on the sign-in page', async () => {
+    let nonce = '';
+    mockApi({
+      'GET /api/v1/ui/config': { oidc: cfg, sessionExchange: true },
+      'GET /.well-known/openid-configuration': discovery,
+      'POST /token': () => ({ access_token: 'at', token_type: 'Bearer', id_token: idToken({ sub: 'nora', nonce }) }),
+      'GET /api/v1/whoami': () =>
+        json({ code: 'forbidden', message: 'GET /api/v1/whoami needs one of the roles [Admin Operator Viewer EnvironmentOwner]; nora has []' }, 403),
+    });
+    let url = await start();
+    nonce = url.searchParams.get('nonce')!;
+    window.history.replaceState(null, '', `/login/callback?code=c&state=${url.searchParams.get('state')}`);
+    await expect(finishOidcLogin(new URL(window.location.href))).rejects.toThrow(/signed in as nora, who has no role in slipway/);
+    expect(getToken()).toBeNull();
+
+    url = await start();
+    nonce = url.searchParams.get('nonce')!;
+    const callback = `/login/callback?code=c-2&state=${url.searchParams.get('state')}`;
+    window.history.replaceState(null, '', callback);
+    const { App } = await import('../../app/App');
+    const { render } = await import('@testing-library/react');
+    render(<App initialPath={callback} />);
+    expect(await screen.findByTestId('login-error')).toHaveTextContent('Sign-in failed: you signed in as nora, who has no role in slipway');
+    expect(await screen.findByTestId('login-oidc')).toBeInTheDocument();
+    expect(getToken()).toBeNull();
+  });
+
   it('says what the issuer answered when the token request fails', async () => {
     idp(() => json({ error: 'invalid_grant', error_description: 'code expired' }, 400));
     const url = await start();

@@ -4,6 +4,7 @@
 // issuer's discovery document. The ID token the flow returns is the session's Bearer token.
 // The library loads only when someone signs in this way.
 import type * as OAuth from 'oauth4webapi';
+import { ApiError, api, unwrap } from '../../lib/api';
 import { safeReturnUrl } from '../../lib/returnUrl';
 import { setToken } from '../../lib/session';
 
@@ -72,7 +73,8 @@ export async function startOidcLogin(cfg: OidcConfig, returnUrl: string, go: (ur
 /**
  * Finishes sign-in at /login/callback: checks the state, trades the code (with the PKCE
  * verifier) for tokens, checks the ID token's issuer, audience and nonce, and keeps the ID token
- * as the session's token. Resolves to where sign-in started. The code leaves the address first.
+ * as the session's token once the manager accepts it with a role (as a pasted token is checked).
+ * Resolves to where sign-in started. The code leaves the address first.
  */
 export async function finishOidcLogin(current: URL): Promise<string> {
   window.history.replaceState(window.history.state, '', CALLBACK_PATH);
@@ -89,8 +91,26 @@ export async function finishOidcLogin(current: URL): Promise<string> {
   const res = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri(), p.verifier, opts);
   const tokens = await oauth.processAuthorizationCodeResponse(as, client, res, { expectedNonce: p.nonce, requireIdToken: true });
   if (!tokens.id_token) throw new Error('the issuer returned no ID token');
+  await managerAccepts(tokens.id_token, oauth.getValidatedIdTokenClaims(tokens)?.sub ?? 'this user');
   setToken(tokens.id_token);
   return p.returnUrl;
+}
+
+/**
+ * Asks the manager who the ID token is (GET /api/v1/whoami) before it is kept: a user the issuer
+ * knows but slipway gives no role would otherwise land on pages that all refuse them.
+ */
+async function managerAccepts(idToken: string, subject: string): Promise<void> {
+  try {
+    await unwrap(api.GET('/api/v1/whoami', { headers: { Authorization: `Bearer ${idToken}` } }));
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 403) {
+      throw new Error(
+        `you signed in as ${subject}, who has no role in slipway (Admin, Operator, Viewer or EnvironmentOwner): ask an administrator to grant one`,
+      );
+    }
+    throw new Error(`the manager refused the identity provider's token: ${(err as Error).message}`);
+  }
 }
 
 /** A readable message for what oauth4webapi throws (an OAuth error body, a failed check). */
