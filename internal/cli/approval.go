@@ -10,7 +10,6 @@ import (
 
 	"github.com/slipway-dev/slipway/internal/cli/client"
 	"github.com/slipway-dev/slipway/internal/cli/output"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 )
 
 // approvalStatuses are approval list --status's values.
@@ -74,10 +73,7 @@ func approvalListRun(ctx context.Context, opts *ApprovalListOptions) error {
 	if err != nil {
 		return err
 	}
-	if items == nil {
-		items = []server.DeploymentApproval{}
-	}
-	err = output.Print(f.IOStreams, f.OutputFormat(), f.Now(), items, func(p *output.Printer) error {
+	return printPage(f, items, cont, opts.List, func(p *output.Printer) error {
 		t := p.Table("id", "deployment", "kind", "role", "approvals", "status", "requested by", "expires", "reason")
 		for _, a := range items {
 			t.Row(a.ID, a.DeploymentID, a.Kind, a.RequiredRole, fmt.Sprintf("%d/%d", a.Approvals, a.Required), a.Status,
@@ -93,8 +89,6 @@ func approvalListRun(ctx context.Context, opts *ApprovalListOptions) error {
 		}
 		return nil
 	})
-	f.moreNote(cont, opts.List)
-	return err
 }
 
 // ApprovalDecideOptions are slipway approval approve's and reject's.
@@ -225,16 +219,11 @@ func auditRun(ctx context.Context, opts *AuditOptions) error {
 	if err != nil {
 		return err
 	}
-	if items == nil {
-		items = []server.AuditEvent{}
-	}
-	err = output.Print(f.IOStreams, f.OutputFormat(), f.Now(), items, func(p *output.Printer) error {
+	return printPage(f, items, cont, opts.List, func(p *output.Printer) error {
 		t := p.Table("time", "actor", "action", "target", "result", "request")
 		for _, e := range items {
 			t.Row(p.Time(e.Time), e.Actor, e.Action, strings.TrimPrefix(e.TargetKind+"/"+e.TargetName, "/"), e.Result, e.RequestID)
 		}
 		return t.Render()
 	})
-	f.moreNote(cont, opts.List)
-	return err
 }

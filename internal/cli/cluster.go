@@ -208,18 +208,13 @@ func clusterListRun(ctx context.Context, opts *ClusterListOptions) error {
 	if err != nil {
 		return err
 	}
-	if items == nil {
-		items = []server.Cluster{}
-	}
-	err = output.Print(f.IOStreams, f.OutputFormat(), f.Now(), items, func(p *output.Printer) error {
+	return printPage(f, items, cont, opts.List, func(p *output.Printer) error {
 		t := p.Table("name", "environment", "health", "kubernetes", "checked", "reason")
 		for _, cl := range items {
 			t.Row(cl.Name, cl.Environment, cl.Health, cl.KubernetesVersion, p.TimeP(cl.LastChecked), cl.HealthReason)
 		}
 		return t.Render()
 	})
-	f.moreNote(cont, opts.List)
-	return err
 }
 
 // ClusterGetOptions are slipway cluster get's.

@@ -67,18 +67,13 @@ func crdListRun(ctx context.Context, opts *CRDListOptions) error {
 	if err != nil {
 		return err
 	}
-	if items == nil {
-		items = []server.CRDSummary{}
-	}
-	err = output.Print(f.IOStreams, f.OutputFormat(), f.Now(), items, func(p *output.Printer) error {
+	return printPage(f, items, cont, opts.List, func(p *output.Printer) error {
 		t := p.Table("name", "kind", "revisions", "latest", "operator", "recorded")
 		for _, x := range items {
 			t.Row(x.Name, x.Kind, fmt.Sprint(x.Revisions), x.Latest.Version, x.Latest.Operator, p.Time(x.Latest.CreatedAt))
 		}
 		return t.Render()
 	})
-	f.moreNote(cont, opts.List)
-	return err
 }
 
 // NewCmdCRDGet is `slipway crd get NAME`.

@@ -86,10 +86,7 @@ func deploymentListRun(ctx context.Context, opts *DeploymentListOptions) error {
 	if err != nil {
 		return err
 	}
-	if items == nil {
-		items = []server.Deployment{}
-	}
-	err = output.Print(f.IOStreams, f.OutputFormat(), f.Now(), items, func(p *output.Printer) error {
+	return printPage(f, items, cont, opts.List, func(p *output.Printer) error {
 		t := p.Table("id", "operator", "version", "strategy", "status", "stage", "clusters", "requested by", "created", "waiting")
 		for _, d := range items {
 			t.Row(d.ID, d.Operator, d.Version, d.Strategy, deploymentState(&d), fmt.Sprint(d.Stage), clusterCounts(d.Clusters),
@@ -97,8 +94,6 @@ func deploymentListRun(ctx context.Context, opts *DeploymentListOptions) error {
 		}
 		return t.Render()
 	})
-	f.moreNote(cont, opts.List)
-	return err
 }
 
 // deploymentState is the status with what holds it: paused, a requested cancel or rollback.

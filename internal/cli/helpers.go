@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/slipway-dev/slipway/internal/cli/client"
+	"github.com/slipway-dev/slipway/internal/cli/output"
 )
 
 // join is a list for a table cell or detail line.
@@ -42,11 +43,17 @@ func (l *ListFlags) check() error {
 
 func (l *ListFlags) page() client.Page { return client.Page{Limit: l.Limit} }
 
-// moreNote tells on standard error that a list was cut at --limit.
-func (f *Factory) moreNote(cont string, l ListFlags) {
+// printPage prints a page of a list (an empty one as [] in json and yaml, not null) with the
+// table table draws, and says on stderr when the manager has more than --limit.
+func printPage[T any](f *Factory, items []T, cont string, l ListFlags, table func(*output.Printer) error) error {
+	if items == nil {
+		items = []T{}
+	}
+	err := output.Print(f.IOStreams, f.OutputFormat(), f.Now(), items, table)
 	if cont != "" {
 		fmt.Fprintf(f.IOStreams.ErrOut, "Showing the first %d; there are more (--limit 0 lists all).\n", l.Limit)
 	}
+	return err
 }
 
 // confirm asks before a destructive action: yes when --yes was given; on a terminal the

@@ -205,10 +205,7 @@ func operatorListRun(ctx context.Context, opts *OperatorListOptions) error {
 	if err != nil {
 		return err
 	}
-	if items == nil {
-		items = []server.Operator{}
-	}
-	err = output.Print(f.IOStreams, f.OutputFormat(), f.Now(), items, func(p *output.Printer) error {
+	return printPage(f, items, cont, opts.List, func(p *output.Printer) error {
 		t := p.Table("name", "namespace", "chart", "latest", "versions", "registered")
 		for _, op := range items {
 			latest := ""
@@ -219,8 +216,6 @@ func operatorListRun(ctx context.Context, opts *OperatorListOptions) error {
 		}
 		return t.Render()
 	})
-	f.moreNote(cont, opts.List)
-	return err
 }
 
 // NewCmdOperatorGet is `slipway operator get NAME`.
