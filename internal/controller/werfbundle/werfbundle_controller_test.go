@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -260,4 +261,58 @@ func TestWerfBundle_DeletionCleansUpJobsAndLogs(t *testing.T) {
 		}
 		return live == 0 && len(logs) == 0
 	})
+}
+
+// TestWerfBundle_DeletedNewestJobLeavesTheStatus: 1.0.0 fails, 1.1.0 succeeds; someone deletes
+// the Job of 1.1.0. The failed Job of 1.0.0 is now the newest there, but its outcome is older
+// than the one recorded: the bundle stays Synced on 1.1.0, nothing counted again.
+func TestWerfBundle_DeletedNewestJobLeavesTheStatus(t *testing.T) {
+	f := newFixture(t)
+	reg := startRegistry(t, "1.0.0")
+	f.outcomes.failTag("1.0.0")
+	b := f.bundle("app", reg.Repository("demo/app"))
+	f.create(b)
+	f.start()
+	f.waitPhase(b, werfv1.PhaseFailed, "")
+
+	registrytest.PushBundle(t, reg.Host, "demo/app", "1.1.0")
+	got := f.get(b)
+	got.Annotations = map[string]string{werfv1.ReconcileNowAnnotation: "now"}
+	if err := f.c.Update(f.ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	synced := f.waitPhase(b, werfv1.PhaseSynced, "1.1.0")
+	var newest batchv1.Job
+	if err := f.c.Get(f.ctx, clientKeyIn(f.target, synced.Status.LastFinishedJob), &newest); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.Delete(f.ctx, &newest, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("the Job of 1.1.0 is gone", func() bool {
+		for _, j := range f.jobs(b) {
+			if j.Name == newest.Name {
+				return false
+			}
+		}
+		return true
+	})
+	// A change to the bundle makes a reconcile that reads the Jobs as they are now.
+	got = f.get(b)
+	got.Annotations["example.com/poke"] = "1"
+	if err := f.c.Update(f.ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	after := f.get(b)
+	if after.Status.Phase != werfv1.PhaseSynced || after.Status.LastAppliedTag != "1.1.0" ||
+		after.Status.LastFinishedJob != newest.Name || after.Status.ConsecutiveFailures != 0 ||
+		after.Status.LastFailedRevision != "" {
+		t.Errorf("the old Job's outcome came back: phase %s, tag %s, last Job %s (want %s), failures %d, failed revision %q",
+			after.Status.Phase, after.Status.LastAppliedTag, after.Status.LastFinishedJob, newest.Name,
+			after.Status.ConsecutiveFailures, after.Status.LastFailedRevision)
+	}
+	if n := len(f.jobs(b)); n != 1 {
+		t.Errorf("%d Jobs, want the failed one alone (no new Job for a revision already applied)", n)
+	}
 }

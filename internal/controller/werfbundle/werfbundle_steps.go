@@ -236,15 +236,15 @@ func (r *Reconciler) stepJobs(ctx context.Context, s *scope) error {
 		}
 		adoptCorrection(b, j)
 	}
-	if len(finished) > 0 && finished[0].Name != b.Status.LastFinishedJob && finished[0].Name != b.Status.ActiveJob {
-		if err := r.adoptJobSecret(ctx, finished[0]); err != nil {
-			return err
-		}
-		adoptCorrection(b, finished[0])
-	}
 	// Record the newest finished Job if it is new to the status.
-	if len(finished) > 0 && finished[0].Name != b.Status.LastFinishedJob {
-		if err := r.recordJob(ctx, s, finished[0]); err != nil {
+	if j := unrecorded(b, finished); j != nil {
+		if j.Name != b.Status.ActiveJob {
+			if err := r.adoptJobSecret(ctx, j); err != nil {
+				return err
+			}
+			adoptCorrection(b, j)
+		}
+		if err := r.recordJob(ctx, s, j); err != nil {
 			return err
 		}
 	}
@@ -258,6 +258,28 @@ func (r *Reconciler) stepJobs(ctx context.Context, s *scope) error {
 		return stop("a Job is running")
 	}
 	b.Status.ActiveJob = ""
+	return nil
+}
+
+// unrecorded is the newest finished Job (finished is sorted newest first) when its outcome is not
+// in the status yet: the status records no Job, names it as the running one, or records a Job
+// that is still there and older. When the recorded Job is gone (deleted by hand or by its TTL)
+// and the status does not name the newest as running, that one is older than the recorded one
+// (the recorded Job is always the newest the operator keeps), and recording it again would put an
+// old outcome back: an old success would clear a later failure, an old failure count again.
+func unrecorded(b *werfv1.WerfBundle, finished []*batchv1.Job) *batchv1.Job {
+	if len(finished) == 0 || finished[0].Name == b.Status.LastFinishedJob {
+		return nil
+	}
+	newest := finished[0]
+	if b.Status.LastFinishedJob == "" || newest.Name == b.Status.ActiveJob {
+		return newest
+	}
+	for _, j := range finished[1:] {
+		if j.Name == b.Status.LastFinishedJob {
+			return newest
+		}
+	}
 	return nil
 }
 
