@@ -92,7 +92,8 @@ func (m *Manager) migrationNotes(charts []charttest.ChartFiles) []server.Migrati
 		case BreakingVersion:
 			notes = append(notes, server.MigrationNoteRequest{CRD: WidgetCRD, Version: v,
 				Text: "Removes `spec.legacy`, makes `spec.count` a string, requires `spec.tls.secretName` and drops the colour " +
-					"**blue**: edit every Widget before upgrading.", URL: "https://slipway.example/docs/widgets-v2"})
+					"**blue**. From 1.1.0 it also drops `spec.replicas`, the colour **yellow** and `spec.size` above 100: " +
+					"edit every Widget before upgrading.", URL: "https://slipway.example/docs/widgets-v2"})
 		}
 	}
 	return notes
