@@ -89,11 +89,24 @@ func deploymentListRun(ctx context.Context, opts *DeploymentListOptions) error {
 	return printPage(f, items, cont, opts.List, func(p *output.Printer) error {
 		t := p.Table("id", "operator", "version", "strategy", "status", "stage", "clusters", "requested by", "created", "waiting")
 		for _, d := range items {
-			t.Row(d.ID, d.Operator, d.Version, d.Strategy, deploymentState(&d), fmt.Sprint(d.Stage), clusterCounts(d.Clusters),
+			t.Row(d.ID, d.Operator, d.Version, d.Strategy, deploymentState(&d), stageText(&d), clusterCounts(d.Clusters),
 				d.RequestedBy, p.Time(d.CreatedAt), waitingText(d.Waiting))
 		}
 		return t.Render()
 	})
+}
+
+// stageText is the deployment's stage for people, counted from 1 as the design and the web UI
+// count them: "2/3" (the API's stage is an index from 0; -o json and yaml keep it).
+func stageText(d *server.Deployment) string {
+	n := 0
+	for _, c := range d.Clusters {
+		n = max(n, c.Stage+1)
+	}
+	if n == 0 {
+		return fmt.Sprint(d.Stage + 1)
+	}
+	return fmt.Sprintf("%d/%d", min(d.Stage+1, n), n)
 }
 
 // deploymentState is the status with what holds it: paused, a requested cancel or rollback.
@@ -176,7 +189,7 @@ func printDeployment(f *Factory, d *server.Deployment) error {
 		if err := p.Detail([2]string{"ID", d.ID}, [2]string{"Operator", d.Operator}, [2]string{"Version", d.Version},
 			[2]string{"Strategy", d.Strategy}, [2]string{"Config", config}, [2]string{"Status", deploymentState(d)},
 			[2]string{"Reason", d.Reason}, [2]string{"Waiting", waitingText(d.Waiting)},
-			[2]string{"Stage", fmt.Sprint(d.Stage)}, [2]string{"Stage started", p.TimeP(d.StageStartedAt)}, [2]string{"Paused", paused},
+			[2]string{"Stage", stageText(d)}, [2]string{"Stage started", p.TimeP(d.StageStartedAt)}, [2]string{"Paused", paused},
 			[2]string{"Rollback reason", d.RollbackReason}, [2]string{"Requested by", d.RequestedBy},
 			[2]string{"Created", p.Time(d.CreatedAt)}, [2]string{"Started", p.TimeP(d.StartedAt)},
 			[2]string{"Finished", p.TimeP(d.FinishedAt)}, [2]string{"Switched", p.TimeP(d.SwitchedAt)}); err != nil {
@@ -193,7 +206,7 @@ func printDeployment(f *Factory, d *server.Deployment) error {
 			if c.HelmRevision > 0 {
 				rev = fmt.Sprint(c.HelmRevision)
 			}
-			t.Row(c.Name, c.Environment, fmt.Sprint(c.Stage), c.Status, rev, strings.TrimSpace(prev), c.Waiting, c.Message)
+			t.Row(c.Name, c.Environment, fmt.Sprint(c.Stage+1), c.Status, rev, strings.TrimSpace(prev), c.Waiting, c.Message)
 		}
 		return t.Render()
 	})
@@ -324,7 +337,7 @@ func printPlan(p *output.Printer, plan *engine.DryRun) error {
 		if s.WaitForSwitch {
 			after = strings.TrimSpace(after + " waits for switch")
 		}
-		t.Row(fmt.Sprint(s.Index), s.Kind, join(s.Clusters), fmt.Sprint(s.Parallel), fmt.Sprintf("%g", s.Percentage),
+		t.Row(fmt.Sprint(s.Index+1), s.Kind, join(s.Clusters), fmt.Sprint(s.Parallel), fmt.Sprintf("%g", s.Percentage),
 			s.Hold, fmt.Sprintf("%g%%", s.SuccessThreshold*100), after)
 	}
 	if err := t.Render(); err != nil {
@@ -341,7 +354,7 @@ func printPlan(p *output.Printer, plan *engine.DryRun) error {
 			}
 			crds = append(crds, s)
 		}
-		t.Row(c.Name, c.Environment, fmt.Sprint(c.Stage), c.Namespace, orDash(c.InstalledVersion), join(crds), c.Problem)
+		t.Row(c.Name, c.Environment, fmt.Sprint(c.Stage+1), c.Namespace, orDash(c.InstalledVersion), join(crds), c.Problem)
 	}
 	if err := t.Render(); err != nil {
 		return err

@@ -188,7 +188,7 @@ func (e *Engine) hold(ctx context.Context, d *store.Deployment, op *store.Operat
 	now := e.now()
 	last := d.Stage == len(plan.Stages)-1
 	if !st.HealthChecks {
-		return e.passStage(ctx, d, plan, st, fmt.Sprintf("stage %d: installed (health checks skipped)", st.Index))
+		return e.passStage(ctx, d, plan, st, fmt.Sprintf("stage %d: installed (health checks skipped)", st.Index+1))
 	}
 	if d.StageStartedAt == nil {
 		status := d.Status
@@ -198,13 +198,13 @@ func (e *Engine) hold(ctx context.Context, d *store.Deployment, op *store.Operat
 		_, err := e.update(ctx, d.ID, func(d *store.Deployment) error {
 			d.StageStartedAt, d.Status = &now, status
 			if status != store.DeploymentDeploying {
-				d.Reason = fmt.Sprintf("validating stage %d for %s", st.Index, st.Hold)
+				d.Reason = fmt.Sprintf("validating stage %d for %s", st.Index+1, st.Hold)
 			}
 			return nil
 		})
 		if err == nil {
 			e.event(ctx, d.ID, "stage.validating", "", fmt.Sprintf("stage %d (%s): holding %s, then %d%% of %d cluster(s) must be healthy",
-				st.Index, strings.Join(st.Clusters, ", "), st.Hold, int(st.SuccessThreshold*100+0.5), len(st.Clusters)), nil)
+				st.Index+1, strings.Join(st.Clusters, ", "), st.Hold, int(st.SuccessThreshold*100+0.5), len(st.Clusters)), nil)
 		}
 		return 0, err
 	}
@@ -242,7 +242,7 @@ func (e *Engine) hold(ctx context.Context, d *store.Deployment, op *store.Operat
 		return min(e.checkEvery(st), holdEnd.Sub(now)), nil
 	}
 	if st.Passed(healthy) {
-		return e.passStage(ctx, d, plan, st, fmt.Sprintf("stage %d: %d of %d cluster(s) healthy", st.Index, healthy, len(st.Clusters)))
+		return e.passStage(ctx, d, plan, st, fmt.Sprintf("stage %d: %d of %d cluster(s) healthy", st.Index+1, healthy, len(st.Clusters)))
 	}
 	grace := holdEnd.Add(e.cfg.InstallTimeout)
 	if (unhealthy == 0 || st.Hold == 0) && now.Before(grace) {
@@ -251,7 +251,7 @@ func (e *Engine) hold(ctx context.Context, d *store.Deployment, op *store.Operat
 		return min(e.checkEvery(st), grace.Sub(now)), nil
 	}
 	return e.startRollback(ctx, d, fmt.Sprintf("stage %d: %d of %d cluster(s) healthy, below the threshold %d%%: %s",
-		st.Index, healthy, len(st.Clusters), int(st.SuccessThreshold*100+0.5), strings.Join(bad, "; ")))
+		st.Index+1, healthy, len(st.Clusters), int(st.SuccessThreshold*100+0.5), strings.Join(bad, "; ")))
 }
 
 // installedUpTo names the clusters of stages 0..last that run the deployment's version.
