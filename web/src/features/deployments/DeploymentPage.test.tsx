@@ -26,7 +26,7 @@ function sseStream() {
 
 /** The manager for one deployment: its state is `state.d`, changed by the test as the engine would. */
 function manager(who: object, d: Deployment, approvals = [approval()]) {
-  const state = { d, stream: sseStream(), streams: 0 };
+  const state = { d, events: EVENTS, stream: sseStream(), streams: 0 };
   const calls: ApiCall[] = mockApi({
     'GET /api/v1/whoami': who,
     [`GET /api/v1/deployments/${ID}`]: () => state.d,
@@ -35,7 +35,7 @@ function manager(who: object, d: Deployment, approvals = [approval()]) {
         state.streams++;
         return state.stream.response;
       }
-      return { items: EVENTS };
+      return { items: state.events };
     },
     'GET /api/v1/approvals': { items: approvals },
     [`POST /api/v1/deployments/${ID}/pause`]: async (req) => {
@@ -46,6 +46,19 @@ function manager(who: object, d: Deployment, approvals = [approval()]) {
     [`POST /api/v1/deployments/${ID}/resume`]: () => {
       state.d = { ...state.d, paused: false, pausedBy: '', waiting: canary().waiting };
       return json(state.d, 202);
+    },
+    // The cancel is answered at once; the deployment ends before the stream says so.
+    [`DELETE /api/v1/deployments/${ID}`]: () => {
+      const asked = { ...state.d, cancelRequested: true };
+      state.d = {
+        ...asked,
+        status: 'Cancelled',
+        reason: 'cancelled: 1 of 4 clusters run 2.0.0 (roll back to undo)',
+        waiting: undefined,
+        clusters: state.d.clusters!.map((c) => (c.status === 'pending' ? { ...c, status: 'skipped', waiting: undefined } : { ...c, waiting: undefined })),
+      };
+      state.events = [...EVENTS, ...events([6, 'cancel.requested', 'cancel requested by otto'], [7, 'status', 'Validating → Cancelled'])];
+      return json(asked, 202);
     },
     [`POST /api/v1/deployments/${ID}/rollback`]: () => json({ code: 'Conflict', message: `deployment ${ID} is already rolling back` }, 409),
     'POST /api/v1/approvals/a-1/approve': () => json({ ...approval(), status: 'approved', approvals: 1 }),
@@ -171,6 +184,23 @@ describe('Deployment page', () => {
     await userEvent.click(screen.getByTestId('action-resume-confirm'));
     expect(await screen.findByTestId('action-pause')).toBeInTheDocument();
     expect(calls.filter((c) => c.path.endsWith('/resume'))).toHaveLength(1);
+  });
+
+  it('lists the events again when the deployment is read as finished before its stream brought the last ones', async () => {
+    manager(WHOAMI.Operator, canary());
+    renderApp(`/deployments/${ID}`);
+    await waitFor(() => expect(screen.getByTestId('stream-state')).toHaveAttribute('data-state', 'open'));
+    await userEvent.click(screen.getByTestId('action-cancel'));
+    await userEvent.click(screen.getByTestId('action-cancel-confirm'));
+    await waitFor(() => expect(screen.getByTestId('deployment-status')).toHaveAttribute('data-status', 'Cancelled'));
+    expect(screen.queryByTestId('stream-state')).toBeNull();
+    await waitFor(() => expect(within(screen.getByTestId('event-log')).getAllByTestId('event-row')).toHaveLength(7));
+    const rows = within(screen.getByTestId('event-log')).getAllByTestId('event-row');
+    expect(rows.slice(0, 2).map((r) => r.dataset.type)).toEqual(['status', 'cancel.requested']);
+    // The stage it was cancelled in was reached and stopped; dev-1's validation no longer runs.
+    expect(screen.getAllByTestId('timeline-stage').map((s) => s.dataset.state)).toEqual(['stopped', 'skipped', 'skipped']);
+    const dev = screen.getAllByTestId('timeline-cell').find((c) => c.dataset.cluster === 'dev-1')!;
+    expect(within(dev).getByTestId('cell-status')).toHaveTextContent('stopped while validating');
   });
 
   it('keeps the dialog open with the manager’s message when it refuses', async () => {

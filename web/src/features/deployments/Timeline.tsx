@@ -6,6 +6,7 @@ import {
   autoSwitch,
   clusterBadge,
   clusterWaitingMessage,
+  isTerminal,
   STAGE_STATE_TEXT,
   timelineOf,
   type Deployment,
@@ -52,7 +53,7 @@ function stageWhat(s: TimelineStage): string {
 }
 
 function ClusterCell({ c, d, now }: { c: DeploymentCluster; d: Deployment; now: number }) {
-  const b = clusterBadge(c.status);
+  const b = clusterBadge(c.status, isTerminal(d.status));
   const waiting = clusterWaitingMessage(c, d.waiting, now);
   return (
     <li className="timeline-cell" data-testid="timeline-cell" data-cluster={c.name} data-status={c.status} data-stage={c.stage}>

@@ -2,7 +2,7 @@
 // its events listed first, then streamed from the list's last id, each batch (~500 ms) merged
 // into the events in the query cache and answered by one read of the deployment.
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient, type QueryClient } from '@tanstack/react-query';
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useRef, useState } from 'react';
 import type { GetQuery } from '../../api/types';
 import { api, unwrap } from '../../lib/api';
 import { readAll } from '../../lib/paging';
@@ -71,7 +71,9 @@ export function applyBatch(qc: QueryClient, id: string, batch: readonly SSEEvent
 /**
  * The deployment's live stream while it moves (after its events were listed, from the last of
  * them). A stream that ended while the deployment still moves (a rollback asked of a finished
- * one) is opened again after 2 s.
+ * one) is opened again after 2 s. When the deployment is read as finished before its stream
+ * brought the last events (an action's answer or a periodic read can come first, and the stream
+ * closes then, its batch unread), its events are listed once more.
  */
 export function useLiveDeployment(id: string, d: Deployment | undefined, events: DeploymentEvent[] | undefined): StreamState {
   const qc = useQueryClient();
@@ -88,6 +90,11 @@ export function useLiveDeployment(id: string, d: Deployment | undefined, events:
     const t = setTimeout(() => setEpoch((n) => n + 1), 2_000);
     return () => clearTimeout(t);
   }, [ended]);
+  const wasLive = useRef(live);
+  useEffect(() => {
+    if (wasLive.current && !live) void qc.invalidateQueries({ queryKey: keys.events(id), exact: true });
+    wasLive.current = live;
+  }, [live, qc, id]);
   return state;
 }
 

@@ -4,6 +4,7 @@ import { WHOAMI } from '../../test/render';
 import { canary, events } from './fixtures';
 import {
   changeText,
+  clusterBadge,
   clusterWaitingMessage,
   deploymentActions,
   isLive,
@@ -118,6 +119,9 @@ describe('timelineOf', () => {
     const cancelled = canary({ status: 'Cancelled' });
     cancelled.clusters![0]!.status = 'healthy';
     expect(timelineOf(cancelled).map((s) => s.state)).toEqual(['done', 'notReached', 'notReached']);
+    // Cancelled in stage 1's hold: dev-1 was installed and keeps it, the stage stopped.
+    const stopped = canary({ status: 'Cancelled' });
+    expect(timelineOf(stopped).map((s) => s.state)).toEqual(['stopped', 'notReached', 'notReached']);
     const skipped = canary({ status: 'RolledBack' });
     skipped.clusters = skipped.clusters!.map((c) => ({ ...c, status: c.stage === 0 ? 'rolledBack' : 'skipped' }));
     expect(timelineOf(skipped).map((s) => s.state)).toEqual(['rolledBack', 'skipped', 'skipped']);
@@ -169,6 +173,15 @@ describe('changeText', () => {
       what: 'type changed : "integer" -> "string"',
     });
     expect(changeText({ path: 'spec.legacy', message: 'field spec.legacy was removed' })).toEqual({ where: 'spec.legacy', what: 'field spec.legacy was removed' });
+  });
+});
+
+describe('clusterBadge', () => {
+  it('shows a step the finished deployment left under way as stopped', () => {
+    expect(clusterBadge('validating').label).toBe('validating');
+    expect(clusterBadge('validating', true)).toEqual({ tone: 'warn', symbol: '■', label: 'stopped while validating' });
+    expect(clusterBadge('installing', true).label).toBe('stopped while installing');
+    expect(clusterBadge('healthy', true).label).toBe('healthy');
   });
 });
 

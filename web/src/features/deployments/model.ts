@@ -80,9 +80,14 @@ const CLUSTER_BADGES: Record<string, [Tone, string]> = {
   skipped: ['unknown', '–'],
 };
 
-/** A cluster's step as a badge: "· pending", "● installing", "✓ healthy". */
-export function clusterBadge(status: string | undefined): Badge {
+/**
+ * A cluster's step as a badge: "· pending", "● installing", "✓ healthy". When the deployment has
+ * finished (finished: its status is final), a cluster it left installing or validating (a cancel
+ * stops the validation, and the manager keeps the step) is shown stopped, not under way.
+ */
+export function clusterBadge(status: string | undefined, finished = false): Badge {
   const s = status || 'unknown';
+  if (finished && (s === 'installing' || s === 'validating')) return { tone: 'warn', symbol: '■', label: `stopped while ${s}` };
   const [tone, symbol] = CLUSTER_BADGES[s] ?? ['unknown', '?'];
   return { tone, symbol, label: s };
 }
@@ -192,7 +197,7 @@ export function deploymentActions(d: Deployment | undefined, me: Me | undefined)
 
 // ---- the stage timeline ----
 
-export type StageState = 'done' | 'current' | 'upcoming' | 'failed' | 'rolledBack' | 'skipped' | 'notReached';
+export type StageState = 'done' | 'current' | 'upcoming' | 'failed' | 'rolledBack' | 'skipped' | 'stopped' | 'notReached';
 
 export interface TimelineStage {
   index: number;
@@ -232,7 +237,8 @@ function installState(index: number, current: number, done: boolean, clusters: D
   if (worked.length > 0 && worked.every((c) => c.status === 'rolledBack')) return 'rolledBack';
   if (worked.length === 0 && clusters.every((c) => c.status === 'skipped')) return 'skipped';
   if (clusters.every((c) => clusterDone(c.status))) return 'done';
-  if (done) return 'notReached';
+  // Finished during the stage (cancelled in its hold): its clusters were reached, some keep it.
+  if (done) return worked.length > 0 ? 'stopped' : 'notReached';
   if (index < current) return 'done';
   return index === current ? 'current' : 'upcoming';
 }
@@ -250,6 +256,7 @@ export const STAGE_STATE_TEXT: Record<StageState, string> = {
   failed: 'failed',
   rolledBack: 'rolled back',
   skipped: 'skipped',
+  stopped: 'stopped',
   notReached: 'not reached',
 };
 
