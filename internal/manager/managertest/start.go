@@ -17,7 +17,8 @@ import (
 
 // The serve flags of every harness manager besides the address, database and TLS: checks every
 // few seconds, so health, drift and new versions show within seconds; a clock skew of one second
-// (one machine), so a short-lived token is refused soon after it expires.
+// (one machine), so a short-lived token is refused soon after it expires; BlueGreen watches green
+// for 6 s after its switch (a flag of the manager, not a field of the request a test could shorten).
 var serveFlags = []string{
 	"--metrics-address=0",
 	"--jwt-leeway=1s",
@@ -25,6 +26,7 @@ var serveFlags = []string{
 	"--operator-health-interval=2s",
 	"--operator-refresh-interval=5s",
 	"--install-timeout=2m",
+	"--switch-monitor=6s",
 	"--log-format=text",
 }
 

@@ -3,8 +3,9 @@
 // with the UI embedded, managertest's shared manager over TLS) seeded with real local
 // kube-apiservers. They sign in (a pasted token, and the one-time link), see the fleet, start a
 // Canary from the New deployment form, watch it advance live, approve it as another Admin, pause,
-// resume and roll it back, read a breaking CRD diff, and check what a Viewer sees, that a 401
-// returns to sign-in and that the pages run under the strict CSP.
+// resume and roll it back; reject a deployment from the Approvals inbox, cancel a running one and
+// switch a BlueGreen to green, each followed live; read a breaking CRD diff, and check what a
+// Viewer sees, that a 401 returns to sign-in and that the pages run under the strict CSP.
 //
 // The tests carry the build tags browser and e2e (either one runs them; make test passes e2e).
 // They need the UI built (make ui) and chromium installed (hack/deps.sh test); a missing one
