@@ -347,7 +347,8 @@ WHERE status = 'Queued' AND id IN (
 RETURNING id, created_at;
 
 -- name: LiveReleaseList
--- Per (operator, cluster), the newest deployment's (created_at, id) healthy cluster row.
+-- Per (operator, cluster), the newest deployment's (created_at, id) healthy cluster row (or one a
+-- cancel stopped while validating).
 -- Columns: operator_id, operator_name, cluster_name, environment, deployment_id,
 -- deployment_status, version, namespace, release, helm_revision.
 SELECT operator_id, operator_name, cluster_name, environment, deployment_id, deployment_status,
@@ -362,7 +363,9 @@ FROM (
     JOIN deployments d ON d.id = c.deployment_id
     -- A deleted operator is no longer watched.
     JOIN operators o ON o.id = c.operator_id AND o.deleted_at IS NULL
-    WHERE c.status = 'healthy' /*filters*/
+    -- A cancelled deployment's cluster stopped while validating runs that deployment's release
+    -- (cancel stops, it does not undo): it is live, health-checked, never rolled back by itself.
+    WHERE (c.status = 'healthy' OR (c.status = 'validating' AND d.status = 'Cancelled')) /*filters*/
 ) live
 WHERE newest = 1
 ORDER BY operator_name, cluster_name

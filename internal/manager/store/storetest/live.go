@@ -44,6 +44,21 @@ func live(d *store.Deployment, cluster string) *store.LiveRelease {
 }
 
 var liveReleaseCases = []testCase{
+	{"CancelledWhileValidatingIsLive", func(t *testing.T, b *testBundle) {
+		x := Operator(b.ctx, t, b.store, &OperatorOpts{Name: "x"})
+		both := map[string]store.ClusterStatus{"c1": store.ClusterHealthy, "c2": store.ClusterHealthy}
+		t0 := b.now.Add(-time.Hour)
+		v1 := rollout(t, b, x, "1.0.0", t0, store.DeploymentCompleted, 1, both, "c1", "c2")
+		// Cancelled while c1 validated 1.1.0 (installed there) and before c2 began: c1 runs 1.1.0.
+		v2 := rollout(t, b, x, "1.1.0", t0.Add(time.Minute), store.DeploymentCancelled, 2,
+			map[string]store.ClusterStatus{"c1": store.ClusterValidating, "c2": store.ClusterSkipped}, "c1", "c2")
+		// A deployment still validating is not live there yet.
+		rollout(t, b, x, "1.2.0", t0.Add(2*time.Minute), store.DeploymentValidating, 3,
+			map[string]store.ClusterStatus{"c2": store.ClusterValidating}, "c2")
+		got, err := b.store.LiveReleaseList(b.ctx, &store.LiveReleaseListParams{OperatorName: "x"})
+		requireOK(t, err, "list")
+		requireEqual(t, got, []*store.LiveRelease{live(v2, "c1"), live(v1, "c2")}, "live after a cancel")
+	}},
 	{"NewestHealthyWins", func(t *testing.T, b *testBundle) {
 		x := Operator(b.ctx, t, b.store, &OperatorOpts{Name: "x"})
 		y := Operator(b.ctx, t, b.store, &OperatorOpts{Name: "a-y"})
