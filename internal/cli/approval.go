@@ -59,7 +59,7 @@ func NewCmdApprovalList(f *Factory, runF func(context.Context, *ApprovalListOpti
 	fl.StringVar(&opts.Filter.DeploymentID, "deployment", "", "only the approvals of this deployment")
 	opts.List.add(fl)
 	_ = cmd.RegisterFlagCompletionFunc("status", enumCompletion(approvalStatuses...))
-	_ = cmd.RegisterFlagCompletionFunc("deployment", f.completeDeployments(false))
+	_ = cmd.RegisterFlagCompletionFunc("deployment", f.flagFrom(deploymentNames(false)))
 	return cmd
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -135,6 +136,27 @@ func TestExitCodes(t *testing.T) {
 	} {
 		if got := ExitCode(err); got != want {
 			t.Errorf("ExitCode(%v) = %d, want %d", err, got, want)
+		}
+	}
+}
+
+// TestListItems: a comma-separated flag completes its last item, each candidate after the items
+// given and not one of them again (without its description after a comma, which bash could not
+// match).
+func TestListItems(t *testing.T) {
+	cands := []string{"dev-1\tDev", "dev-2\tDev", "prod-1\tProduction"}
+	for _, tc := range []struct {
+		toComplete string
+		want       []string
+	}{
+		{"", cands},
+		{"dev", cands}, // the shell keeps those that match
+		{"dev-1,", []string{"dev-1,dev-2", "dev-1,prod-1"}},
+		{"dev-1,prod-1,d", []string{"dev-1,prod-1,dev-2"}},
+		{"prod-1,dev-1,dev-2,", nil},
+	} {
+		if got := listItems(tc.toComplete, cands); !slices.Equal(got, tc.want) {
+			t.Errorf("listItems(%q) = %q, want %q", tc.toComplete, got, tc.want)
 		}
 	}
 }

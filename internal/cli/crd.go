@@ -209,7 +209,8 @@ file (-f, YAML or JSON; '-' for standard input) or the CRD as an operator's char
 	fl.StringVar(&opts.Request.Version, "version", "", "…at this version")
 	fl.StringVar(&opts.Request.BaseVersion, "base-version", "", "compare with the revision of this version instead of the latest")
 	fl.StringSliceVar(&opts.Clusters, "clusters", nil, "check the objects of these clusters only (default: every cluster)")
-	_ = cmd.RegisterFlagCompletionFunc("operator", f.completeOperators())
+	_ = cmd.RegisterFlagCompletionFunc("operator", f.flagFrom(operatorNames))
+	_ = cmd.RegisterFlagCompletionFunc("clusters", f.listFlagFrom(clusterNames))
 	cmd.MarkFlagsMutuallyExclusive("filename", "operator")
 	return cmd
 }
@@ -345,6 +346,6 @@ from the revision before it.`,
 	fl.StringVar(&req.Digest, "digest", "", "the revision's digest, instead of --version")
 	fl.StringVar(&req.BaseVersion, "base-version", "", "the revision the change is from (default: the one before)")
 	fl.StringVar(&req.Reason, "reason", "", "why the breaking change is safe (recorded in the audit log)")
-	_ = cmd.RegisterFlagCompletionFunc("operator", f.completeOperators())
+	_ = cmd.RegisterFlagCompletionFunc("operator", f.flagFrom(operatorNames))
 	return cmd
 }

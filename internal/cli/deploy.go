@@ -148,9 +148,9 @@ func (opts *DeployOptions) addFlags(cmd *cobra.Command) {
 	fl.IntVar(&opts.ParallelClusters, "parallel-clusters", 0, "direct: clusters installed at once (default: all)")
 	fl.BoolVar(&opts.SkipHealthChecks, "skip-health-checks", false, "direct: skip the health validation after the installs")
 	_ = cmd.RegisterFlagCompletionFunc("strategy", enumCompletion("canary", "bluegreen", "rolling", "direct"))
-	_ = cmd.RegisterFlagCompletionFunc("environment", enumCompletion(environments()...))
-	_ = cmd.RegisterFlagCompletionFunc("clusters", opts.f.completeClusters())
-	_ = cmd.RegisterFlagCompletionFunc("cluster-order", opts.f.completeClusters())
+	_ = cmd.RegisterFlagCompletionFunc("environment", enumListCompletion(environments()...))
+	_ = cmd.RegisterFlagCompletionFunc("clusters", opts.f.listFlagFrom(clusterNames))
+	_ = cmd.RegisterFlagCompletionFunc("cluster-order", opts.f.listFlagFrom(clusterNames))
 }
 
 // prepare checks the arguments and flags and builds the request; nothing is sent on an error.

@@ -71,7 +71,7 @@ func NewCmdDeploymentList(f *Factory, runF func(context.Context, *DeploymentList
 	fl.StringVar(&opts.Filter.Status, "status", "", "only deployments in this status ("+join(deploymentStatuses())+")")
 	fl.BoolVar(&opts.Filter.Active, "active", false, "only deployments that are not finished")
 	opts.List.add(fl)
-	_ = cmd.RegisterFlagCompletionFunc("operator", f.completeOperators())
+	_ = cmd.RegisterFlagCompletionFunc("operator", f.flagFrom(operatorNames))
 	_ = cmd.RegisterFlagCompletionFunc("status", enumCompletion(deploymentStatuses()...))
 	return cmd
 }

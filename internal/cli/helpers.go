@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -92,85 +93,139 @@ func splitList(vals []string) []string {
 // completionTimeout bounds the API calls of shell completion.
 const completionTimeout = 5 * time.Second
 
-// completeFrom completes the first argument from names the API lists (cheap lists only: one
-// page); it completes nothing when the API cannot be reached.
-func (f *Factory) completeFrom(names func(context.Context, *client.Client) ([]string, error)) cobra.CompletionFunc {
-	return func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+// names lists completion candidates from the manager ("name" or "name\tdescription"; cheap
+// lists only: one page).
+type names func(context.Context, *client.Client) ([]string, error)
+
+// fetch asks the manager for n's candidates; none when the manager cannot be reached.
+func (f *Factory) fetch(n names) []string {
+	c, err := f.Client()
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+	defer cancel()
+	out, err := n(ctx, c)
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// completeFrom completes a command's first argument from n (nothing after it).
+func (f *Factory) completeFrom(n names) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		c, err := f.Client()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
-		defer cancel()
-		out, err := names(ctx, c)
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp
+		return f.fetch(n), cobra.ShellCompDirectiveNoFileComp
 	}
 }
 
-func (f *Factory) completeClusters() cobra.CompletionFunc {
-	return f.completeFrom(func(ctx context.Context, c *client.Client) ([]string, error) {
-		items, _, err := c.ListClusters(ctx, client.ClusterFilter{}, client.Page{Limit: client.MaxPage})
-		var out []string
-		for _, it := range items {
-			out = append(out, it.Name+"\t"+it.Environment)
-		}
-		return out, err
-	})
+// flagFrom completes a flag's value from n, whatever arguments come before the flag.
+func (f *Factory) flagFrom(n names) cobra.CompletionFunc {
+	return func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return f.fetch(n), cobra.ShellCompDirectiveNoFileComp
+	}
 }
 
-func (f *Factory) completeOperators() cobra.CompletionFunc {
-	return f.completeFrom(func(ctx context.Context, c *client.Client) ([]string, error) {
-		items, _, err := c.ListOperators(ctx, "", client.Page{Limit: client.MaxPage})
-		var out []string
-		for _, it := range items {
-			out = append(out, it.Name+"\t"+it.Chart.Name)
-		}
-		return out, err
-	})
+// listFlagFrom completes the item after the last comma of a comma-separated flag's value
+// (--clusters dev-1,st<TAB>) from n.
+func (f *Factory) listFlagFrom(n names) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return listItems(toComplete, f.fetch(n)), cobra.ShellCompDirectiveNoFileComp
+	}
 }
 
-func (f *Factory) completeCRDs() cobra.CompletionFunc {
-	return f.completeFrom(func(ctx context.Context, c *client.Client) ([]string, error) {
-		items, _, err := c.ListCRDs(ctx, "", client.Page{Limit: client.MaxPage})
-		var out []string
-		for _, it := range items {
-			out = append(out, it.Name)
+// listItems are the completions of the item after the last comma of toComplete: each candidate
+// not already in the list, after the items given (the shell matches candidates against the
+// whole word). After a comma they go without their descriptions: bash's completion script
+// quotes a described candidate before matching it against the word typed, and quoting escapes
+// the comma (dev-1\,staging-1 never matches dev-1,st); an undescribed one it matches unquoted.
+func listItems(toComplete string, candidates []string) []string {
+	i := strings.LastIndex(toComplete, ",")
+	if i < 0 {
+		return candidates
+	}
+	given := strings.Split(toComplete[:i], ",")
+	var out []string
+	for _, c := range candidates {
+		name, _, _ := strings.Cut(c, "\t")
+		if !slices.Contains(given, name) {
+			out = append(out, toComplete[:i+1]+name)
 		}
-		return out, err
-	})
+	}
+	return out
 }
 
-// completeDeployments completes the ids of the newest deployments (the active ones when
-// active), each described by operator, version and status.
-func (f *Factory) completeDeployments(active bool) cobra.CompletionFunc {
-	return f.completeFrom(func(ctx context.Context, c *client.Client) ([]string, error) {
+func clusterNames(ctx context.Context, c *client.Client) ([]string, error) {
+	items, _, err := c.ListClusters(ctx, client.ClusterFilter{}, client.Page{Limit: client.MaxPage})
+	var out []string
+	for _, it := range items {
+		out = append(out, it.Name+"\t"+it.Environment)
+	}
+	return out, err
+}
+
+func operatorNames(ctx context.Context, c *client.Client) ([]string, error) {
+	items, _, err := c.ListOperators(ctx, "", client.Page{Limit: client.MaxPage})
+	var out []string
+	for _, it := range items {
+		out = append(out, it.Name+"\t"+it.Chart.Name)
+	}
+	return out, err
+}
+
+func crdNames(ctx context.Context, c *client.Client) ([]string, error) {
+	items, _, err := c.ListCRDs(ctx, "", client.Page{Limit: client.MaxPage})
+	var out []string
+	for _, it := range items {
+		out = append(out, it.Name)
+	}
+	return out, err
+}
+
+// deploymentNames are the ids of the newest deployments (the active ones when active), each
+// described by operator, version and status.
+func deploymentNames(active bool) names {
+	return func(ctx context.Context, c *client.Client) ([]string, error) {
 		items, _, err := c.ListDeployments(ctx, client.DeploymentFilter{Active: active}, client.Page{Limit: 50})
 		var out []string
 		for _, d := range items {
 			out = append(out, fmt.Sprintf("%s\t%s %s %s", d.ID, d.Operator, d.Version, d.Status))
 		}
 		return out, err
-	})
+	}
 }
 
-func (f *Factory) completeApprovals() cobra.CompletionFunc {
-	return f.completeFrom(func(ctx context.Context, c *client.Client) ([]string, error) {
-		items, _, err := c.ListApprovals(ctx, client.ApprovalFilter{}, client.Page{Limit: 50})
-		var out []string
-		for _, a := range items {
-			out = append(out, fmt.Sprintf("%s\t%s of %s", a.ID, a.Kind, a.DeploymentID))
-		}
-		return out, err
-	})
+func approvalNames(ctx context.Context, c *client.Client) ([]string, error) {
+	items, _, err := c.ListApprovals(ctx, client.ApprovalFilter{}, client.Page{Limit: 50})
+	var out []string
+	for _, a := range items {
+		out = append(out, fmt.Sprintf("%s\t%s of %s", a.ID, a.Kind, a.DeploymentID))
+	}
+	return out, err
+}
+
+func (f *Factory) completeClusters() cobra.CompletionFunc  { return f.completeFrom(clusterNames) }
+func (f *Factory) completeOperators() cobra.CompletionFunc { return f.completeFrom(operatorNames) }
+func (f *Factory) completeCRDs() cobra.CompletionFunc      { return f.completeFrom(crdNames) }
+func (f *Factory) completeApprovals() cobra.CompletionFunc { return f.completeFrom(approvalNames) }
+
+// completeDeployments completes the first argument with deploymentNames(active).
+func (f *Factory) completeDeployments(active bool) cobra.CompletionFunc {
+	return f.completeFrom(deploymentNames(active))
 }
 
 // enumCompletion completes a flag from fixed values.
 func enumCompletion(vals ...string) cobra.CompletionFunc {
 	return cobra.FixedCompletions(vals, cobra.ShellCompDirectiveNoFileComp)
+}
+
+// enumListCompletion completes the item after the last comma of a comma-separated flag's value
+// from fixed values.
+func enumListCompletion(vals ...string) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return listItems(toComplete, vals), cobra.ShellCompDirectiveNoFileComp
+	}
 }
