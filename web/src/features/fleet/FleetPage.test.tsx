@@ -6,6 +6,23 @@ import { WHOAMI, fakeViewport, renderApp } from '../../test/render';
 import { bigFleet, smallFleet } from './fixtures';
 import { COL_W, ROW_H, reveal } from './FleetGrid';
 
+/** The text a sighted user reads in el: its text without what is hidden from assistive technology (icons). */
+function visibleText(el: Element): string {
+  const copy = el.cloneNode(true) as Element;
+  copy.querySelectorAll('[aria-hidden="true"]').forEach((h) => h.remove());
+  return copy.textContent ?? '';
+}
+
+/** The words of s, as axe-core's label-content-name-mismatch rule splits them (letters and digits). */
+function words(s: string): string[] {
+  return s.normalize('NFKD').toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+}
+
+/** part occurs in whole as a contiguous run. */
+function isRunOf(part: string[], whole: string[]): boolean {
+  return whole.some((_, i) => part.every((w, j) => whole[i + j] === w));
+}
+
 let restore: () => void;
 beforeEach(() => {
   restore = fakeViewport(1200, 700);
@@ -28,7 +45,11 @@ describe('Fleet', () => {
     expect(bad[0]).toHaveTextContent('0.2.0');
     expect(bad[0]).toHaveTextContent('Unhealthy');
     expect(bad[0]).toHaveTextContent('↑ 0.3.0');
-    expect(within(bad[0]!).getByRole('link')).toHaveAccessibleName('sample-operator 0.2.0 on stg-1, Unhealthy, CrashLoopBackOff, behind the latest 0.3.0');
+    expect(within(bad[0]!).getByRole('link')).toHaveAccessibleName('sample-operator on stg-1: 0.2.0, Unhealthy, 0.3.0 is the latest, CrashLoopBackOff');
+    // Label in name (WCAG 2.5.3): each cell's visible words are a run of its accessible name's.
+    for (const link of within(grid).getAllByRole('link').filter((l) => l.closest('[data-testid="fleet-cell"]'))) {
+      expect(isRunOf(words(visibleText(link)), words(link.getAttribute('aria-label') ?? ''))).toBe(true);
+    }
     const dev = cells.find((c) => c.dataset.operator === 'sample-operator' && c.dataset.cluster === 'dev-1')!;
     expect(within(dev).getByRole('link')).toHaveAttribute('href', '/deployments/d-1');
     expect(screen.getByTestId('fleet-group-Production')).toHaveAccessibleName('Production · 2 clusters');
@@ -100,10 +121,10 @@ describe('Fleet', () => {
     expect(head).toHaveAttribute('tabindex', '0');
     head.focus();
     await userEvent.keyboard('{ArrowRight}{ArrowRight}{ArrowDown}');
-    await waitFor(() => expect(document.activeElement).toHaveAccessibleName(/^operator-01 2.0.0 on cluster-0001/));
+    await waitFor(() => expect(document.activeElement).toHaveAccessibleName(/^operator-01 on cluster-0001: 2.0.0/));
     expect(within(grid).getAllByRole('link').filter((l) => l.getAttribute('tabindex') === '0')).toHaveLength(1);
     await userEvent.keyboard('{Control>}{End}{/Control}');
-    await waitFor(() => expect(document.activeElement).toHaveAccessibleName(/^operator-04 2.0.0 on cluster-0039/));
+    await waitFor(() => expect(document.activeElement).toHaveAccessibleName(/^operator-04 on cluster-0039: 2.0.0/));
     expect(grid.scrollLeft).toBeGreaterThan(30 * COL_W);
     await userEvent.keyboard('{Home}');
     await waitFor(() => expect(document.activeElement).toHaveAccessibleName('operator-04'));

@@ -47,8 +47,9 @@ describe('buildFleet', () => {
 });
 
 describe('cellLabel', () => {
-  it('says version, health, reason and drift', () => {
-    expect(cellLabel('op', 'c', smallFleet.cells![3])).toBe('op 0.2.0 on c, Unhealthy, CrashLoopBackOff, behind the latest 0.3.0');
+  it('says where, then version, health and the newer latest as the cell shows them, then the reason', () => {
+    expect(cellLabel('op', 'c', smallFleet.cells![3])).toBe('op on c: 0.2.0, Unhealthy, 0.3.0 is the latest, CrashLoopBackOff');
+    expect(cellLabel('op', 'c', { ...smallFleet.cells![3]!, drift: 'current', health: 'Healthy', healthReason: '' })).toBe('op on c: 0.2.0, Healthy, current');
     expect(cellLabel('op', 'c', undefined)).toBe('op is not installed on c');
   });
 });

@@ -113,12 +113,16 @@ export function buildFleet(fleet: Fleet | undefined, f: FleetFilters): FleetMode
   };
 }
 
-/** The words a screen reader says for a cell (and its title). */
+/**
+ * The words a screen reader says for a cell (and its title): where it is, then what the cell shows
+ * in the order it shows it (version, health, the newer latest), so its visible text is a run of
+ * the name's words (WCAG 2.5.3, label in name: speech input users say what they see), then why it
+ * is not healthy.
+ */
 export function cellLabel(op: string | undefined, cluster: string | undefined, c: FleetCell | undefined): string {
   if (!c) return `${op} is not installed on ${cluster}`;
-  const parts = [`${op} ${c.version ?? '?'} on ${cluster}`, c.health ?? 'Unknown'];
+  const parts = [`${op} on ${cluster}: ${c.version || '?'}`, c.health || 'Unknown'];
+  parts.push(c.drift === 'behind' ? `${c.latestVersion ?? ''} is the latest`.trim() : 'current');
   if (c.healthReason) parts.push(c.healthReason);
-  if (c.drift === 'behind') parts.push(`behind the latest ${c.latestVersion ?? ''}`.trim());
-  else parts.push('current');
   return parts.join(', ');
 }
