@@ -17,6 +17,7 @@ set -euo pipefail
 # ca-certificates: the CA bundle make image puts into the images (hack/image --ca-bundle).
 # nodejs, npm: build and test the manager's web UI (web/; make ui, run by test, dev and build).
 # chromium: the browser the web UI's tests drive headless (internal/manager/ui/browsertest).
+# zsh, fish: the shells the slipway CLI's completion scripts are loaded into by its tests.
 # SLIPWAY_DEPS_PACKAGES replaces the list (the script's own tests use it).
 PACKAGES=${SLIPWAY_DEPS_PACKAGES:-'
 git              git                 test dev ci
@@ -28,6 +29,8 @@ ca-certificates  /etc/ssl/certs/ca-certificates.crt test ci
 nodejs           node                test dev ci
 npm              npm                 test dev ci
 chromium         chromium            test dev ci
+zsh              zsh                 test ci
+fish             fish                test ci
 '}
 
 usage() {
