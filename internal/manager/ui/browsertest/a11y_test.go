@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -95,9 +97,10 @@ func (b *tab) auditSchemes(page string) {
 // TestAccessibility_EveryPage runs axe-core's WCAG 2 A/AA rules in chromium on every main page
 // of the UI, in the light and in the dark colour scheme: the sign-in page (and its refusal),
 // Fleet, Deployments (table and tiles), a deployment with its rollback dialog open, New
-// deployment (with its field errors, then with the dry-run plan), Approvals, Operators, an
-// operator, CRDs, the breaking CRD diff, Clusters, a cluster and Audit. Every violation fails it,
-// naming the page, the rule and the element.
+// deployment (with its field errors, then with the dry-run plan), Approvals (empty, and bob's
+// inbox with a request of alice's and its reject dialog; alice's deployment waiting for it),
+// Operators, an operator, CRDs, the breaking CRD diff, Clusters, a cluster and Audit. Every
+// violation fails it, naming the page, the rule and the element.
 func TestAccessibility_EveryPage(t *testing.T) {
 	m := manager(t)
 	b := newTab(t, m)
@@ -137,6 +140,15 @@ func TestAccessibility_EveryPage(t *testing.T) {
 	b.do("close the dialog", chromedp.KeyEvent(kb.Escape))
 	b.gone(`[role="dialog"]`)
 
+	b.auditNewDeployment(m)
+	auditApprovalInbox(t, m, b)
+	b.colorScheme("")
+}
+
+// auditNewDeployment audits the New deployment form planned with nothing chosen (its field
+// errors), then with a Canary of the breaking version on Dev planned (the dry run's plan).
+func (b *tab) auditNewDeployment(m *managertest.Manager) {
+	b.t.Helper()
 	b.open("/deployments/new?strategy=Canary", sel("new-deployment-form"))
 	b.click(sel("plan-button"))
 	b.visible(".field-error")
@@ -148,7 +160,42 @@ func TestAccessibility_EveryPage(t *testing.T) {
 	b.click(sel("plan-button"))
 	b.visible(sel("plan-crds"))
 	b.auditSchemes("New deployment with its plan")
-	b.colorScheme("")
+}
+
+// auditApprovalInbox has alice (tab alice) ask for the compatible version on dev-1, which waits
+// for an Admin's approval: it audits her deployment page waiting, and bob's Approvals inbox
+// listing it (with the CRD report and the migration note) and its reject dialog; then alice
+// cancels it through the API before anything is installed.
+func auditApprovalInbox(t *testing.T, m *managertest.Manager, alice *tab) {
+	t.Helper()
+	dep := m.Deploy(t, managertest.Alice, map[string]any{"operator": m.Operator, "version": managertest.CompatibleVersion,
+		"clusters": []string{"dev-1"}, "strategy": "Direct"})
+	cancelled := false
+	cancel := func() {
+		if cancelled {
+			return
+		}
+		cancelled = true
+		m.Must(t, "DELETE", "/api/v1/deployments/"+dep.ID, managertest.Alice, nil, http.StatusAccepted)
+		m.WaitStatus(t, dep.ID, "Cancelled", time.Minute)
+	}
+	t.Cleanup(cancel)
+
+	alice.open("/deployments/"+dep.ID, `[data-testid="waiting"][data-reason="approval"]`)
+	alice.auditSchemes("a deployment waiting for approval")
+
+	bob := newTab(t, m)
+	bob.signIn(managertest.Bob)
+	row := `[data-testid="approvals-mine"] [data-testid="approval-row"][data-deployment-id="` + dep.ID + `"]`
+	bob.open("/approvals", row)
+	bob.auditSchemes("Approvals with an inbox")
+	bob.click(row + ` [data-testid="approval-reject"]`)
+	bob.visible(`[role="dialog"]`)
+	bob.auditSchemes("Approvals' reject dialog")
+	bob.do("close the dialog", chromedp.KeyEvent(kb.Escape))
+	bob.gone(`[role="dialog"]`)
+	bob.colorScheme("")
+	cancel()
 }
 
 // focusStop is where the focus is after one Tab, and whether it shows.
