@@ -72,7 +72,7 @@ test: deps-test controlplane ui ## Run every test (unit, envtest and full contro
 	SLIPWAY_CHAOS_SCALE=short KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) $(GO) test -tags e2e $(TEST_FLAGS) $(TEST_PKGS)
 
 .PHONY: bench
-bench: controlplane ## Run the benchmarks (BENCH=regexp) on the real control plane
+bench: controlplane ui ## Run the benchmarks (BENCH=regexp) on the real control plane
 	KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) $(GO) test -tags e2e -run '^$$' -bench '$(BENCH)' -benchmem $(BENCH_FLAGS) $(TEST_PKGS)
 
 .PHONY: chaos
