@@ -201,7 +201,11 @@ func testDeploymentEvents(t *testing.T, engine string) {
 
 	// The live stream: the history, then what comes while it is open, heartbeats in between, and
 	// the end once the deployment is terminal with every event sent.
-	s := openStream(t, b.client, b.url+path, viewer)
+	// A client that accepts gzip (as browsers do) gets the stream as written, never compressed.
+	s := openStream(t, b.client, b.url+path, viewer, "Accept-Encoding", "gzip")
+	if ce := s.resp.Header.Get("Content-Encoding"); ce != "" {
+		t.Fatalf("the event stream is sent with Content-Encoding %q", ce)
+	}
 	var heartbeats int
 	for _, want := range []int64{created.ID, e1.ID, e2.ID} {
 		if blk, ev := s.next(&heartbeats); ev.ID != want || ev.DeploymentID != d.ID {

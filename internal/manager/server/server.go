@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/klauspost/compress/gzhttp"
+
 	"github.com/slipway-dev/slipway/internal/manager/audit"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
@@ -183,8 +185,21 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.handler = h
+	if s.handler, err = compressed(h); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// compressed gzips the answers of clients that accept it (the fleet of 10,000 cells is 3 MB of
+// JSON, the web UI's scripts 791 KB; a fifth to a third of that goes over the wire), from 1 KiB
+// up. An event stream is never compressed: each event must reach the client when it is written.
+func compressed(h http.Handler) (http.Handler, error) {
+	wrap, err := gzhttp.NewWrapper(gzhttp.MinSize(1024), gzhttp.ExceptContentTypes([]string{"text/event-stream"}))
+	if err != nil {
+		return nil, fmt.Errorf("compression: %w", err)
+	}
+	return wrap(h), nil
 }
 
 // Handler is the API with every middleware.

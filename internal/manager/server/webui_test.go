@@ -1,6 +1,9 @@
 package server
 
 import (
+	"bytes"
+	"compress/gzip"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -91,5 +94,37 @@ func TestWebUIOffAndEmbedded(t *testing.T) {
 	uiPage(t, "embedded", r, http.StatusOK)
 	if built := ui.Built(ui.Dist()); built == strings.Contains(string(r.body), ui.NotBuilt) {
 		t.Fatalf("embedded UI (built %v): %s", built, r.body)
+	}
+}
+
+// TestCompression: an answer of 1 KiB or more goes gzipped to a client that accepts it, the
+// same bytes once unpacked, and as it is to one that does not.
+func TestCompression(t *testing.T) {
+	b := setup(t, "sqlite", withUI(testUI()))
+	plain := b.do("GET", "/api/v1/openapi.json", b.viewer(), nil, "Accept-Encoding", "identity")
+	expect(t, "plain", plain, http.StatusOK)
+	if ce := plain.header.Get("Content-Encoding"); ce != "" || len(plain.body) < 1024 {
+		t.Fatalf("identity: Content-Encoding %q, %d bytes", ce, len(plain.body))
+	}
+	packed := b.do("GET", "/api/v1/openapi.json", b.viewer(), nil, "Accept-Encoding", "gzip")
+	expect(t, "gzip", packed, http.StatusOK)
+	if packed.header.Get("Content-Encoding") != "gzip" || !strings.Contains(packed.header.Get("Vary"), "Accept-Encoding") {
+		t.Fatalf("gzip: headers %v", packed.header)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(packed.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(zr)
+	if err != nil || !bytes.Equal(body, plain.body) {
+		t.Fatalf("unpacked %d bytes (%v), want the %d plain ones", len(body), err, len(plain.body))
+	}
+	if len(packed.body)*3 > len(plain.body) {
+		t.Errorf("gzip: %d bytes of %d", len(packed.body), len(plain.body))
+	}
+	// A small answer is not worth it.
+	small := b.do("GET", "/health", "", nil, "Accept-Encoding", "gzip")
+	if ce := small.header.Get("Content-Encoding"); ce != "" {
+		t.Errorf("/health (%d bytes) sent with Content-Encoding %q", len(small.body), ce)
 	}
 }
