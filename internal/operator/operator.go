@@ -42,6 +42,13 @@ type Controller struct {
 	BindFlags func(fs *flag.FlagSet)
 	// Setup registers the system's reconcilers (and webhooks) with the manager.
 	Setup func(ctx context.Context, mgr ctrl.Manager, opts Options) error
+	// JobNamespaces, when set, returns (once the flags are parsed) the only namespaces the system
+	// reads Jobs in; none when it reads no Job. Unset, the system may read Jobs in every
+	// namespace. The manager caches Jobs in every namespace unless each selected system sets it,
+	// and then in the namespaces they return alone: a system whose Jobs rule is a Role in one
+	// namespace (Catalyst's build namespace) is not refused a watch of every namespace, while one
+	// process running a system that needs them all (WerfBundle) still sees them all.
+	JobNamespaces func() []string
 }
 
 // Options are the operator's settings, bound to command-line flags by BindFlags.
@@ -182,7 +189,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 	})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         cacheOptions(),
+		Cache:                         cacheOptions(jobNamespaces(selected)),
 		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: uncached}},
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        opts.ProbeAddr,
@@ -234,17 +241,47 @@ const ManagedByLabel, ManagedByValue = "app.kubernetes.io/managed-by", "slipway"
 // to their changes watch metadata only.
 var uncached = []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}
 
+// jobNamespaces returns the namespaces the selected systems read Jobs in (see
+// Controller.JobNamespaces), sorted; nil for every namespace, and when none reads Jobs (no Job
+// informer starts then).
+func jobNamespaces(selected []Controller) []string {
+	var out []string
+	for _, c := range selected {
+		if c.JobNamespaces == nil {
+			return nil
+		}
+		for _, ns := range c.JobNamespaces() {
+			if ns == cache.AllNamespaces {
+				return nil
+			}
+			if !slices.Contains(out, ns) {
+				out = append(out, ns)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // cacheOptions keeps the cache small: managed fields are dropped from every cached object, only
 // slipway's own Jobs are cached, and without their spec (controllers read a cached Job's metadata
-// and status; the spec is what they wrote).
-func cacheOptions() cache.Options {
+// and status; the spec is what they wrote). Jobs are cached in jobNamespaces alone when it names
+// any, else in every namespace.
+func cacheOptions(jobNamespaces []string) cache.Options {
+	jobs := cache.ByObject{
+		Label:     labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue}),
+		Transform: stripJob,
+	}
+	if len(jobNamespaces) > 0 {
+		jobs.Namespaces = map[string]cache.Config{}
+		for _, ns := range jobNamespaces {
+			jobs.Namespaces[ns] = cache.Config{}
+		}
+	}
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&batchv1.Job{}: {
-				Label:     labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue}),
-				Transform: stripJob,
-			},
+			&batchv1.Job{}: jobs,
 			// ConfigMaps and Secrets are watched (metadata only) for what users write: slipway's
 			// own outputs (Job logs, Job values) are left out, so they cost no memory.
 			&corev1.ConfigMap{}: {Label: notManaged},

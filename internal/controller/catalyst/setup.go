@@ -64,6 +64,8 @@ func Controller() operator.Controller {
 		Setup: func(ctx context.Context, mgr ctrl.Manager, opts operator.Options) error {
 			return cfg.setup(ctx, mgr, opts)
 		},
+		// Build Jobs run in the build namespace alone, where Catalyst's Jobs rule is a Role.
+		JobNamespaces: func() []string { return []string{cfg.BuildNamespace} },
 	}
 }
 

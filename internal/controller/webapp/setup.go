@@ -43,6 +43,9 @@ func Controller() operator.Controller {
 			}
 			return cfg.setup(mgr, opts)
 		},
+		// WebApp reads no Job: an operator running it beside Catalyst alone caches Jobs in the
+		// build namespace only.
+		JobNamespaces: func() []string { return nil },
 	}
 }
 
