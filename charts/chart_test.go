@@ -222,7 +222,8 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 		}
 		for kind, bindings := range map[string]map[string][]string{
 			"ClusterRoleBinding": {"slipway-common": everyone, "slipway-werfbundle": {"slipway-werfbundle"}, "slipway-webapp": {"slipway-webapp"}, "slipway-catalyst": {"slipway-catalyst"}},
-			"RoleBinding":        {"slipway-common": everyone, "slipway-werfbundle": {"slipway-werfbundle"}, "slipway-webapp": {"slipway-webapp"}},
+			"RoleBinding": {"slipway-common": everyone, "slipway-werfbundle": {"slipway-werfbundle"}, "slipway-webapp": {"slipway-webapp"},
+				"slipway-catalyst": {"slipway-catalyst"}},
 		} {
 			for name, want := range bindings {
 				if got := subjects(t, find(t, objs, kind, name), "slipway"); !slices.Equal(got, want) {
@@ -235,6 +236,8 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 				t.Errorf("Role %s in namespace %q, want the release namespace", name, r.GetNamespace())
 			}
 		}
+		// Catalyst's build Jobs: a Role in the build namespace, nowhere else.
+		buildJobsIn(t, objs, "slipway-builds")
 		if has(objs, "ClusterRoleBinding", "slipway-catalyst-deployer") || has(objs, "RoleBinding", "slipway-catalyst-deployer") {
 			t.Error("slipway-catalyst-deployer is bound: only Catalyst binds it, in each environment namespace")
 		}
@@ -291,6 +294,20 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 		for _, name := range []string{"slipway-werfbundle", "slipway-webapp", "slipway-catalyst"} {
 			if has(objs, "Deployment", name) || has(objs, "ServiceAccount", name) {
 				t.Errorf("%s rendered in the single-Deployment form", name)
+			}
+		}
+	})
+
+	t.Run("build namespace", func(t *testing.T) {
+		objs := render(t, "catalyst: {buildNamespace: {name: ci-builds}}\n")
+		if c := deployment(t, objs, "slipway-catalyst").Spec.Template.Spec.Containers[0]; !slices.Contains(c.Args, "--catalyst-build-namespace=ci-builds") {
+			t.Errorf("slipway-catalyst args %v: want its build namespace", c.Args)
+		}
+		find(t, objs, "Namespace", "ci-builds")
+		buildJobsIn(t, objs, "ci-builds")
+		for _, o := range objs {
+			if o.GetNamespace() == "slipway-builds" || (o.GetKind() == "Namespace" && o.GetName() == "slipway-builds") {
+				t.Errorf("%s %s in slipway-builds, the default the value replaced", o.GetKind(), o.GetName())
 			}
 		}
 	})
@@ -374,6 +391,35 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 			}
 		}
 	})
+}
+
+// buildJobsIn checks that Catalyst's rights on Jobs are a Role in the build namespace ns, bound
+// there to Catalyst's ServiceAccount, and that no ClusterRole of the chart grants Jobs.
+func buildJobsIn(t *testing.T, objs []*unstructured.Unstructured, ns string) {
+	t.Helper()
+	r := find(t, objs, "Role", "slipway-catalyst")
+	var role rbacv1.Role
+	convert(t, r, &role)
+	if role.Namespace != ns || !slices.ContainsFunc(role.Rules, func(p rbacv1.PolicyRule) bool {
+		return slices.Contains(p.APIGroups, "batch") && slices.Contains(p.Resources, "jobs") && slices.Contains(p.Verbs, "create")
+	}) {
+		t.Errorf("Role slipway-catalyst in %q with rules %+v, want the build Jobs' rules in %s", role.Namespace, role.Rules, ns)
+	}
+	if b := find(t, objs, "RoleBinding", "slipway-catalyst"); b.GetNamespace() != ns || !slices.Equal(subjects(t, b, "slipway"), []string{"slipway-catalyst"}) {
+		t.Errorf("RoleBinding slipway-catalyst in %q binds %v, want Catalyst's ServiceAccount in %s", b.GetNamespace(), subjects(t, b, "slipway"), ns)
+	}
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRole" {
+			continue
+		}
+		var cr rbacv1.ClusterRole
+		convert(t, o, &cr)
+		for _, p := range cr.Rules {
+			if slices.Contains(p.APIGroups, "batch") && slices.Contains(p.Resources, "jobs") && o.GetName() != "slipway-werfbundle" && o.GetName() != "slipway-catalyst-deployer" {
+				t.Errorf("ClusterRole %s grants Jobs %v: only WerfBundle's may (the deployer's is bound in one namespace)", o.GetName(), p.Verbs)
+			}
+		}
+	}
 }
 
 // TestChart_Lints runs helm lint --strict on the chart with its defaults and with every optional

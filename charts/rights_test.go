@@ -42,15 +42,19 @@ var writeVerbs = sets.New("create", "update", "patch", "delete", "deletecollecti
 
 // TestRights_EveryIdentityHoldsExactlyTheDocumentedRights installs the RBAC exactly as shipped
 // (config/default, the chart's default of one Deployment per system, the chart's single
-// Deployment) on a real API server and asks it, with SubjectAccessReviews, what each
-// ServiceAccount the install creates may do: every verb on every resource the server serves
-// (subresources included), the impersonation targets and every resource the Rights table names,
-// in the identity's own namespace, in two tenant namespaces and cluster-wide, with the names the
-// rules use and others. Every answer must be what the Rights table of docs/operator.md says for
-// the roles the Identities table gives the ServiceAccount: a right granted and not documented
-// fails, so does a documented right not granted. Then Catalyst's deployer ClusterRole is bound in
-// one environment namespace, as Catalyst binds it, and its ServiceAccount is asked the same, and
-// must hold nothing outside that namespace, nothing cluster-scoped and no write on the guard rails.
+// Deployment with every system, and with WebApp and Catalyst in another build namespace) on a
+// real API server and asks it, with SubjectAccessReviews, what each ServiceAccount the install
+// creates may do: every verb on every resource the server serves (subresources included), the
+// impersonation targets and every resource the Rights table names, in the identity's own
+// namespace, in Catalyst's build namespace, in two tenant namespaces and cluster-wide, with the
+// names the rules use and others. Every answer must be what the Rights table of docs/operator.md
+// says for the roles the Identities table gives the ServiceAccount (those of the systems the
+// install runs): a right granted and not documented fails, so does a documented right not
+// granted. An identity that runs Catalyst and not WerfBundle is attacked: it must not create a
+// Job (a pod as any ServiceAccount) in kube-system, the operator's namespace, an environment's or
+// a tenant's, only in the build namespace. Then Catalyst's deployer ClusterRole is bound in one
+// environment namespace, as Catalyst binds it, and its ServiceAccount is asked the same, and must
+// hold nothing outside that namespace, nothing cluster-scoped and no write on the guard rails.
 func TestRights_EveryIdentityHoldsExactlyTheDocumentedRights(t *testing.T) {
 	doc := parseRightsDoc(t, operatorDoc)
 	env := testenv.New(t, testenv.Light)
@@ -72,17 +76,26 @@ func TestRights_EveryIdentityHoldsExactlyTheDocumentedRights(t *testing.T) {
 	}
 	resources := matrixResources(t, cfg, doc)
 
+	// buildNS: Catalyst's build namespace; controllers: the systems the install runs (nil: all).
 	installs := []struct {
-		name, ns string
-		objs     func(t *testing.T) []*unstructured.Unstructured
+		name, ns, buildNS string
+		controllers       []string
+		objs              func(t *testing.T) []*unstructured.Unstructured
 	}{
-		{"config/default", "slipway-system", func(t *testing.T) []*unstructured.Unstructured { return kustomizeBuild(t, "../config/default") }},
-		{"chart default", "slipway", func(t *testing.T) []*unstructured.Unstructured { return renderIn(t, "", "slipway") }},
-		{"chart singleDeployment", "slipway-single", func(t *testing.T) []*unstructured.Unstructured {
+		{"config/default", "slipway-system", "slipway-builds", nil,
+			func(t *testing.T) []*unstructured.Unstructured { return kustomizeBuild(t, "../config/default") }},
+		{"chart default", "slipway", "slipway-builds", nil,
+			func(t *testing.T) []*unstructured.Unstructured { return renderIn(t, "", "slipway") }},
+		{"chart singleDeployment", "slipway-single", "slipway-builds", nil, func(t *testing.T) []*unstructured.Unstructured {
 			return renderIn(t, "singleDeployment: true\n", "slipway-single")
 		}},
+		{"chart singleDeployment webapp catalyst", "slipway-pair", "pair-builds", []string{"webapp", "catalyst"},
+			func(t *testing.T) []*unstructured.Unstructured {
+				return renderIn(t, "singleDeployment: true\ncontrollers: [webapp, catalyst]\ncatalyst: {buildNamespace: {name: pair-builds}}\n", "slipway-pair")
+			}},
 	}
 	var shipped []*unstructured.Unstructured
+	attacked := 0
 	for _, in := range installs {
 		t.Run(in.name, func(t *testing.T) {
 			objs := in.objs(t)
@@ -98,11 +111,18 @@ func TestRights_EveryIdentityHoldsExactlyTheDocumentedRights(t *testing.T) {
 					t.Errorf("ServiceAccount %s is created by the install but not in the Identities table of %s", sa, operatorDoc)
 					continue
 				}
-				id := identity{sa: sa, namespace: in.ns, roles: roles}
-				space := matrix(rs, names, []string{in.ns, envNS, tenantNS, ""})
+				id := identity{sa: sa, namespace: in.ns, buildNamespace: in.buildNS, roles: rolesOf(roles, in.controllers)}
+				space := matrix(rs, names, []string{in.ns, in.buildNS, envNS, tenantNS, ""})
 				checkIdentity(ctx, t, cs, doc, id, space, operatorInvariants)
+				if slices.Contains(id.roles, "slipway-catalyst") && !slices.Contains(id.roles, "slipway-werfbundle") {
+					checkBuildJobsConfined(ctx, t, cs, id, envNS, tenantNS)
+					attacked++
+				}
 			}
 		})
+	}
+	if attacked < 3 {
+		t.Errorf("%d identities ran Catalyst without WerfBundle and were attacked, want config/default's, the chart's and the pair's", attacked)
 	}
 
 	t.Run("catalyst-deployer", func(t *testing.T) {
@@ -136,7 +156,7 @@ func TestRights_EveryIdentityHoldsExactlyTheDocumentedRights(t *testing.T) {
 		}
 		id := identity{sa: sa, namespace: envNS, roles: roles}
 		rs, names := withShippedRules(t, resources, doc.names, shipped)
-		space := matrix(rs, names, []string{"slipway-system", envNS, tenantNS, ""})
+		space := matrix(rs, names, []string{"slipway-system", "slipway-builds", envNS, tenantNS, ""})
 		checkIdentity(ctx, t, cs, doc, id, space, func(id identity, q query) string {
 			if q.namespace != envNS && !kubernetesDefault(q) {
 				return "a right outside its environment namespace"
@@ -149,10 +169,47 @@ func TestRights_EveryIdentityHoldsExactlyTheDocumentedRights(t *testing.T) {
 	})
 }
 
-// identity is a ServiceAccount and the roles the Identities table gives it.
+// identity is a ServiceAccount and the roles the Identities table gives it; buildNamespace is
+// the install's build namespace, where a "build namespace" row holds.
 type identity struct {
-	sa, namespace string
-	roles         []string
+	sa, namespace, buildNamespace string
+	roles                         []string
+}
+
+// rolesOf returns the roles among roles an install running controllers binds (nil: all of them):
+// the single Deployment's ServiceAccount holds those of the systems it runs.
+func rolesOf(roles, controllers []string) []string {
+	if controllers == nil {
+		return roles
+	}
+	return slices.DeleteFunc(slices.Clone(roles), func(r string) bool {
+		c, ok := strings.CutPrefix(r, "slipway-")
+		return ok && c != "common" && !slices.Contains(controllers, c)
+	})
+}
+
+// checkBuildJobsConfined attacks an identity that runs Catalyst and not WerfBundle: whoever may
+// create a Job in a namespace may run a pod there as any of its ServiceAccounts (kube-system's
+// controllers' among them), so it must create build Jobs in the build namespace and nowhere else,
+// nor read pod logs or pods outside it.
+func checkBuildJobsConfined(ctx context.Context, t *testing.T, cs kubernetes.Interface, id identity, envNS, tenantNS string) {
+	t.Helper()
+	allowed := []query{{verb: "create", group: "batch", resource: "jobs", namespace: id.buildNamespace}}
+	var refused []query
+	for _, ns := range []string{"kube-system", id.namespace, envNS, tenantNS, ""} {
+		refused = append(refused,
+			query{verb: "create", group: "batch", resource: "jobs", namespace: ns},
+			query{verb: "create", group: "batch", resource: "cronjobs", namespace: ns},
+			query{verb: "create", resource: "pods", namespace: ns},
+			query{verb: "get", resource: "pods/log", namespace: ns},
+			query{verb: "list", resource: "pods", namespace: ns})
+	}
+	answers := ask(ctx, t, cs, id, append(allowed, refused...))
+	for i, q := range append(allowed, refused...) {
+		if want := i < len(allowed); answers[i] != want {
+			t.Errorf("%s: %s allowed %t, want %t: Catalyst's Jobs are confined to its build namespace %s", id.user(), q, answers[i], want, id.buildNamespace)
+		}
+	}
 }
 
 func (id identity) user() string { return "system:serviceaccount:" + id.namespace + ":" + id.sa }
@@ -522,7 +579,7 @@ type rightsRow struct {
 	line                            int
 	role                            string
 	groups, resources, verbs, names []string
-	// scope is "cluster", "operator namespace" or "environment namespace".
+	// scope is "cluster", "operator namespace", "build namespace" or "environment namespace".
 	scope, why string
 }
 
@@ -539,6 +596,10 @@ func (d *rightsDoc) allows(id identity, q query) bool {
 		switch row.scope {
 		case "cluster":
 			return true
+		case "build namespace":
+			if id.buildNamespace != "" && q.namespace == id.buildNamespace && !q.clusterScoped {
+				return true
+			}
 		case "operator namespace", "environment namespace":
 			// A Role, or a ClusterRole bound by a RoleBinding: the identity's own namespace.
 			if q.namespace == id.namespace && !q.clusterScoped {
@@ -604,8 +665,8 @@ func parseRightsDoc(t *testing.T, path string) *rightsDoc {
 			if row.why == "" || len(row.groups) == 0 || len(row.resources) == 0 || len(row.verbs) == 0 {
 				t.Errorf("%s:%d: a Rights row needs its groups, resources, verbs and why", path, n)
 			}
-			if !slices.Contains([]string{"cluster", "operator namespace", "environment namespace"}, row.scope) {
-				t.Errorf("%s:%d: scope %q: want cluster, operator namespace or environment namespace", path, n, row.scope)
+			if !slices.Contains([]string{"cluster", "operator namespace", "build namespace", "environment namespace"}, row.scope) {
+				t.Errorf("%s:%d: scope %q: want cluster, operator namespace, build namespace or environment namespace", path, n, row.scope)
 			}
 			for _, v := range row.verbs {
 				if !slices.Contains(rightsVerbs, v) {

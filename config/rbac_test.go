@@ -123,6 +123,17 @@ func TestRBAC_OperatorHoldsOnlyTheRolesOfItsControllers(t *testing.T) {
 			{verb: "impersonate", resource: "serviceaccounts", namespace: ns, name: "default"},
 			{verb: "bind", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "slipway-catalyst-deployer", allowed: true},
 			{verb: "bind", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "cluster-admin"},
+			// Build Jobs, their pods and logs: in the build namespace alone. A Job elsewhere would
+			// run a pod as any ServiceAccount of that namespace.
+			allow("create", "batch", "jobs", "slipway-builds"),
+			allow("get", "", "pods/log", "slipway-builds"),
+			deny("create", "batch", "jobs", ns),
+			deny("create", "batch", "jobs", "kube-system"),
+			deny("list", "batch", "jobs", ""),
+			deny("list", "", "pods", ns),
+			deny("get", "", "pods/log", ns),
+			deny("list", "", "events", ns),
+			deny("update", "", "secrets", ns),
 		},
 	}, {
 		controllers: nil, // all of them, as --controllers' default

@@ -84,21 +84,20 @@ func failOnNode(ctx context.Context, t *testing.T, c client.Client, name string,
 }
 
 // TestOperator_CatalystBuildFailureKeepsTheLogsLastLine runs the operator binary with the
-// Catalyst controller on a full control plane. An Environment's image is not in the registry, so
-// it is built; the build pod fails on a kwok node that serves its log (joblogtest.LogNode), a
-// Kaniko log far longer than the 64 KiB read, its error on the last line. The Environment's
-// BuildReady condition (BuildFailed) ends with that line: the operator read the end of the log
-// through the API server's pods/log as its RBAC user.
+// Catalyst controller on a full control plane, in both forms an install runs it: alone, as the
+// default install's slipway-catalyst Deployment, under Catalyst's own roles (its Jobs, pods and
+// logs a Role in the build namespace only, so its cache must watch Jobs there alone), and with
+// every system in one process, as the chart's single Deployment, under the roles of all (WerfBundle
+// watches Jobs in every namespace). In each, an Environment's image is not in the registry, so it
+// is built; the build pod fails on a kwok node that serves its log (joblogtest.LogNode), a Kaniko
+// log far longer than the 64 KiB read, its error on the last line. The Environment's BuildReady
+// condition (BuildFailed) ends with that line: the operator created the Job, watched it and read
+// the end of the log through the API server's pods/log as its RBAC user.
 func TestOperator_CatalystBuildFailureKeepsTheLogsLastLine(t *testing.T) {
 	operatorproc.Binary(t)
 	full := testenv.New(t, testenv.Full)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	c := full.Client
-	kubeconfig, err := full.InstallOperatorIdentity(ctx, filepath.Join(t.TempDir(), "operator.kubeconfig"), "catalyst")
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	// The build pods' log: Kaniko's progress, then its error.
 	const lastLine = `error building image: error building stage: failed to execute command: waiting for process to exit: exit status 2`
@@ -109,9 +108,54 @@ func TestOperator_CatalystBuildFailureKeepsTheLogsLastLine(t *testing.T) {
 	log.WriteString(lastLine + "\n")
 	node := joblogtest.StartLogNode(t, full, catalyst.DefaultBuildNamespace)
 	node.WriteLog(t, catalyst.DefaultBuildNamespace, log.String())
-	failOnNode(ctx, t, c, "catalyst-builds-fail", &metav1.LabelSelector{MatchLabels: map[string]string{catalyst.LabelComponent: catalyst.ComponentBuild}}, node)
+	failOnNode(ctx, t, full.Client, "catalyst-builds-fail", &metav1.LabelSelector{MatchLabels: map[string]string{catalyst.LabelComponent: catalyst.ComponentBuild}}, node)
 
-	const team, project, user, password = "logs", "app", "bot", "git-password"
+	for _, form := range []struct {
+		name, team  string
+		controllers []string // the RBAC installed; none: every system's
+		args        []string
+	}{
+		{"catalyst alone", "logs", []string{"catalyst"}, []string{"--controllers=catalyst"}},
+		{"every system in one process", "logs-all", nil, []string{"--leader-election-id=slipway-single.slipway.dev",
+			"--webhook-cert-mirror=true", "--webhook-cert-dns-names=localhost"}},
+	} {
+		t.Run(form.name, func(t *testing.T) {
+			kubeconfig, err := full.InstallOperatorIdentity(ctx, filepath.Join(t.TempDir(), "operator.kubeconfig"), form.controllers...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			environment := failingBuild(ctx, t, full.Client, form.team)
+			p := operatorproc.Start(t, operatorproc.Binary(t), operatorproc.Options{
+				Kubeconfig: kubeconfig,
+				Args:       append([]string{"--namespace=" + controlplane.OperatorNamespace}, form.args...),
+			})
+			p.WaitReady(ctx, t)
+
+			got := testenv.WaitFor(ctx, t, full.Client, client.ObjectKeyFromObject(environment), "the Environment's build failed",
+				func(e *catalystv1alpha1.Environment) bool {
+					b := buildReady(e)
+					return b != nil && b.Reason == catalystv1alpha1.BuildFailedReason
+				},
+				func(e *catalystv1alpha1.Environment) string {
+					return fmt.Sprintf("phase %s, BuildReady %+v", e.Status.Phase, buildReady(e))
+				})
+			msg := buildReady(got).Message
+			if !strings.HasSuffix(msg, "\n"+lastLine) {
+				t.Errorf("BuildReady message ends with %q, want the build log's last line %q", msg[max(0, len(msg)-200):], lastLine)
+			}
+			if !strings.Contains(msg, "build of "+got.Status.Image+" failed") {
+				t.Errorf("BuildReady message %q does not say the build failed", msg)
+			}
+		})
+	}
+}
+
+// failingBuild creates a team's Project, of a git repository and a registry of its own, and an
+// Environment whose image is not in the registry, so the operator builds it, and returns the
+// Environment.
+func failingBuild(ctx context.Context, t *testing.T, c client.Client, team string) *catalystv1alpha1.Environment {
+	t.Helper()
+	const project, user, password = "app", "bot", "git-password"
 	git := gittest.NewServer(t, gittest.WithBasicAuth(user, password))
 	repo := git.NewRepository(t, "org/app")
 	commit, err := repo.Commit("the application", gittest.Merge(gittest.Manifests("deploy/manifests"), gittest.Dockerfile("Dockerfile")))
@@ -152,28 +196,7 @@ func TestOperator_CatalystBuildFailureKeepsTheLogsLastLine(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-
-	p := operatorproc.Start(t, operatorproc.Binary(t), operatorproc.Options{
-		Kubeconfig: kubeconfig,
-		Args:       []string{"--namespace=" + controlplane.OperatorNamespace, "--controllers=catalyst"},
-	})
-	p.WaitReady(ctx, t)
-
-	got := testenv.WaitFor(ctx, t, c, client.ObjectKeyFromObject(env), "the Environment's build failed",
-		func(e *catalystv1alpha1.Environment) bool {
-			b := buildReady(e)
-			return b != nil && b.Reason == catalystv1alpha1.BuildFailedReason
-		},
-		func(e *catalystv1alpha1.Environment) string {
-			return fmt.Sprintf("phase %s, BuildReady %+v", e.Status.Phase, buildReady(e))
-		})
-	msg := buildReady(got).Message
-	if !strings.HasSuffix(msg, "\n"+lastLine) {
-		t.Errorf("BuildReady message ends with %q, want the build log's last line %q", msg[max(0, len(msg)-200):], lastLine)
-	}
-	if !strings.Contains(msg, "build of "+got.Status.Image+" failed") {
-		t.Errorf("BuildReady message %q does not say the build failed", msg)
-	}
+	return env
 }
 
 func buildReady(e *catalystv1alpha1.Environment) *metav1.Condition {

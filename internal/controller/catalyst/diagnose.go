@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -148,17 +149,19 @@ func eventTime(e *corev1.Event) time.Time {
 }
 
 // diagnose says why the workload's pods are not coming, "" when the cluster does not say. Pods
-// and events are read from the API server (they are not cached), only for workloads not yet
-// available.
-func (r *EnvironmentReconciler) diagnose(ctx context.Context, u *unstructured.Unstructured) (string, error) {
+// and events are read from the API server (they are not cached) through deployer, the
+// environment's own ServiceAccount, which may read them in its namespace (the operator holds no
+// pods or events rule there), only for workloads not yet available. A ClusterRole a Project
+// names that does not let its deployer list them leaves that part unsaid.
+func (r *EnvironmentReconciler) diagnose(ctx context.Context, deployer client.Reader, u *unstructured.Unstructured) (string, error) {
 	var parts []string
 	if p := workloadProblem(u); p != "" {
 		parts = append(parts, p)
 	} else if u.GetKind() == "StatefulSet" || u.GetKind() == "DaemonSet" {
 		var events corev1.EventList
-		if err := r.APIReader.List(ctx, &events, client.InNamespace(u.GetNamespace()), client.MatchingFields{
+		if err := deployer.List(ctx, &events, client.InNamespace(u.GetNamespace()), client.MatchingFields{
 			"involvedObject.kind": u.GetKind(), "involvedObject.name": u.GetName(), "reason": "FailedCreate",
-		}); err != nil {
+		}); err != nil && !apierrors.IsForbidden(err) {
 			return "", fmt.Errorf("listing the events of %s/%s: %w", u.GetKind(), u.GetName(), err)
 		}
 		if p := failedCreateEvent(events.Items); p != "" {
@@ -178,8 +181,12 @@ func (r *EnvironmentReconciler) diagnose(ctx context.Context, u *unstructured.Un
 		return strings.Join(parts, "; "), nil
 	}
 	var pods corev1.PodList
-	if err := r.APIReader.List(ctx, &pods, client.InNamespace(u.GetNamespace()),
-		client.MatchingLabelsSelector{Selector: selector}, client.Limit(maxPodsDiagnosed)); err != nil {
+	err = deployer.List(ctx, &pods, client.InNamespace(u.GetNamespace()),
+		client.MatchingLabelsSelector{Selector: selector}, client.Limit(maxPodsDiagnosed))
+	switch {
+	case apierrors.IsForbidden(err):
+		return strings.Join(parts, "; "), nil
+	case err != nil:
 		return "", fmt.Errorf("listing the pods of %s/%s: %w", u.GetKind(), u.GetName(), err)
 	}
 	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })

@@ -2,8 +2,12 @@ package catalyst
 
 // The operator's own permissions for Catalyst, each with its reason (docs/operator.md lists them
 // in its rights table, which TestRights checks against the API server). `make manifests`
-// generates the role slipway-catalyst from the markers of this file alone into
-// config/rbac/catalyst/role.yaml; it is installed when --controllers runs catalyst.
+// generates the roles slipway-catalyst from the markers of this file alone into
+// config/rbac/catalyst/role.yaml: a ClusterRole for what Catalyst does in namespaces it cannot
+// know in advance (Projects', environments'), and a Role in the build namespace
+// (namespace=slipway-builds, the default of --catalyst-build-namespace; the chart writes its
+// catalyst.buildNamespace.name) for the build Jobs, which run nowhere else. They are installed
+// when --controllers runs catalyst.
 //
 // What an application deploys into its environment namespace is not here: the deploy engine
 // renders and applies a pull request's chart, manifests or overlay as the environment's own
@@ -27,9 +31,13 @@ package catalyst
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
 
-// Secrets: read the ones Projects name (credentials, secretRefs, the wildcard certificate) and
-// copy them into environment namespaces; write build Jobs' Secrets.
-// +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// Secrets, in every namespace, because Projects (in any namespace) name them and environment
+// namespaces are made at run time: get the ones a Project names (credentials, secretRefs, the
+// wildcard certificate); list and watch for the metadata-only watch that reconciles the Projects
+// and Environments naming a Secret when it changes, and to find the copies in an environment
+// namespace; create, patch and delete the copies in environment namespaces and build Jobs'
+// Secrets in the build namespace. Every write is a create, a merge patch or a delete: no update.
+// +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;list;watch;create;patch;delete
 
 // The environment's deployer ServiceAccount (created in each environment namespace) and the
 // image pull Secret on the namespace's default ServiceAccount.
@@ -44,13 +52,16 @@ package catalyst
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;create;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=slipway-catalyst-deployer
 
-// Build Jobs, and the log of a failed build's pod.
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups=core,resources=pods,verbs=list
-// +kubebuilder:rbac:groups=core,resources=pods/log,verbs=get
+// Build Jobs, and the log of a failed build's pod: in the build namespace only. Whoever may
+// create a Job in a namespace may run a pod there as any of its ServiceAccounts, so this is not
+// a ClusterRole; the operator caches Jobs in the build namespace alone when no other system it
+// runs needs them elsewhere (operator.Controller.JobNamespaces).
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete,namespace=slipway-builds
+// +kubebuilder:rbac:groups=core,resources=pods,verbs=list,namespace=slipway-builds
+// +kubebuilder:rbac:groups=core,resources=pods/log,verbs=get,namespace=slipway-builds
 
 // Readiness: the environment's Deployments are watched (a rollout's progress reconciles the
-// Environment), and why pods are not coming is read from its pods (above) and the FailedCreate
-// events of StatefulSets and DaemonSets. The other deployed objects are read as the deployer.
+// Environment). Why its pods are not coming (its pods, the FailedCreate events of StatefulSets
+// and DaemonSets) and the other deployed objects are read as the deployer, which may read them in
+// its namespace: the operator holds no pods or events rule outside the build namespace.
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch
-// +kubebuilder:rbac:groups=core,resources=events,verbs=list

@@ -89,7 +89,11 @@ func (r *EnvironmentReconciler) readiness(ctx context.Context, inventory []inven
 		}
 		why := ""
 		if workloadRank(e.Kind) == 0 {
-			if why, err = r.diagnose(ctx, u); err != nil {
+			as, err := r.asDeployer(e.Namespace, &deployer)
+			if err != nil {
+				return nil, false, err
+			}
+			if why, err = r.diagnose(ctx, as, u); err != nil {
 				return nil, false, err
 			}
 		}
@@ -158,12 +162,24 @@ func (r *EnvironmentReconciler) readDeployed(ctx context.Context, e inventoryEnt
 	}
 	// Other kinds are read as the environment's deployer, which applied them: the operator
 	// itself may not read what a deployment may hold.
+	as, err := r.asDeployer(e.Namespace, deployer)
+	if err != nil {
+		return nil, err
+	}
+	return u, as.Get(ctx, key, u)
+}
+
+// asDeployer returns the environment deployer's view of namespace ns, *deployer, made on first
+// use.
+func (r *EnvironmentReconciler) asDeployer(ns string, deployer *client.Reader) (client.Reader, error) {
 	if *deployer == nil {
-		if *deployer, err = r.Deployer.Reader(e.Namespace, DeployerServiceAccount); err != nil {
+		d, err := r.Deployer.Reader(ns, DeployerServiceAccount)
+		if err != nil {
 			return nil, err
 		}
+		*deployer = d
 	}
-	return u, (*deployer).Get(ctx, key, u)
+	return *deployer, nil
 }
 
 // kstatusOf is kstatus's verdict on a typed object, "" when it cannot tell.

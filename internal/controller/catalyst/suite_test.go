@@ -58,12 +58,14 @@ var (
 	identityErr  error
 )
 
-// operatorConfig is a rest.Config for the operator's user, bound to the generated RBAC only, so
-// a missing RBAC marker fails the tests as it would fail in a cluster.
+// operatorConfig is a rest.Config for the operator's user, bound to the generated RBAC of the
+// systems these tests run (Catalyst, and WebApp beside it) only, so a missing RBAC marker fails
+// the tests as it would fail in a cluster, and Catalyst's Jobs are its Role in the build namespace
+// alone, as in the default install, not WerfBundle's rule for every namespace.
 func operatorConfig(t testing.TB) *rest.Config {
 	t.Helper()
 	identityOnce.Do(func() {
-		path, err := env.InstallOperatorIdentity(context.Background(), filepath.Join(env.LogDir, "operator.kubeconfig"))
+		path, err := env.InstallOperatorIdentity(context.Background(), filepath.Join(env.LogDir, "operator.kubeconfig"), "catalyst", "webapp")
 		if err != nil {
 			identityErr = err
 			return
@@ -288,6 +290,8 @@ func (f *fixture) start() {
 			}
 			return projR.SetupWithManager(ctx, mgr, copts)
 		},
+		// As catalyst.Controller: the manager caches Jobs in the build namespace alone.
+		JobNamespaces: func() []string { return []string{buildNS} },
 	}})
 	if err != nil {
 		cancel()
