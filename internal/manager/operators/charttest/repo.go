@@ -36,6 +36,8 @@ type Repository struct {
 	indexReads, notModified atomic.Int64
 	// refused counts requests a private repository answered 401.
 	refused atomic.Int64
+	// gate, when set (HoldIndex), holds index.yaml requests until the test lets them through.
+	gate atomic.Pointer[Gate]
 }
 
 // ServeRepository starts a chart repository holding charts and stops it when the test ends.
@@ -132,6 +134,9 @@ func (r *Repository) serve(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodGet {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
+	}
+	if g := r.gate.Load(); g != nil && req.URL.Path == "/index.yaml" {
+		g.wait(req)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
