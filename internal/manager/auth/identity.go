@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Identity is a verified caller.
@@ -15,6 +16,20 @@ type Identity struct {
 	Roles []Role
 	// Environments are the environments the caller owns (canonical names: Dev, Staging, Production).
 	Environments []string
+	// Token is the verified token this identity came from (zero for an identity made otherwise).
+	Token TokenInfo
+}
+
+// TokenInfo names a verified token, so that it can be revoked (DELETE /api/v1/session) and a
+// revoked one refused: its issuer, its id and when it expires.
+type TokenInfo struct {
+	// Issuer is the iss claim ("" when the token has none).
+	Issuer string
+	// ID is the jti claim: "" when the token has none (tokens Mint made before it wrote one, and
+	// the ID tokens of issuers that write none); such a token cannot be revoked, only expire.
+	ID string
+	// ExpiresAt is the exp claim.
+	ExpiresAt time.Time
 }
 
 // Has reports whether the identity holds any of roles. No role implies another: an Admin that is

@@ -139,7 +139,7 @@ func (c *core) identity(ctx context.Context, claims jwt.MapClaims) (*Identity, e
 	if err != nil || strings.TrimSpace(sub) == "" {
 		return nil, tokenError(ReasonNoSubject)
 	}
-	id := &Identity{Subject: sub}
+	id := &Identity{Subject: sub, Token: tokenInfo(claims)}
 	for _, s := range c.roleStrings(claims) {
 		r, env, err := parseRole(s)
 		if err != nil {
@@ -149,6 +149,17 @@ func (c *core) identity(ctx context.Context, claims jwt.MapClaims) (*Identity, e
 		id.addRole(r, env)
 	}
 	return id, nil
+}
+
+// tokenInfo reads the claims that name a validated token. A jti that is not a string is no id.
+func tokenInfo(claims jwt.MapClaims) TokenInfo {
+	var t TokenInfo
+	t.Issuer, _ = claims["iss"].(string)
+	t.ID, _ = claims["jti"].(string)
+	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
+		t.ExpiresAt = exp.UTC()
+	}
+	return t
 }
 
 func (c *core) claimError(claims jwt.MapClaims, err error) error {
