@@ -31,6 +31,7 @@ type Executor interface {
 	OperatorLifecycleExecutor
 	OperatorConfigExecutor
 	LoginTicketExecutor
+	TokenRevocationExecutor
 
 	ClusterCreate(ctx context.Context, p *ClusterCreateParams) (*Cluster, error)
 	ClusterGetByName(ctx context.Context, name string) (*Cluster, error)

@@ -55,6 +55,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Notification", notificationCases},
 		{"OperatorConfig", operatorConfigCases},
 		{"LoginTicket", loginTicketCases},
+		{"RevokedToken", revokedTokenCases},
 	}
 	t.Run("Engine", func(t *testing.T) {
 		t.Parallel()
