@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/slipway-dev/slipway/internal/manager/app"
+	"github.com/slipway-dev/slipway/internal/manager/approvals"
 )
 
 const (
@@ -298,7 +299,9 @@ func TestManagerChart_RefusesWhatTheManagerWouldRefuse(t *testing.T) {
 		t.Errorf("installing into slipway-manager: %v, want it refused", err)
 	}
 	for _, values := range []string{"database: {engine: mysql}\n", "replicas: 0\n", "logLevel: loud\n", "podAntiAffinity: always\n",
-		"approvals: {upgradeLevel: huge}\n", "auth: {leeway: soon}\n", "auth: {oidc: {issuerURL: http://id.example.com}}\n",
+		"approvals: {upgradeLevel: huge}\n", "approvals: {environments: prod}\n", "approvals: {environments: \"none,Dev\"}\n",
+		"notifications: {maxAttempts: -1}\n", "rollouts: {installTimeout: 5}\n", "rollouts: {maxParallelinstalls: 4}\n", "requestTimeout: soon\n",
+		"operatorRefreshConcurrency: \"4\"\n", "auth: {leeway: soon}\n", "auth: {oidc: {issuerURL: http://id.example.com}}\n",
 		"extraArgs: [serve]\n", "plainHTTPRegistries: [\"a,b\"]\n", "databse: {}\n", "tls: {insecureHttp: true}\n"} {
 		if _, err := renderManagerErr(t, managerNS, managerBase, values); err == nil || !strings.Contains(err.Error(), "schema") {
 			t.Errorf("values %q: %v, want a schema error", values, err)
@@ -345,6 +348,17 @@ var managerArgCases = []struct {
 			"plain-http-registries": "registry.local:5000,10.0.0.1:5000", "rate-limits": "POST /api/v1/clusters=5/min,GET /api/v1/operators=120/min",
 			"shutdown-grace": "20s", "metrics-address": ":9100", "max-concurrent-deployments": "40", "cluster-health-interval": "2m0s",
 			"operator-refresh-interval": "1m30s"}, nil},
+	{"approvals, notifications, rollouts, health checks, requests, refresh", []string{managerBase,
+		"approvals: {environments: \"Staging, Production\", upgradeLevel: minor, ttl: 48h}\n",
+		"notifications: {timeout: 5s, retryFor: 6h, maxAttempts: 50, maxPerChannel: 2}\n",
+		"rollouts: {maxConcurrentDeployments: 40, maxParallelInstalls: 16, installTimeout: 10m, deploymentLease: 30s, rollbackAfterFailures: 5, blueRetention: 2h, switchMonitor: 10m}\n",
+		"clusterHealthInterval: 2m\nclusterHealthConcurrency: 25\noperatorHealthInterval: 45s\nmaxBodyBytes: 8388608\nrequestTimeout: 2m\noperatorRefreshConcurrency: 8\n"},
+		map[string]string{"approval-environments": "Staging, Production", "approval-upgrade-level": "minor", "approval-ttl": "48h0m0s",
+			"notification-timeout": "5s", "notification-retry-for": "6h0m0s", "notification-max-attempts": "50", "notification-max-per-channel": "2",
+			"max-concurrent-deployments": "40", "max-parallel-installs": "16", "install-timeout": "10m0s", "deployment-lease": "30s",
+			"rollback-after-failures": "5", "blue-retention": "2h0m0s", "switch-monitor": "10m0s", "cluster-health-interval": "2m0s",
+			"cluster-health-concurrency": "25", "operator-health-interval": "45s", "max-body-bytes": "8388608", "request-timeout": "2m0s",
+			"operator-refresh-concurrency": "8"}, nil},
 	{"cert-manager", []string{"encryptionKeys: {secretName: k, key: keyring}\nauth: {jwtSecret: {name: j, key: hs256}}\n",
 		"tls: {certManager: {enabled: true, issuerRef: {name: ca}}}\n"},
 		map[string]string{"tls-cert-file": "/etc/slipway-manager/tls/tls.crt", "encryption-key-file": "/etc/slipway-manager/keys/keys",
@@ -393,6 +407,57 @@ func TestManagerChart_ArgsAreFlagsTheManagerAccepts(t *testing.T) {
 			if !rendered[m[1]] {
 				t.Errorf("--%s is in %s but no case above renders it; add one", m[1], file)
 			}
+		}
+	}
+}
+
+// managerTuningFlags are the `manager serve` flags the chart renders from values whose defaults
+// are the manager's, and only when the value is set (not empty, not 0).
+var managerTuningFlags = []string{"approval-environments", "approval-upgrade-level", "approval-ttl", "notification-timeout",
+	"notification-retry-for", "notification-max-attempts", "notification-max-per-channel", "max-concurrent-deployments",
+	"max-parallel-installs", "install-timeout", "deployment-lease", "rollback-after-failures", "blue-retention", "switch-monitor",
+	"cluster-health-interval", "cluster-health-concurrency", "operator-health-interval", "max-body-bytes", "request-timeout",
+	"operator-refresh-concurrency"}
+
+// TestManagerChart_DefaultsAreTheManagers: with values.yaml's defaults every `manager serve` flag
+// the chart renders parses to the manager's own default (the flag's DefValue), but the ones the
+// chart sets for the pod (the metrics port, the files, the migration by the init container): the
+// values file shows the binary's defaults, and installing the chart changes none of them. An
+// empty or 0 value renders no flag, which is the manager's default too. The approval environments
+// rendered are ones the manager accepts.
+func TestManagerChart_DefaultsAreTheManagers(t *testing.T) {
+	podFlags := []string{"metrics-address", "migrate", "database-path", "encryption-key-file", "jwt-secret-file", "tls-cert-file", "tls-key-file"}
+	c := deployment(t, renderManager(t, managerBase), managerRelease).Spec.Template.Spec.Containers[0]
+	fs := parseManagerArgs(t, "serve", c.Args[1:])
+	rendered := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) {
+		rendered[f.Name] = true
+		if !slices.Contains(podFlags, f.Name) && f.Value.String() != f.DefValue {
+			t.Errorf("values.yaml's default renders --%s=%s; the manager's default is %q", f.Name, f.Value, f.DefValue)
+		}
+	})
+	for _, name := range managerTuningFlags {
+		if def := fs.Lookup(name).DefValue; !rendered[name] && def != "0" {
+			t.Errorf("--%s is not rendered with values.yaml's defaults: values.yaml should show the manager's %s", name, def)
+		}
+	}
+
+	unset := []string{managerBase, "approvals: {environments: \"\", upgradeLevel: \"\", ttl: \"\"}\n",
+		"notifications: {timeout: \"\", retryFor: \"\", maxAttempts: 0, maxPerChannel: 0}\n",
+		"rollouts: {maxConcurrentDeployments: 0, maxParallelInstalls: 0, installTimeout: \"\", deploymentLease: \"\", rollbackAfterFailures: 0, blueRetention: \"\", switchMonitor: \"\"}\n",
+		"clusterHealthInterval: \"\"\nclusterHealthConcurrency: 0\noperatorHealthInterval: \"\"\nmaxBodyBytes: 0\nrequestTimeout: \"\"\noperatorRefreshConcurrency: 0\n"}
+	args := deployment(t, renderManager(t, unset...), managerRelease).Spec.Template.Spec.Containers[0].Args
+	for _, name := range managerTuningFlags {
+		if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--"+name+"=") }) {
+			t.Errorf("an empty or 0 value renders --%s: %q", name, args)
+		}
+	}
+
+	for _, envs := range []string{"Dev,Staging,Production", "none", "Production", "Staging, Production"} {
+		c := deployment(t, renderManager(t, managerBase, "approvals: {environments: \""+envs+"\"}\n"), managerRelease).Spec.Template.Spec.Containers[0]
+		got := parseManagerArgs(t, "serve", c.Args[1:]).Lookup("approval-environments").Value.String()
+		if _, err := approvals.ParseEnvironments(got); err != nil || got != envs {
+			t.Errorf("approvals.environments %q: --approval-environments=%q, which the manager refuses: %v", envs, got, err)
 		}
 	}
 }

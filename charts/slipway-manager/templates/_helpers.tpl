@@ -130,8 +130,10 @@ do instead. The schema checks types and enums; this checks what depends on sever
 {{- end -}}
 
 {{/*
-`manager serve`'s arguments (docs/manager.md, Commands). Values left empty leave the manager's
-defaults; secrets are files or environment variables, never arguments.
+`manager serve`'s arguments (docs/manager.md, Commands). Values left empty (or 0) leave the
+manager's defaults, which values.yaml repeats (TestManagerChart_DefaultsAreTheManagers); secrets
+are files or environment variables, never arguments. --replica-id is left to its default, the
+pod's host name (the pod's name) with a random suffix.
 */}}
 {{- define "slipway-manager.serveArgs" -}}
 {{- $p := include "slipway-manager.paths" . | fromYaml -}}
@@ -182,6 +184,9 @@ defaults; secrets are files or environment variables, never arguments.
 {{- with $v.ui.connectSrc }}
 - {{ printf "--ui-connect-src=%s" (join "," .) | quote }}
 {{- end }}
+{{- with $v.approvals.environments }}
+- {{ printf "--approval-environments=%s" . | quote }}
+{{- end }}
 {{- with $v.approvals.upgradeLevel }}
 - --approval-upgrade-level={{ . }}
 {{- end }}
@@ -202,6 +207,54 @@ defaults; secrets are files or environment variables, never arguments.
 {{- if $v.mail.caSecret.name }}
 - --smtp-ca-file={{ $p.smtpCA }}/ca.crt
 {{- end }}
+{{- with $v.notifications.timeout }}
+- --notification-timeout={{ . }}
+{{- end }}
+{{- with $v.notifications.retryFor }}
+- --notification-retry-for={{ . }}
+{{- end }}
+{{- with $v.notifications.maxAttempts }}
+- --notification-max-attempts={{ int64 . }}
+{{- end }}
+{{- with $v.notifications.maxPerChannel }}
+- --notification-max-per-channel={{ int64 . }}
+{{- end }}
+{{- with $v.rollouts.maxConcurrentDeployments }}
+- --max-concurrent-deployments={{ int64 . }}
+{{- end }}
+{{- with $v.rollouts.maxParallelInstalls }}
+- --max-parallel-installs={{ int64 . }}
+{{- end }}
+{{- with $v.rollouts.installTimeout }}
+- --install-timeout={{ . }}
+{{- end }}
+{{- with $v.rollouts.deploymentLease }}
+- --deployment-lease={{ . }}
+{{- end }}
+{{- with $v.rollouts.rollbackAfterFailures }}
+- --rollback-after-failures={{ int64 . }}
+{{- end }}
+{{- with $v.rollouts.blueRetention }}
+- --blue-retention={{ . }}
+{{- end }}
+{{- with $v.rollouts.switchMonitor }}
+- --switch-monitor={{ . }}
+{{- end }}
+{{- with $v.clusterHealthInterval }}
+- --cluster-health-interval={{ . }}
+{{- end }}
+{{- with $v.clusterHealthConcurrency }}
+- --cluster-health-concurrency={{ int64 . }}
+{{- end }}
+{{- with $v.operatorHealthInterval }}
+- --operator-health-interval={{ . }}
+{{- end }}
+{{- with $v.maxBodyBytes }}
+- --max-body-bytes={{ int64 . }}
+{{- end }}
+{{- with $v.requestTimeout }}
+- --request-timeout={{ . }}
+{{- end }}
 - --log-level={{ $v.logLevel }}
 - --log-format={{ $v.logFormat }}
 {{- with $v.otlpEndpoint }}
@@ -214,6 +267,9 @@ defaults; secrets are files or environment variables, never arguments.
 - {{ printf "--rate-limits=%s" . | quote }}
 {{- end }}
 - --operator-refresh-interval={{ $v.operatorRefreshInterval }}
+{{- with $v.operatorRefreshConcurrency }}
+- --operator-refresh-concurrency={{ int64 . }}
+{{- end }}
 - --shutdown-grace={{ $v.shutdownGrace }}
 {{- range $v.extraArgs }}
 - {{ . | quote }}
