@@ -66,6 +66,7 @@ var roleMatrix = map[string][]auth.Role{
 	"GET /api/v1/whoami":                          {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
 	"GET /api/v1/ui/config":                       nil, // public
 	"POST /api/v1/session":                        nil, // public: the ticket is the credential
+	"DELETE /api/v1/session":                      {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
 	"GET /api/v1/fleet":                           {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
 	"GET /api/v1/crds/{name}/revisions/{version}": {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
 	"GET /api/v1/crds/{name}/diff":                {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},

@@ -108,7 +108,7 @@ func (s *Server) streamDeploymentEvents(w http.ResponseWriter, r *http.Request) 
 	defer poll.Stop()
 	endGrace := max(2*s.cfg.EventPoll, time.Second)
 	var terminalSeen time.Time
-	lastWrite := s.now()
+	lastWrite, authChecked := s.now(), s.now()
 	for {
 		events, err := s.store.DeploymentEventList(ctx, &store.DeploymentEventListParams{DeploymentID: d.ID, AfterID: after, Limit: streamPage})
 		if err != nil {
@@ -167,6 +167,13 @@ func (s *Server) streamDeploymentEvents(w http.ResponseWriter, r *http.Request) 
 				return nil
 			}
 			lastWrite = now
+		}
+		// A stream outlives its request: it ends once its token is signed out (signout.go).
+		if now.Sub(authChecked) >= s.cfg.EventHeartbeat {
+			if s.streamSignedOut(ctx, d.ID) {
+				return nil
+			}
+			authChecked = now
 		}
 		select {
 		case <-ctx.Done():

@@ -249,6 +249,9 @@ func seedBenchFleet(b *testing.B, st store.Store, ops, clusters int) {
 	}
 }
 
+// benchSecret is the HS256 secret of fleetBenchServer's API.
+const benchSecret = "0123456789abcdef0123456789abcdef-bench"
+
 // fleetBenchServer serves the API over TLS on a fresh store of engine; it returns the URL, a client
 // trusting it, a Viewer's token and the store.
 func fleetBenchServer(b *testing.B, engine string) (string, *http.Client, string, store.Store) {
@@ -286,7 +289,7 @@ func fleetBenchServer(b *testing.B, engine string) (string, *http.Client, string
 	if err != nil {
 		b.Fatal(err)
 	}
-	secret := []byte("0123456789abcdef0123456789abcdef-bench")
+	secret := []byte(benchSecret)
 	verifier, err := auth.NewHS256(secret, auth.Options{})
 	if err != nil {
 		b.Fatal(err)

@@ -162,7 +162,15 @@ func (s *Server) authenticate(r *http.Request) (*auth.Identity, error) {
 	if isLoginTicket(raw) {
 		return nil, errTicketAsBearer
 	}
-	return s.verifier.Verify(r.Context(), raw)
+	id, err := s.verifier.Verify(r.Context(), raw)
+	if err != nil {
+		return nil, err
+	}
+	// A token signed out on any replica (DELETE /api/v1/session) is refused: signout.go.
+	if err := s.refuseRevoked(r.Context(), id); err != nil {
+		return nil, err
+	}
+	return id, nil
 }
 
 // isAPIPath reports whether p is the API's (/api, /api/…) or /health's: those paths never reach

@@ -31,7 +31,7 @@ var designRoutes = []string{
 	"PATCH /api/v1/notifications/channels/{name}", "DELETE /api/v1/notifications/channels/{name}",
 	"POST /api/v1/notifications/channels/{name}/test", "GET /api/v1/notifications", "GET /api/v1/notifications/{id}",
 	// The web UI's (issue 20).
-	"GET /api/v1/whoami", "GET /api/v1/ui/config", "POST /api/v1/session", "GET /api/v1/fleet",
+	"GET /api/v1/whoami", "GET /api/v1/ui/config", "POST /api/v1/session", "DELETE /api/v1/session", "GET /api/v1/fleet",
 	"GET /api/v1/crds/{name}/revisions/{version}", "GET /api/v1/crds/{name}/diff",
 }
 

@@ -218,6 +218,11 @@ func (s *Server) routes() []route {
 				"is 401; 404 when the manager has no HS256 secret; limited per client address",
 			Request: SessionRequest{}, Response: SessionResponse{}, Errors: []int{http.StatusUnauthorized, http.StatusNotFound},
 			Handle: s.createSession},
+		{Method: http.MethodDelete, Pattern: "/api/v1/session", Roles: anyRole, Action: "session.delete",
+			Summary: "Sign out: revoke the Bearer token of this request (a session token, a manager token, an ID token with a jti) " +
+				"until it expires; every replica refuses it from then on (401). 409 for a token without an id (jti), which " +
+				"cannot be revoked and stays valid until its exp",
+			Status: http.StatusNoContent, Conflict: true, Handle: s.deleteSession},
 		{Method: http.MethodGet, Pattern: "/api/v1/fleet", Roles: anyRole,
 			Summary: "Every operator on every cluster in one answer: the version each runs, its drift from the operator's latest " +
 				"and its last health check (a cell only where the operator runs)",

@@ -241,11 +241,11 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 // exchange records the ticket's use and the audit record in one transaction, and mints the token.
 func (s *Server) exchange(ctx context.Context, t *loginTicket, now time.Time) (*SessionResponse, error) {
 	ttl := s.cfg.UI.SessionTTL
-	token, err := auth.Mint(s.sessionSecret, t.subject, t.roles, ttl, now)
+	minted, err := auth.MintToken(s.sessionSecret, t.subject, t.roles, ttl, now)
 	if err != nil {
 		return nil, err
 	}
-	out := &SessionResponse{Token: token, Subject: t.subject, Roles: make([]string, len(t.roles)), ExpiresAt: now.Add(ttl).UTC().Truncate(time.Second)}
+	out := &SessionResponse{Token: minted.Token, Subject: t.subject, Roles: make([]string, len(t.roles)), ExpiresAt: minted.ExpiresAt}
 	for i, r := range t.roles {
 		out.Roles[i] = string(r)
 	}
@@ -254,7 +254,8 @@ func (s *Server) exchange(ctx context.Context, t *loginTicket, now time.Time) (*
 			return err
 		}
 		return s.audit.RecordWith(ctx, tx, audit.Entry{Action: "session.create", TargetKind: "session", TargetName: t.subject,
-			Result: audit.Success, Details: map[string]any{"roles": out.Roles, "expiresAt": out.ExpiresAt, "ticket": t.jti}})
+			Result: audit.Success, Details: map[string]any{"roles": out.Roles, "expiresAt": out.ExpiresAt, "ticket": t.jti,
+				"session": minted.ID}})
 	})
 	return out, err
 }
