@@ -2,7 +2,8 @@ import { useQueryClient } from '@tanstack/react-query';
 import { NavLink, Navigate, Outlet, useLocation, useNavigate } from 'react-router';
 import { can, roleLabel } from '../lib/roles';
 import { loginHref } from '../lib/returnUrl';
-import { clearToken, useToken } from '../lib/session';
+import { useToken } from '../lib/session';
+import { signOut as endSession } from '../features/auth/signOut';
 import { useMe } from './useMe';
 
 /** The pages' frame: the navigation, who is signed in with which role, and sign-out. */
@@ -28,7 +29,8 @@ function Nav() {
   const qc = useQueryClient();
   const navigate = useNavigate();
   function signOut() {
-    clearToken();
+    // The token is cleared at once; the manager revokes it meanwhile (best effort).
+    void endSession();
     qc.clear();
     navigate('/login', { replace: true });
   }
