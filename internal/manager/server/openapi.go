@@ -96,6 +96,9 @@ func (s *Server) buildOpenAPI() ([]byte, error) {
 				roles[i] = string(r)
 			}
 			op.Description = "Roles: " + strings.Join(roles, ", ") + "."
+			if rt.AnyCaller {
+				op.Description = "Any caller with a token the manager accepts, with or without a role."
+			}
 		}
 		doc.AddOperation(rt.Pattern, rt.Method, op)
 	}
@@ -130,7 +133,10 @@ func errorStatuses(rt route) []int {
 		}
 		return append(codes, rt.Errors...)
 	}
-	codes = append(codes, http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests)
+	codes = append(codes, http.StatusUnauthorized, http.StatusTooManyRequests)
+	if !rt.AnyCaller {
+		codes = append(codes, http.StatusForbidden)
+	}
 	if rt.Request != nil || len(rt.Query) > 0 {
 		codes = append(codes, http.StatusBadRequest)
 	}

@@ -19,9 +19,11 @@ type route struct {
 	Summary string
 	// Action names the route in the audit log ("cluster.create").
 	Action string
-	// Public routes need no token; every other route needs one of Roles.
-	Public bool
-	Roles  []auth.Role
+	// Public routes need no token; every other route needs one of Roles, or with AnyCaller only
+	// a token the manager accepts, with or without a role (sign-out).
+	Public    bool
+	Roles     []auth.Role
+	AnyCaller bool
 	// Request is a zero value of the body type (nil: no body); Response of the success body.
 	Request  any
 	Response any
@@ -218,7 +220,7 @@ func (s *Server) routes() []route {
 				"is 401; 404 when the manager has no HS256 secret; limited per client address",
 			Request: SessionRequest{}, Response: SessionResponse{}, Errors: []int{http.StatusUnauthorized, http.StatusNotFound},
 			Handle: s.createSession},
-		{Method: http.MethodDelete, Pattern: "/api/v1/session", Roles: anyRole, Action: "session.delete",
+		{Method: http.MethodDelete, Pattern: "/api/v1/session", Roles: anyRole, AnyCaller: true, Action: "session.delete",
 			Summary: "Sign out: revoke the Bearer token of this request (a session token, a manager token, an ID token with a jti) " +
 				"until it expires; every replica refuses it from then on (401). 409 for a token without an id (jti), which " +
 				"cannot be revoked and stays valid until its exp",

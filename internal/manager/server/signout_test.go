@@ -148,6 +148,12 @@ func testSessionSignOut(t *testing.T, engine string) {
 	signedOut(t, "the signed-out manager token", frank, b, r)
 	works(t, "another user's session after two sign-outs", erin, "erin", b, r)
 
+	// Any caller the manager accepts signs out, with or without a role.
+	nobody := b.token("nobody")
+	expect(t, "a token without a role reads nothing", b.do("GET", "/api/v1/whoami", nobody, nil), http.StatusForbidden)
+	expect(t, "sign out without a role", b.do("DELETE", "/api/v1/session", nobody, nil), http.StatusNoContent)
+	signedOut(t, "the signed-out token without a role", nobody, b, r)
+
 	testSignOutWithoutID(t, b)
 	testSignOutForeign(t, b, r)
 	expect(t, "sign out without a token", b.do("DELETE", "/api/v1/session", "", nil), http.StatusUnauthorized)
@@ -213,7 +219,7 @@ func testSignOutAudit(t *testing.T, b *bundle, danaID, dana string) {
 			t.Errorf("dana's sign-out names token %v, want %s", e.Details["token"], danaID)
 		}
 	}
-	want := map[string]int{"dana/success": 1, "frank/success": 1, "ivy/success": 1, "gina/failed": 1, "hugo/failed": 1}
+	want := map[string]int{"dana/success": 1, "frank/success": 1, "nobody/success": 1, "ivy/success": 1, "gina/failed": 1, "hugo/failed": 1}
 	for k, n := range want {
 		if got[k] != n {
 			t.Errorf("audit %s: %d, want %d (%v)", k, got[k], n, got)

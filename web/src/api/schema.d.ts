@@ -721,7 +721,7 @@ export interface paths {
         post: operations["postSession"];
         /**
          * Sign out: revoke the Bearer token of this request (a session token, a manager token, an ID token with a jti) until it expires; every replica refuses it from then on (401). 409 for a token without an id (jti), which cannot be revoked and stays valid until its exp
-         * @description Roles: Admin, Operator, Viewer, EnvironmentOwner.
+         * @description Any caller with a token the manager accepts, with or without a role.
          */
         delete: operations["deleteSession"];
         options?: never;
@@ -6458,15 +6458,6 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Forbidden */
-            403: {
                 headers: {
                     [name: string]: unknown;
                 };
