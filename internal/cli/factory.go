@@ -108,6 +108,9 @@ func (c Connection) Client() (*client.Client, error) {
 		UserAgent: "slipway/" + versionString()})
 }
 
+// ErrSignedOut is the connection error of a context whose token slipway logout removed.
+var ErrSignedOut = errors.New("signed out")
+
 // ErrNotSignedIn is the connection error when no context is chosen and no --server given.
 var ErrNotSignedIn = errors.New("not signed in to a manager: run slipway login SERVER (or pass --server with SLIPWAY_TOKEN set)")
 
@@ -152,6 +155,10 @@ func (f *Factory) Connection() (Connection, error) {
 	}
 	if conn.Server == "" {
 		return Connection{}, &AuthError{Err: ErrNotSignedIn}
+	}
+	if conn.Token == "" && conn.Context != "" {
+		return Connection{}, &AuthError{Err: fmt.Errorf("%w of the context %s (its token was removed by slipway logout): "+
+			"sign in again with slipway login %s --name %s", ErrSignedOut, conn.Context, conn.Server, conn.Context)}
 	}
 	return conn, nil
 }

@@ -104,6 +104,7 @@ Sign in first: slipway login https://manager.example.com --token TOKEN`,
 	deployment.AddCommand(NewCmdDeploymentWatch(f, nil))
 	cmd.AddCommand(
 		NewCmdLogin(f, nil),
+		NewCmdLogout(f, nil),
 		NewCmdContext(f, nil),
 		NewCmdWhoAmI(f, nil),
 		NewCmdVersion(f, nil),

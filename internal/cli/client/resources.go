@@ -37,6 +37,12 @@ func (c *Client) UIConfig(ctx context.Context) (*UIConfig, error) {
 	return &out, c.Do(ctx, http.MethodGet, "/api/v1/ui/config", nil, nil, &out)
 }
 
+// SignOut revokes the client's token on the manager (DELETE /api/v1/session): from then on no
+// replica accepts it. A token without an id (jti) cannot be revoked: an *APIError with 409.
+func (c *Client) SignOut(ctx context.Context) error {
+	return c.Do(ctx, http.MethodDelete, "/api/v1/session", nil, nil, nil)
+}
+
 // ClusterFilter narrows a cluster list.
 type ClusterFilter struct{ Environment, Health string }
 

@@ -194,6 +194,19 @@ func (c *Config) Delete(name string) error {
 	return nil
 }
 
+// ForgetToken removes token from every user holding it (a signed-out token is no use to any of
+// them) and returns their names; the users and their contexts stay.
+func (c *Config) ForgetToken(token string) []string {
+	var names []string
+	for i, u := range c.Users {
+		if token != "" && u.Token == token {
+			c.Users[i].Token = ""
+			names = append(names, u.Name)
+		}
+	}
+	return names
+}
+
 // Names are the contexts' names, in file order.
 func (c *Config) Names() []string {
 	out := make([]string, 0, len(c.Contexts))

@@ -51,6 +51,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/slipway-dev/slipway/internal/controlplane"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
@@ -257,6 +259,12 @@ func (m *Manager) Token(user string) string {
 // secret.
 func (m *Manager) MintToken(subject string, ttl time.Duration, roles ...auth.Role) (string, error) {
 	return auth.Mint(m.secret, subject, roles, ttl, time.Now())
+}
+
+// SignToken signs any claims with the manager's secret (HS256): tokens MintToken would not make,
+// such as one without an id (jti), as managers minted before tokens could be revoked.
+func (m *Manager) SignToken(claims jwt.MapClaims) (string, error) {
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(m.secret)
 }
 
 // LogTail is the last n lines of the manager's log.
