@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -13,21 +14,31 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/managertest"
 )
 
-// TestSignIn_PastedToken signs in by pasting alice's token: the navigation names her and her
+// TestSignIn_PastedToken signs in by pasting a token of alice's: the navigation names her and her
 // role, the token lives in the tab's session storage and never in the address, and signing out
-// clears it and returns to sign-in.
+// clears it, returns to sign-in and ends the token on the manager (DELETE /api/v1/session), which
+// refuses it from then on. The token is one of its own: the harness's alice signs out nothing.
 func TestSignIn_PastedToken(t *testing.T) {
 	m := manager(t)
+	tok, err := m.MintToken(managertest.Alice, time.Hour, auth.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
 	b := newTab(t, m)
-	b.signIn(managertest.Alice)
+	b.open("/login", sel("login-token"))
+	b.do("paste a token of alice's",
+		chromedp.SendKeys(chromedp.CSS(sel("login-token")), tok),
+		chromedp.Click(chromedp.CSS(sel("login-submit"))),
+	)
+	b.waitText(sel("user-subject"), managertest.Alice)
 	if role := b.text(sel("user-role")); !strings.Contains(role, "Admin") {
 		t.Fatalf("the role shown for alice is %q, want Admin", role)
 	}
-	if u := b.url(); strings.Contains(u, m.Token(managertest.Alice)) || strings.Contains(u, "token") {
+	if u := b.url(); strings.Contains(u, tok) || strings.Contains(u, "token") {
 		t.Fatalf("the address %s holds the token", u)
 	}
 	stored := get(b, "read the session", chromedp.Evaluate[string](`sessionStorage.getItem('slipway.token') || ''`))
-	if stored != m.Token(managertest.Alice) {
+	if stored != tok {
 		t.Fatalf("session storage holds %q, want alice's token", stored)
 	}
 
@@ -36,6 +47,20 @@ func TestSignIn_PastedToken(t *testing.T) {
 	b.waitURL(`^/login`)
 	if left := get(b, "read the session", chromedp.Evaluate[string](`sessionStorage.getItem('slipway.token') || ''`)); left != "" {
 		t.Fatal("signing out left the token in session storage")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := m.Do("GET", "/api/v1/whoami", tok, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status == http.StatusUnauthorized && strings.Contains(string(r.Body), "this session was signed out") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the manager still answers the signed-out token: %d %s", r.Status, r.Body)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
