@@ -213,7 +213,7 @@ type Engine struct {
 	clientset kubernetes.Interface
 	discovery discovery.CachedDiscoveryInterface
 	helm      *helmKit
-	renders   chan struct{}
+	renders   *renderSlots
 	caps      *capabilities
 	// validators are shared by every identity (see impersonating).
 	validators *validators
@@ -265,7 +265,7 @@ func newEngine(cfg *rest.Config, httpClient *http.Client, opts Options) (*Engine
 		return nil, err
 	}
 	e := &Engine{opts: opts, config: cfg, client: c, mapper: mapper, clientset: clientset,
-		discovery: memory.NewMemCacheClient(dc), renders: make(chan struct{}, opts.Render.Concurrency)}
+		discovery: memory.NewMemCacheClient(dc), renders: newRenderSlots(opts.Render.Concurrency)}
 	e.helm = newHelmKit(cfg, e.discovery, mapper)
 	e.validators = &validators{factory: e.helm.factory}
 	e.caps = &capabilities{discovery: e.discovery}

@@ -252,6 +252,8 @@ var helmErrorMarkers = []string{
 // helmError classifies an error of a Helm action.
 func helmError(verb, name string, err error) error {
 	switch {
+	case errors.Is(err, ErrInvalidChart):
+		return err // the renderer's: classified and worded already
 	case errors.Is(err, ErrRefusedObject), errors.Is(err, ErrInvalidManifest):
 		return fmt.Errorf("helm: %s release %s: %w", verb, name, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -109,17 +110,51 @@ func (a kubeAccess) config() *rest.Config {
 	}
 }
 
+// renderSlots bound the renderings in flight (RenderLimits.Concurrency) and count those that wait
+// for a place. Every identity of an Engine shares them.
+type renderSlots struct {
+	slots   chan struct{}
+	waiting atomic.Int64
+}
+
+func newRenderSlots(n int) *renderSlots { return &renderSlots{slots: make(chan struct{}, n)} }
+
+// acquire waits for a place, or for ctx to end.
+func (s *renderSlots) acquire(ctx context.Context) error {
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
+	select {
+	case s.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *renderSlots) release() { <-s.slots }
+
+// RenderStats are the renderings of charts' templates of an Engine at one moment.
+type RenderStats struct {
+	// Running renderings, each a renderer process: at most RenderLimits.Concurrency.
+	Running int
+	// Waiting renderings, for a running one to end.
+	Waiting int
+}
+
+// RenderStats says how many renderings run and how many wait now.
+func (e *Engine) RenderStats() RenderStats {
+	return RenderStats{Running: len(e.renders.slots), Waiting: int(e.renders.waiting.Load())}
+}
+
 // renderTemplates renders the chart made of files in a renderer process, within e.opts.Render.
 // A template error or a limit reached is ErrInvalidChart; a renderer that cannot be run is an
 // error as it is (transient).
 func (e *Engine) renderTemplates(ctx context.Context, files []*archive.BufferedFile, values map[string]any, rel common.ReleaseOptions) (map[string]string, error) {
 	limits := e.opts.Render
-	select {
-	case e.renders <- struct{}{}:
-		defer func() { <-e.renders }()
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := e.renders.acquire(ctx); err != nil {
+		return nil, err
 	}
+	defer e.renders.release()
 	caps, err := e.caps.get()
 	if err != nil {
 		return nil, err
@@ -168,7 +203,7 @@ func runRenderer(ctx context.Context, in []byte, limits RenderLimits) (out []byt
 	cmd.Env = []string{renderChildEnv + "=1", "GOMAXPROCS=1", "GOTRACEBACK=single"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Stdin = bytes.NewReader(in)
-	stdout := &cappedBuffer{max: 2*limits.MaxBytes + 1<<20}
+	stdout := &cappedBuffer{max: answerCap(limits.MaxBytes)}
 	stderr := &cappedBuffer{max: 4 << 10}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = time.Second
@@ -184,8 +219,16 @@ func runRenderer(ctx context.Context, in []byte, limits RenderLimits) (out []byt
 			err = fmt.Errorf("%w: %s", err, lastLine(msg))
 		}
 	}
+	if stdout.dropped {
+		// The renderer bounds its answer itself (answerCap): one that does not is broken.
+		return nil, fmt.Errorf("the renderer's answer is larger than %d bytes", stdout.max), false
+	}
 	return stdout.Bytes(), err, false
 }
+
+// answerCap bounds the renderer's answer: twice the render output limit (JSON escapes newlines
+// and quotes in 2 bytes) and 1 MiB for the template names.
+func answerCap(maxBytes int64) int64 { return 2*maxBytes + 1<<20 }
 
 func lastLine(s string) string {
 	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
@@ -195,15 +238,22 @@ func lastLine(s string) string {
 }
 
 // cappedBuffer keeps at most max bytes and drops the rest, so a renderer cannot make the operator
-// hold more than that.
+// hold more than that. It has no ReadFrom (as an embedded bytes.Buffer would give it), so that
+// io.Copy goes through Write.
 type cappedBuffer struct {
-	bytes.Buffer
-	max int64
+	buf     bytes.Buffer
+	max     int64
+	dropped bool
 }
 
 func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - int64(b.Len()); room > 0 {
-		b.Buffer.Write(p[:min(int64(len(p)), room)])
+	room := max(b.max-int64(b.buf.Len()), 0)
+	if int64(len(p)) > room {
+		b.dropped = true
 	}
+	b.buf.Write(p[:min(int64(len(p)), room)])
 	return len(p), nil
 }
+
+func (b *cappedBuffer) Bytes() []byte  { return b.buf.Bytes() }
+func (b *cappedBuffer) String() string { return b.buf.String() }

@@ -1,12 +1,14 @@
 package deploy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"runtime/metrics"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -46,9 +48,16 @@ func renderChild(stdin io.Reader, stdout io.Writer) int {
 	}
 	if size > req.MaxBytes {
 		return answer(stdout, renderResponse{Limit: true,
-			Error: fmt.Sprintf("the chart's templates rendered %d bytes, more than the limit of %d", size, req.MaxBytes)})
+			Error: fmt.Sprintf("the chart's templates rendered %d bytes, more than %d bytes (the render output limit)", size, req.MaxBytes)})
 	}
-	return answer(stdout, renderResponse{Files: files})
+	out := encodeResponse(renderResponse{Files: files})
+	if int64(len(out)) > answerCap(req.MaxBytes) {
+		// Output heavy in control characters or invalid UTF-8 (6 bytes each once escaped).
+		return answer(stdout, renderResponse{Limit: true,
+			Error: fmt.Sprintf("the chart's templates rendered %d bytes, which take %d bytes once encoded for the operator (control characters and invalid UTF-8 take 6 bytes each), more than twice the render output limit of %d bytes and 1 MiB", size, len(out), req.MaxBytes)})
+	}
+	answerOnce.Do(func() { _, _ = stdout.Write(out) })
+	return 0
 }
 
 func renderChart(req renderRequest) (map[string]string, error) {
@@ -77,14 +86,35 @@ func renderChart(req renderRequest) (map[string]string, error) {
 
 var answerOnce sync.Once
 
+// maxErrorBytes bounds the error a renderer answers: a template's `fail` may say anything, at any
+// length; the beginning says where it failed.
+const maxErrorBytes = 4 << 10
+
 // answer writes the one response of the renderer and returns its exit code.
 func answer(w io.Writer, resp renderResponse) int {
 	code := 0
 	if resp.Error != "" {
 		code = 2
+		if len(resp.Error) > maxErrorBytes {
+			resp.Error = strings.ToValidUTF8(resp.Error[:maxErrorBytes], "") + "... (cut)"
+		}
 	}
-	answerOnce.Do(func() { _ = json.NewEncoder(w).Encode(resp) })
+	out := encodeResponse(resp)
+	answerOnce.Do(func() { _, _ = w.Write(out) })
 	return code
+}
+
+// encodeResponse is resp in JSON with the rendered text left as it is (no HTML escaping, which
+// would make each <, > and & six bytes).
+func encodeResponse(resp renderResponse) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(resp); err != nil {
+		b.Reset()
+		_ = json.NewEncoder(&b).Encode(renderResponse{Error: "encoding the render response: " + err.Error()})
+	}
+	return b.Bytes()
 }
 
 // watchHeap ends the renderer when its heap passes max: the limit a template that expands
