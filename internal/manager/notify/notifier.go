@@ -264,8 +264,16 @@ func (n *Notifier) recipients(p Pending) []string {
 	return slices.Compact(to)
 }
 
+// logContext is ctx whose log lines are those of p's deployment: the design's log fields, with
+// the deployment's requester as userId.
+func logContext(ctx context.Context, p Pending) context.Context {
+	return telemetry.WithDeployment(ctx, telemetry.Deployment{ID: p.DeploymentID, Operator: p.Operator,
+		Version: p.Version, UserID: p.RequestedBy})
+}
+
 // deliver sends p's mail, retrying transient failures with backoff.
 func (n *Notifier) deliver(ctx context.Context, p Pending) Result {
+	ctx = logContext(ctx, p)
 	res := Result{Pending: p, To: n.recipients(p)}
 	if len(res.To) == 0 {
 		res.Err = fmt.Errorf("%w %s", ErrNoRecipients, p.RequiredRole)
@@ -298,20 +306,20 @@ func (n *Notifier) deliver(ctx context.Context, p Pending) Result {
 
 // finish logs, counts and reports a result.
 func (n *Notifier) finish(ctx context.Context, r Result) {
-	ctx = context.WithoutCancel(ctx)
+	ctx = logContext(context.WithoutCancel(ctx), r.Pending)
 	switch {
 	case r.Err == nil:
 		approvalEmails.WithLabelValues("delivered").Inc()
 		n.log.InfoContext(ctx, "notify: Approval mail sent", "approval", r.Pending.ApprovalID,
-			"deployment", r.Pending.DeploymentID, "recipients", len(r.To), "attempts", r.Attempts)
+			"recipients", len(r.To), "attempts", r.Attempts)
 	case errors.Is(r.Err, ErrStopped):
 		approvalEmails.WithLabelValues("dropped").Inc()
 		n.log.WarnContext(ctx, "notify: Approval mail not sent: stopping", "approval", r.Pending.ApprovalID,
-			"deployment", r.Pending.DeploymentID, "attempts", r.Attempts)
+			"attempts", r.Attempts)
 	default:
 		approvalEmails.WithLabelValues("failed").Inc()
 		n.log.ErrorContext(ctx, "notify: Approval mail failed; giving up", "approval", r.Pending.ApprovalID,
-			"deployment", r.Pending.DeploymentID, "attempts", r.Attempts, "permanent", Permanent(r.Err), "err", r.Err)
+			"attempts", r.Attempts, "permanent", Permanent(r.Err), "err", r.Err)
 	}
 	if n.cfg.OnResult != nil {
 		n.cfg.OnResult(r)

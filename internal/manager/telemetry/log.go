@@ -5,6 +5,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"io"
@@ -127,7 +128,10 @@ func LevelName(l slog.Level) string {
 }
 
 // Deployment is what every log line written for a deployment carries: the design's
-// deploymentId, operatorName, version and userId (the caller who asked for the deployment).
+// deploymentId, operatorName, version and userId. UserID is who asked for the work the line is
+// about when no caller is in the line's context (the engine's own loops: the deployment's
+// requester); a line written while serving a request carries that request's caller instead
+// (WithUserID), whoever requested the deployment.
 type Deployment struct {
 	ID, Operator, Version, UserID string
 }
@@ -137,7 +141,8 @@ type deploymentKey struct{}
 type clusterKey struct{}
 
 // WithDeployment returns ctx whose log lines are the deployment d's: they carry the design's
-// fields, traceId (empty without a trace) and cluster (empty unless WithCluster names one).
+// fields, traceId (empty without a trace) and cluster (empty unless WithCluster names one: a
+// line about the deployment as a whole, not one cluster's step, keeps the key with "").
 func WithDeployment(ctx context.Context, d Deployment) context.Context {
 	return context.WithValue(ctx, deploymentKey{}, d)
 }
@@ -155,9 +160,10 @@ func DeploymentOf(ctx context.Context) (Deployment, bool) {
 
 // NewContextHandler wraps h so that records carry the ids found in their context: requestId,
 // traceId and spanId, userId; and on a deployment's lines (WithDeployment) the design's fields,
-// every one of them, with the deployment's requester as userId. An attribute the record already
-// has is not added again. Inside a WithGroup the ids land in the group, like any attribute added
-// there.
+// every one of them, with userId the caller who asked: the context's user (WithUserID: the
+// request's caller, or the user the engine acts for) or else the Deployment's UserID. An
+// attribute the record already has is not added again. Inside a WithGroup the ids land in the
+// group, like any attribute added there.
 func NewContextHandler(h slog.Handler) slog.Handler { return contextHandler{h} }
 
 type contextHandler struct{ inner slog.Handler }
@@ -194,7 +200,7 @@ func (h contextHandler) Handle(ctx context.Context, r slog.Record) error {
 		add(KeyVersion, d.Version)
 		add(KeyCluster, cluster)
 		add(KeyDeploymentID, d.ID)
-		add(KeyUserID, d.UserID)
+		add(KeyUserID, cmp.Or(UserID(ctx), d.UserID))
 	}
 	if id := UserID(ctx); id != "" {
 		add(KeyUserID, id)

@@ -93,7 +93,8 @@ func TestContextAccessors(t *testing.T) {
 var designLogFile = filepath.Join("testdata", "design-log.json")
 
 // TestDesignLogFields: a deployment's line has the design's keys, each with the design's JSON
-// type, and the design's level names; the built-in keys are renamed, not doubled.
+// type, and the design's level names; the built-in keys are renamed, not doubled; userId is the
+// context's caller when it has one (who asked), the deployment's requester otherwise.
 func TestDesignLogFields(t *testing.T) {
 	design := designtest.Load(t, designLogFile)
 	var buf bytes.Buffer
@@ -128,8 +129,12 @@ func TestDesignLogFields(t *testing.T) {
 		if err != nil || ts.Before(before) || ts.Location() != time.UTC || !strings.HasSuffix(l[KeyTimestamp].(string), "Z") {
 			t.Errorf("line %d timestamp %v: want RFC 3339 in UTC, now (%v)", i, l[KeyTimestamp], err)
 		}
+		user := "admin@example.com" // the deployment's, with no caller in the context
+		if i == 3 {
+			user = "someone-else" // the context's caller: who asked, whoever requested the deployment
+		}
 		if l[KeyTraceID] != traceID.String() || l[KeyDeploymentID] != "deploy-456" || l[KeyOperatorName] != "cert-manager" ||
-			l[KeyVersion] != "v1.14.0" || l[KeyUserID] != "admin@example.com" {
+			l[KeyVersion] != "v1.14.0" || l[KeyUserID] != user {
 			t.Errorf("line %d: %v", i, l)
 		}
 	}
@@ -137,7 +142,7 @@ func TestDesignLogFields(t *testing.T) {
 		{"INFO", "Operator deployed successfully", "production-us-east"},
 		{"DEBUG", "a deployment-wide line", ""},
 		{"WARNING", "a warning", "named-by-the-record"},
-		{"ERROR", "an error", ""}, // the deployment's requester, not the context's user
+		{"ERROR", "an error", ""},
 		{"WARNING", "between warning and error", ""},
 	} {
 		if l := lines[i]; l[KeyLevel] != want.level || l[KeyMessage] != want.message || l[KeyCluster] != want.cluster {

@@ -11,7 +11,6 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
 	"github.com/slipway-dev/slipway/internal/manager/store"
-	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 )
 
 // Engine runs deployments. New builds one (Submit and the other requests work without Start);
@@ -124,7 +123,7 @@ func (e *Engine) event(ctx context.Context, id, typ, cluster, msg string, detail
 		return
 	}
 	if _, err := e.cfg.Store.DeploymentEventInsert(context.WithoutCancel(ctx), ev); err != nil {
-		e.log.WarnContext(ctx, "engine: Recording an event failed", telemetry.KeyDeploymentID, id, "type", typ, "error", err)
+		e.log.WarnContext(e.idLogContext(ctx, id), "engine: Recording an event failed", "type", typ, "error", err)
 	}
 }
 

@@ -52,6 +52,9 @@ func (e *Engine) tick(ctx context.Context) {
 		e.logErr(ctx, "expiring approvals", err)
 	} else {
 		for _, a := range expired {
+			// The expiry's lines are its deployment's (all the design's fields, its requester's).
+			ctx := e.idLogContext(ctx, a.DeploymentID)
+			e.log.InfoContext(ctx, "engine: Approval expired", "approvalId", a.ID, "kind", a.Kind, "expiresAt", a.ExpiresAt.UTC())
 			e.event(ctx, a.DeploymentID, "approval.expired", "", fmt.Sprintf("approval %s (%s) expired undecided", a.ID, a.Kind), nil)
 			if _, err := e.cfg.Store.AuditInsert(ctx, &store.AuditInsertParams{
 				At: now, Actor: "slipway-manager", Action: "approval.expire", TargetKind: "approval", TargetName: a.ID,
@@ -106,7 +109,7 @@ func (e *Engine) touch(ctx context.Context, id string) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		e.logErr(ctx, "waking deployment "+id, err, telemetry.KeyDeploymentID, id)
+		e.logErr(e.idLogContext(ctx, id), "waking deployment "+id, err)
 	}
 }
 
@@ -196,7 +199,7 @@ func (e *Engine) release(ctx context.Context, seen *store.Deployment, wait time.
 		return nil
 	})
 	if err != nil && !errors.Is(err, errLostClaim) {
-		e.logErr(ctx, "releasing deployment "+id, err, telemetry.KeyDeploymentID, id)
+		e.logErr(ctx, "releasing deployment "+id, err) // ctx is work's: the deployment's lines
 	}
 }
 

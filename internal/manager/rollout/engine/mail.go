@@ -39,7 +39,7 @@ func (e *Engine) mailPending(ctx context.Context) {
 		p := notify.PendingOf(a, d)
 		p.MigrationNotes = notes[a.DeploymentID]
 		if err := e.cfg.Notifier.Enqueue(p); err != nil {
-			e.logErr(ctx, "queueing the mail of approval "+a.ID, err)
+			e.logErr(logContext(ctx, d), "queueing the mail of approval "+a.ID, err)
 		}
 	}
 }
@@ -58,7 +58,7 @@ func (e *Engine) MailResult(r notify.Result) {
 		typ, msg = "approval.mailFailed", fmt.Sprintf("approval %s: mail failed after %d attempt(s): %v", r.Pending.ApprovalID, r.Attempts, r.Err)
 	}
 	if err := e.cfg.Store.ApprovalMarkNotified(ctx, r.Pending.ApprovalID, e.now()); err != nil {
-		e.logErr(ctx, "marking approval "+r.Pending.ApprovalID+" mailed", err)
+		e.logErr(e.idLogContext(ctx, r.Pending.DeploymentID), "marking approval "+r.Pending.ApprovalID+" mailed", err)
 	}
 	e.event(ctx, r.Pending.DeploymentID, typ, "", msg, nil)
 }

@@ -131,6 +131,9 @@ func (e *Engine) pausedWait(ctx context.Context, d *store.Deployment, op *store.
 		}
 		e.event(ctx, d.ID, "pause.reached", "", fmt.Sprintf("paused before stage %d of %d: no cluster step is under way; %d cluster(s) not started wait for the resume, those running %s are still health-checked",
 			min(d.Stage+1, len(plan.Stages)), len(plan.Stages), waiting, d.Version), map[string]any{"stage": d.Stage})
+		// The pause's line names who paused it (userId), not the requester.
+		e.log.InfoContext(askedBy(logContext(ctx, d), d.PausedBy), "engine: Deployment paused", "reason", d.PauseReason,
+			"stage", d.Stage, "waiting", waiting)
 	}
 	var watched []string
 	for _, c := range d.Clusters {

@@ -358,6 +358,7 @@ func (e *Engine) askApprovals(ctx context.Context, d *store.Deployment, reqs []a
 		return 0, err
 	}
 	e.event(ctx, d.ID, "status", "", string(d.Status)+" → WaitingApproval: "+reason, map[string]any{"from": d.Status, "to": store.DeploymentWaitingApproval})
+	e.log.InfoContext(logContext(ctx, d), "engine: Deployment "+string(store.DeploymentWaitingApproval), "reason", reason, "approvals", len(created))
 	for _, a := range created {
 		e.event(ctx, d.ID, "approval.requested", "", fmt.Sprintf("approval %s (%s, %d × %s): %s", a.ID, a.Kind, a.Required, a.RequiredRole, a.Reason), nil)
 	}
@@ -365,14 +366,21 @@ func (e *Engine) askApprovals(ctx context.Context, d *store.Deployment, reqs []a
 }
 
 // waitApproval moves on once every approval is approved, and fails on a rejection or expiry:
-// a rejected or expired request is never executed.
+// a rejected or expired request is never executed. The status line of a decision's effect names
+// the approver who decided it as userId (askedBy): the rejecter, or whoever gave the last approval.
 func (e *Engine) waitApproval(ctx context.Context, d *store.Deployment) (time.Duration, error) {
 	list, err := e.cfg.Store.ApprovalList(ctx, &store.ApprovalListParams{DeploymentID: d.ID, Limit: 100})
 	if err != nil {
 		return 0, err
 	}
 	pending := 0
+	var last store.ApprovalDecision
 	for _, a := range list {
+		for _, dec := range a.Decisions {
+			if dec.Approve && !dec.At.Before(last.At) {
+				last = *dec
+			}
+		}
 		switch a.Status {
 		case store.ApprovalRejected:
 			by, comment := "", ""
@@ -381,7 +389,7 @@ func (e *Engine) waitApproval(ctx context.Context, d *store.Deployment) (time.Du
 					by, comment = dec.Actor, dec.Comment
 				}
 			}
-			return e.fail(ctx, d, "approval", fmt.Sprintf("approval %s (%s) rejected by %s: %s", a.ID, a.Kind, by, comment))
+			return e.fail(askedBy(ctx, by), d, "approval", fmt.Sprintf("approval %s (%s) rejected by %s: %s", a.ID, a.Kind, by, comment))
 		case store.ApprovalExpired:
 			return e.fail(ctx, d, "approval", fmt.Sprintf("approval %s (%s) expired on %s undecided", a.ID, a.Kind, a.ExpiresAt.Format(time.RFC3339)))
 		case store.ApprovalPending:
@@ -392,7 +400,7 @@ func (e *Engine) waitApproval(ctx context.Context, d *store.Deployment) (time.Du
 		return approvalPoll, nil // a decision (on any replica) is seen within approvalPoll
 	}
 	now := e.now()
-	_, err = e.transition(ctx, d, store.DeploymentDeploying, fmt.Sprintf("approved (%d approval(s))", len(list)), func(d *store.Deployment) {
+	_, err = e.transition(askedBy(ctx, last.Actor), d, store.DeploymentDeploying, fmt.Sprintf("approved (%d approval(s))", len(list)), func(d *store.Deployment) {
 		d.StartedAt, d.Stage, d.StageStartedAt = &now, 0, nil
 	})
 	return 0, err
