@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -95,6 +96,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request, approve 
 	if err != nil {
 		return err
 	}
+	logCtx := s.approvalLogContext(ctx, a)
 	entry := audit.Entry{Action: action, TargetKind: "approval", TargetName: a.ID,
 		Details: map[string]any{"deploymentId": a.DeploymentID, "kind": a.Kind, "comment": comment}}
 	identity, _ := auth.IdentityFrom(ctx)
@@ -123,15 +125,25 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request, approve 
 		return err
 	}
 	s.rollouts.Wake()
-	s.log.InfoContext(ctx, "server: Approval decided", "approvalId", decided.ID, "deploymentId", decided.DeploymentID,
-		"approve", approve, "status", string(decided.Status))
+	s.log.InfoContext(logCtx, "server: Approval decided", "approvalId", decided.ID, "approve", approve, "status", string(decided.Status))
 	// The decision is recorded: a failure to read the notes only leaves them out of the answer.
 	notes, err := s.store.DeploymentMigrationNotesListMany(ctx, []string{decided.DeploymentID})
 	if err != nil {
-		s.log.WarnContext(ctx, "server: Migration notes could not be read", "deploymentId", decided.DeploymentID, "error", err)
+		s.log.WarnContext(logCtx, "server: Migration notes could not be read", "error", err)
 	}
-	writeJSON(ctx, s.log, w, http.StatusOK, deploymentApprovalOut(decided, notes[decided.DeploymentID]))
+	writeJSON(logCtx, s.log, w, http.StatusOK, deploymentApprovalOut(decided, notes[decided.DeploymentID]))
 	return nil
+}
+
+// approvalLogContext is ctx whose lines are those of a's deployment, with the caller (who
+// decides) as userId; the request's access log and error lines carry them too. It reads the
+// deployment (one read per decision); when that fails, the lines still have every field, with
+// only deploymentId known.
+func (s *Server) approvalLogContext(ctx context.Context, a *store.Approval) context.Context {
+	if d, err := s.store.DeploymentGetByID(ctx, a.DeploymentID); err == nil {
+		return deploymentLogContext(ctx, d)
+	}
+	return deploymentLogContext(ctx, &store.Deployment{ID: a.DeploymentID, RequestedBy: a.RequestedBy})
 }
 
 // deploymentApprovalOut is an approval with its deployment's migration notes.

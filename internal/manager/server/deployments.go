@@ -61,8 +61,9 @@ func (s *Server) createDeployment(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	s.log.InfoContext(deploymentLogContext(ctx, d), "server: Deployment submitted", "strategy", d.Strategy, "clusters", len(d.Clusters))
-	writeJSON(ctx, s.log, w, http.StatusAccepted, deploymentOut(d))
+	logCtx := deploymentLogContext(ctx, d)
+	s.log.InfoContext(logCtx, "server: Deployment submitted", "strategy", d.Strategy, "clusters", len(d.Clusters))
+	writeJSON(logCtx, s.log, w, http.StatusAccepted, deploymentOut(d))
 	return nil
 }
 
@@ -213,6 +214,12 @@ func (s *Server) deploymentRequest(w http.ResponseWriter, r *http.Request, actio
 	if errors.Is(err, store.ErrNotFound) {
 		return errNotFound("deployment", id)
 	}
+	if err != nil {
+		// Refused: the lines of the refusal are the deployment's too (one read, on refusals only).
+		if cur, rerr := s.store.DeploymentGetByID(ctx, id); rerr == nil {
+			deploymentLogContext(ctx, cur)
+		}
+	}
 	entry := audit.Entry{Action: action, TargetKind: "deployment", TargetName: id, Result: resultOf(err), Details: details}
 	if errors.Is(err, store.ErrConflict) {
 		if entry.Details == nil {
@@ -224,12 +231,13 @@ func (s *Server) deploymentRequest(w http.ResponseWriter, r *http.Request, actio
 	if err != nil {
 		return err
 	}
-	s.log.InfoContext(deploymentLogContext(ctx, d), "server: Deployment request accepted", "action", action, "status", string(d.Status))
+	logCtx := deploymentLogContext(ctx, d)
+	s.log.InfoContext(logCtx, "server: Deployment request accepted", "action", action, "status", string(d.Status))
 	out, err := s.deploymentsOut(ctx, []*store.Deployment{d})
 	if err != nil {
 		return err
 	}
-	writeJSON(ctx, s.log, w, http.StatusAccepted, out[0])
+	writeJSON(logCtx, s.log, w, http.StatusAccepted, out[0])
 	return nil
 }
 
@@ -278,11 +286,16 @@ func rollbackStatusOf(d *store.Deployment, now time.Time) RollbackStatus {
 	return out
 }
 
+// deploymentByID reads the deployment of the path, and notes it as what the request is about
+// (deploymentLogContext).
 func (s *Server) deploymentByID(r *http.Request) (*store.Deployment, error) {
 	id := r.PathValue("id")
 	d, err := s.store.DeploymentGetByID(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errNotFound("deployment", id)
+	}
+	if err == nil {
+		deploymentLogContext(r.Context(), d)
 	}
 	return d, err
 }
@@ -321,7 +334,24 @@ func deploymentOut(d *store.Deployment) Deployment {
 }
 
 // deploymentLogContext is ctx whose log lines are d's: they carry the design's log fields, with
-// d's requester as userId (the caller of this request is on its access log line, same requestId).
+// the caller of this request as userId (the user who asked for the action, whoever requested
+// the deployment; d's requester only without an authenticated caller). It notes d as what the
+// request is about, so that its access log line and its error lines carry d's fields too.
 func deploymentLogContext(ctx context.Context, d *store.Deployment) context.Context {
-	return telemetry.WithDeployment(ctx, telemetry.Deployment{ID: d.ID, Operator: d.OperatorName, Version: d.Version, UserID: d.RequestedBy})
+	dep := telemetry.Deployment{ID: d.ID, Operator: d.OperatorName, Version: d.Version, UserID: d.RequestedBy}
+	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
+		info.deployment = &dep
+	}
+	return telemetry.WithDeployment(ctx, dep)
+}
+
+// notedLogContext is ctx with the deployment the request noted, if any: for a line written
+// outside the handler (an error, the access log).
+func notedLogContext(ctx context.Context) context.Context {
+	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok && info.deployment != nil {
+		if _, has := telemetry.DeploymentOf(ctx); !has {
+			return telemetry.WithDeployment(ctx, *info.deployment)
+		}
+	}
+	return ctx
 }

@@ -111,7 +111,7 @@ func toError(err error) *Error {
 // request id only.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := toError(err)
-	ctx := r.Context()
+	ctx := notedLogContext(r.Context()) // a refusal about a deployment is one of its lines
 	if e.Status >= 500 {
 		s.log.ErrorContext(ctx, "server: Request failed", "err", err, "method", r.Method, "path", r.URL.Path)
 		e = &Error{Status: e.Status, Code: e.Code, Message: e.Message}

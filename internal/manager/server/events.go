@@ -102,8 +102,8 @@ func (s *Server) streamDeploymentEvents(w http.ResponseWriter, r *http.Request) 
 		return nil
 	}
 
-	ctx := r.Context()
-	s.log.DebugContext(ctx, "server: Event stream started", "deploymentId", d.ID, "after", after)
+	ctx := deploymentLogContext(r.Context(), d) // the stream's lines are the deployment's
+	s.log.DebugContext(ctx, "server: Event stream started", "after", after)
 	poll := time.NewTicker(s.cfg.EventPoll)
 	defer poll.Stop()
 	endGrace := max(2*s.cfg.EventPoll, time.Second)
@@ -113,14 +113,14 @@ func (s *Server) streamDeploymentEvents(w http.ResponseWriter, r *http.Request) 
 		events, err := s.store.DeploymentEventList(ctx, &store.DeploymentEventListParams{DeploymentID: d.ID, AfterID: after, Limit: streamPage})
 		if err != nil {
 			if ctx.Err() == nil {
-				s.log.WarnContext(ctx, "server: Event stream ends: reading events failed", "deploymentId", d.ID, "err", err)
+				s.log.WarnContext(ctx, "server: Event stream ends: reading events failed", "err", err)
 			}
 			return nil
 		}
 		for _, e := range events {
 			data, err := json.Marshal(eventOut(e))
 			if err != nil {
-				s.log.ErrorContext(ctx, "server: Encoding an event failed", "deploymentId", d.ID, "eventId", e.ID, "err", err)
+				s.log.ErrorContext(ctx, "server: Encoding an event failed", "eventId", e.ID, "err", err)
 				continue
 			}
 			st.printf("id: %d\nevent: %s\ndata: %s\n\n", e.ID, sseField(e.Type), data)
@@ -143,7 +143,7 @@ func (s *Server) streamDeploymentEvents(w http.ResponseWriter, r *http.Request) 
 			cur, err := s.store.DeploymentGetByID(ctx, d.ID)
 			if err != nil {
 				if ctx.Err() == nil {
-					s.log.WarnContext(ctx, "server: Event stream ends: reading the deployment failed", "deploymentId", d.ID, "err", err)
+					s.log.WarnContext(ctx, "server: Event stream ends: reading the deployment failed", "err", err)
 				}
 				return nil
 			}
@@ -156,7 +156,7 @@ func (s *Server) streamDeploymentEvents(w http.ResponseWriter, r *http.Request) 
 					data, _ := json.Marshal(StreamEnd{DeploymentID: cur.ID, Status: string(cur.Status), Reason: cur.Reason})
 					st.printf("event: end\ndata: %s\n\n", data)
 					st.flush()
-					s.log.DebugContext(ctx, "server: Event stream ended", "deploymentId", d.ID, "status", string(cur.Status))
+					s.log.DebugContext(ctx, "server: Event stream ended", "status", string(cur.Status))
 					return nil
 				}
 			}

@@ -44,9 +44,12 @@ func (w *statusWriter) Flush() {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// requestInfo carries what the inner handler learns (the caller; "ui" for the web UI's pages)
-// out to the access log line.
-type requestInfo struct{ user, route string }
+// requestInfo carries what the inner handler learns (the caller; "ui" for the web UI's pages;
+// the deployment the request is about, deploymentLogContext) out to the access log line.
+type requestInfo struct {
+	user, route string
+	deployment  *telemetry.Deployment
+}
 
 type requestInfoKey struct{}
 
@@ -68,7 +71,7 @@ func (s *Server) outer(mux *http.ServeMux) http.Handler {
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
-				s.log.ErrorContext(ctx, "server: Handler panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				s.log.ErrorContext(notedLogContext(ctx), "server: Handler panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 				if sw.status == 0 {
 					s.writeError(sw, r, fmt.Errorf("panic: %v", p))
 				}
@@ -83,6 +86,8 @@ func (s *Server) outer(mux *http.ServeMux) http.Handler {
 			if info.user != "" {
 				logCtx = telemetry.WithUserID(logCtx, info.user)
 			}
+			// A request about a deployment: its line has the design's fields, userId the caller.
+			logCtx = notedLogContext(logCtx)
 			s.log.InfoContext(logCtx, "server: Request", "method", r.Method, "route", route, "path", r.URL.Path,
 				"status", sw.status, "durationMs", float64(elapsed.Microseconds())/1000, "remote", r.RemoteAddr)
 		}()
