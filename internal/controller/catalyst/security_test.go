@@ -12,12 +12,14 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -61,9 +63,11 @@ func (f *fixture) absent(obj client.Object, what string) {
 }
 
 // TestSecurity_AttackerChartsAreRefusedOrConfined deploys one attacker's chart per environment
-// (testdata/attacks): each is refused before anything is applied, named in DeploymentReady, or
-// confined to what the environment's own ServiceAccount may do; nothing lands outside the
-// environment's namespace and no Secret of another namespace reaches it.
+// (testdata/attacks): each is refused before anything is applied, named in DeploymentReady and a
+// Warning Event, stopped at the render output limit, or confined to what the environment's own
+// ServiceAccount may do; nothing lands outside the environment's namespace (the webhook
+// configuration, the ClusterRoleBinding, the Namespace, the CRD, the ConfigMap for kube-system) and
+// no Secret of another namespace reaches it.
 func TestSecurity_AttackerChartsAreRefusedOrConfined(t *testing.T) {
 	f := newFixture(t)
 	const jewel = "the-crown-jewels-of-another-team"
@@ -92,7 +96,8 @@ func TestSecurity_AttackerChartsAreRefusedOrConfined(t *testing.T) {
 			named:   []string{"ClusterRoleBinding.rbac.authorization.k8s.io/preview-is-admin (app/templates/escalate.yaml) is cluster-scoped"},
 			outside: &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "preview-is-admin"}}},
 		{chart: "webhook", reason: catalystv1alpha1.ObjectRefusedReason,
-			named: []string{"ValidatingWebhookConfiguration.admissionregistration.k8s.io/preview-sees-everything (app/templates/webhook.yaml) is cluster-scoped"}},
+			named:   []string{"ValidatingWebhookConfiguration.admissionregistration.k8s.io/preview-sees-everything (app/templates/webhook.yaml) is cluster-scoped"},
+			outside: &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "preview-sees-everything"}}},
 		{chart: "namespace", reason: catalystv1alpha1.ObjectRefusedReason,
 			named:   []string{"Namespace/preview-escape (app/templates/namespace.yaml) is cluster-scoped"},
 			outside: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "preview-escape"}}},
@@ -104,6 +109,9 @@ func TestSecurity_AttackerChartsAreRefusedOrConfined(t *testing.T) {
 			outside: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "coredns-override", Namespace: "kube-system"}}},
 		{chart: "rolebinding-admin", reason: catalystv1alpha1.ObjectRefusedReason,
 			named: []string{"RoleBinding.rbac.authorization.k8s.io/preview-admin (app/templates/rolebinding.yaml) binds ClusterRole cluster-admin, which is not in the Project's allowedClusterRoles"}},
+		// About 21 MB of ConfigMaps against the default render output limit (16 MiB).
+		{chart: "flood", reason: catalystv1alpha1.RenderFailedReason,
+			named: []string{"the chart's templates rendered", "more than 16777216 bytes (the render output limit)"}},
 	}
 	envs := make([]*catalystv1alpha1.Environment, len(attacks))
 	for i, a := range attacks {
@@ -341,7 +349,8 @@ subjects: [{kind: ServiceAccount, name: default}]
 
 // TestSecurity_ManifestsAndKustomizeGetTheSameChecks: plain manifests and a kustomization holding
 // the attacker's objects beside the sample application are refused as a whole, every refused
-// object named, and nothing of them (the sample Deployment included) is applied.
+// object named in DeploymentReady and in a Warning Event, and nothing of them (the sample
+// Deployment included) is applied.
 func TestSecurity_ManifestsAndKustomizeGetTheSameChecks(t *testing.T) {
 	for _, tc := range []struct {
 		typ          catalystv1alpha1.DeploymentType
@@ -368,17 +377,20 @@ func TestSecurity_ManifestsAndKustomizeGetTheSameChecks(t *testing.T) {
 			if c == nil || c.Reason != catalystv1alpha1.ObjectRefusedReason || !strings.Contains(c.Message, "4 objects refused, nothing was applied to namespace "+ns) {
 				t.Fatalf("DeploymentReady = %+v", c)
 			}
-			for _, want := range []string{
+			named := []string{
 				"ClusterRoleBinding.rbac.authorization.k8s.io/preview-is-admin (" + tc.origin, "is cluster-scoped",
 				"ValidatingWebhookConfiguration.admissionregistration.k8s.io/preview-sees-everything (" + tc.origin,
 				"ConfigMap/coredns-override (" + tc.origin, "is for namespace kube-system",
 				"RoleBinding.rbac.authorization.k8s.io/preview-admin (" + tc.origin, "binds ClusterRole cluster-admin",
-			} {
+			}
+			for _, want := range named {
 				if !strings.Contains(c.Message, want) {
 					t.Errorf("message %q lacks %q", c.Message, want)
 				}
 			}
+			f.checkWarningEvent(got, catalystv1alpha1.ObjectRefusedReason, named)
 			f.absent(&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "preview-is-admin"}}, "the ClusterRoleBinding")
+			f.absent(&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "preview-sees-everything"}}, "the ValidatingWebhookConfiguration")
 			f.absent(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "coredns-override", Namespace: "kube-system"}}, "the ConfigMap in kube-system")
 			f.absent(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "preview-admin", Namespace: ns}}, "the RoleBinding")
 			f.absent(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}}, "the sample Deployment of the refused deployment")
@@ -386,49 +398,106 @@ func TestSecurity_ManifestsAndKustomizeGetTheSameChecks(t *testing.T) {
 	}
 }
 
-// TestSecurity_TheProjectsPolicyDecides: a Project that denies Deployments refuses the sample
-// application by name; allowing a ClusterRole lets a RoleBinding to it through, and the same
-// commit then deploys once the Project says so.
+// TestSecurity_TheProjectsPolicyDecides: a Project whose allowedKinds leave Deployments out
+// refuses the sample application's Deployment by name and applies nothing, not even the Service
+// it allows; listing Deployments in allowedKinds while deniedKinds names their group still refuses
+// them (deniedKinds win); allowing a ClusterRole lets a RoleBinding to it through, and the same
+// commit then deploys every kind allowedKinds lists.
 func TestSecurity_TheProjectsPolicyDecides(t *testing.T) {
 	f := newFixture(t)
-	f.allowBinding("preview-reader-"+f.team, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}})
+	reader := "preview-reader-" + f.team
+	f.allowBinding(reader, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}})
 	sha := f.commit("a reader", gittest.Files{"deploy/manifests/zz-reader.yaml": []byte(`apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata: {name: reader}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: preview-reader-` + f.team + `}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ` + reader + `}
 subjects: [{kind: ServiceAccount, name: default}]
 `)})
 	f.pushImage(sha)
 	p := f.project(withDeployment(catalystv1alpha1.DeploymentTypeManifest, "deploy/manifests"), func(p *catalystv1alpha1.Project) {
-		p.Spec.Deployment.DeniedKinds = []catalystv1alpha1.GroupKind{{Group: "apps", Kind: "*"}}
+		p.Spec.Deployment.AllowedKinds = []catalystv1alpha1.GroupKind{{Kind: "Service"}, {Group: rbacv1.GroupName, Kind: "RoleBinding"}}
 	})
 	f.create(p)
 	f.start()
 	f.waitProjectReady(p)
 	e := f.createEnvironment(f.environment("pol", sha))
+	const deployment = "Deployment.apps/app (deploy/manifests/deployment.yaml, document 1) "
+	roleBinding := "RoleBinding.rbac.authorization.k8s.io/reader (deploy/manifests/zz-reader.yaml, document 1) binds ClusterRole " + reader
+	named := []string{"2 objects refused", deployment + "is of a kind not in the Project's allowedKinds", roleBinding}
 	got := f.waitFailed(e)
-	c := condition(got.Status.Conditions, catalystv1alpha1.DeploymentReadyCondition)
-	for _, want := range []string{
-		"Deployment.apps/app (deploy/manifests/deployment.yaml, document 1) is of a kind the Project's deniedKinds refuse",
-		"RoleBinding.rbac.authorization.k8s.io/reader (deploy/manifests/zz-reader.yaml, document 1) binds ClusterRole preview-reader-" + f.team,
-	} {
-		if c == nil || c.Reason != catalystv1alpha1.ObjectRefusedReason || !strings.Contains(c.Message, want) {
-			t.Errorf("DeploymentReady = %+v, want it to say %q", c, want)
+	f.checkRefused(got, named, "Service/app")
+	f.checkWarningEvent(got, catalystv1alpha1.ObjectRefusedReason, named)
+	f.checkNothingApplied(got.Status.Namespace)
+
+	f.updateProject(p, func(p *catalystv1alpha1.Project) {
+		p.Spec.Deployment.AllowedKinds = append(p.Spec.Deployment.AllowedKinds, catalystv1alpha1.GroupKind{Group: "apps", Kind: "Deployment"})
+		p.Spec.Deployment.DeniedKinds = []catalystv1alpha1.GroupKind{{Group: "apps", Kind: "*"}}
+	})
+	named = []string{"2 objects refused", deployment + "is of a kind the Project's deniedKinds refuse", roleBinding}
+	got = f.waitEnv(e, "the Deployment refused by deniedKinds", func(got *catalystv1alpha1.Environment) bool {
+		c := condition(got.Status.Conditions, catalystv1alpha1.DeploymentReadyCondition)
+		return c != nil && strings.Contains(c.Message, "deniedKinds")
+	})
+	f.checkRefused(got, named, "Service/app")
+	f.checkWarningEvent(got, catalystv1alpha1.ObjectRefusedReason, named)
+	f.checkNothingApplied(got.Status.Namespace)
+
+	f.updateProject(p, func(p *catalystv1alpha1.Project) {
+		p.Spec.Deployment.DeniedKinds = nil
+		p.Spec.Deployment.AllowedClusterRoles = []string{reader}
+	})
+	ready := f.waitReady(e)
+	for _, o := range []struct {
+		name string
+		obj  client.Object
+	}{{"reader", &rbacv1.RoleBinding{}}, {"app", &appsv1.Deployment{}}, {"app", &corev1.Service{}}} {
+		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: ready.Status.Namespace, Name: o.name}, o.obj); err != nil {
+			t.Errorf("the allowed %T %s was not applied: %v", o.obj, o.name, err)
 		}
 	}
+}
 
-	live := &catalystv1alpha1.Project{}
-	if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(p), live); err != nil {
-		t.Fatal(err)
+// checkRefused asserts that DeploymentReady is ObjectRefused, saying that nothing was applied,
+// naming every one of named and none of allowed.
+func (f *fixture) checkRefused(env *catalystv1alpha1.Environment, named []string, allowed ...string) {
+	f.t.Helper()
+	c := condition(env.Status.Conditions, catalystv1alpha1.DeploymentReadyCondition)
+	if c == nil || c.Reason != catalystv1alpha1.ObjectRefusedReason || !strings.Contains(c.Message, "nothing was applied to namespace "+env.Status.Namespace) {
+		f.t.Errorf("DeploymentReady = %+v, want ObjectRefused saying nothing was applied", c)
+		return
 	}
-	live.Spec.Deployment.DeniedKinds = nil
-	live.Spec.Deployment.AllowedClusterRoles = []string{"preview-reader-" + f.team}
-	if err := f.c.Update(f.ctx, live); err != nil {
-		t.Fatal(err)
+	for _, want := range named {
+		if !strings.Contains(c.Message, want) {
+			f.t.Errorf("DeploymentReady's message %q does not say %q", c.Message, want)
+		}
 	}
-	ready := f.waitReady(e)
-	var rb rbacv1.RoleBinding
-	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: ready.Status.Namespace, Name: "reader"}, &rb); err != nil {
-		t.Errorf("the allowed RoleBinding was not applied: %v", err)
+	for _, a := range allowed {
+		if strings.Contains(c.Message, a) {
+			f.t.Errorf("DeploymentReady's message %q refuses %s, which the Project allows", c.Message, a)
+		}
+	}
+}
+
+// checkNothingApplied asserts that no object of the sample manifests and the reader RoleBinding
+// is in the namespace.
+func (f *fixture) checkNothingApplied(ns string) {
+	f.t.Helper()
+	f.absent(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}}, "the Deployment")
+	f.absent(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}}, "the Service the Project allows, of a refused deployment")
+	f.absent(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns}}, "the RoleBinding")
+}
+
+// updateProject changes the Project's spec with change, retrying on conflicts.
+func (f *fixture) updateProject(p *catalystv1alpha1.Project, change func(*catalystv1alpha1.Project)) {
+	f.t.Helper()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		live := &catalystv1alpha1.Project{}
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(p), live); err != nil {
+			return err
+		}
+		change(live)
+		return f.c.Update(f.ctx, live)
+	}); err != nil {
+		f.t.Fatal(err)
 	}
 }
