@@ -76,7 +76,10 @@ func TestInternalErrors(t *testing.T) {
 
 func testInternalErrors(t *testing.T, engine string) {
 	b := setup(t, engine)
-	viewer, olga := b.viewer(), b.token("olga", auth.Operator)
+	// The viewer's token has an id, so whether it was signed out cannot be checked either: that
+	// is a 500 too (never let through). olga's has none (signed before token ids), so her
+	// mutation reaches its handler, and its audit record fails.
+	viewer, olga := b.viewer(), b.tokenWithoutID("olga", auth.Operator)
 	r := b.do("GET", "/health", "", nil)
 	expect(t, "health before", r, http.StatusOK)
 	expect(t, "list before", b.do("GET", "/api/v1/clusters", viewer, nil), http.StatusOK)
