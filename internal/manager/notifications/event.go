@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slipway-dev/slipway/internal/manager/store"
+	"github.com/slipway-dev/slipway/internal/words"
 )
 
 // Event kinds: what a route selects.
@@ -168,7 +169,7 @@ func deploymentEvent(from store.DeploymentStatus, d *store.Deployment) Event {
 	case store.DeploymentWaitingApproval:
 		summary = fmt.Sprintf("%s waits for approval (%s, requested by %s): %s", what, d.Strategy, d.RequestedBy, d.Reason)
 	default:
-		summary = fmt.Sprintf("%s completed on %d cluster(s) (%s)", what, len(d.Clusters), d.Strategy)
+		summary = fmt.Sprintf("%s completed on %s (%s)", what, words.Count(len(d.Clusters), "cluster"), d.Strategy)
 	}
 	return Event{Kind: kind, Subject: "deployment/" + d.ID, Environments: envs,
 		Payload: Payload{Summary: summary, Deployment: info}}

@@ -13,6 +13,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/install"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
 	"github.com/slipway-dev/slipway/internal/manager/store"
+	"github.com/slipway-dev/slipway/internal/words"
 )
 
 // switchStage is BlueGreen's last stage: once green is validated everywhere (and, with
@@ -92,8 +93,9 @@ func (e *Engine) switchOne(ctx context.Context, d *store.Deployment, c *store.De
 	if err != nil {
 		return err
 	}
-	e.clusterEvent(ctx, d, c, "cluster.switched", fmt.Sprintf("switched to green %s/%s: %d webhook(s), %d CRD conversion(s) re-pointed, %d workload(s) of blue %s/%s scaled to 0",
-		c.Namespace, c.Release, res.Webhooks, res.CRDs, res.Scaled, c.BlueNamespace, c.BlueRelease))
+	e.clusterEvent(ctx, d, c, "cluster.switched", fmt.Sprintf("switched to green %s/%s: %s, %s re-pointed, %s of blue %s/%s scaled to 0",
+		c.Namespace, c.Release, words.Count(res.Webhooks, "webhook"), words.Count(res.CRDs, "CRD conversion"),
+		words.Count(res.Scaled, "workload"), c.BlueNamespace, c.BlueRelease))
 	return nil
 }
 

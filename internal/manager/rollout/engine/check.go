@@ -12,6 +12,7 @@ import (
 
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/store"
+	"github.com/slipway-dev/slipway/internal/words"
 )
 
 // checkConcurrency bounds the health checks run at once by one step or one health round.
@@ -123,7 +124,7 @@ func (e *Engine) checkRestored(ctx context.Context, cfg *rest.Config, op *store.
 			return h, true, "", nil
 		}
 		if e.now().Add(every).After(deadline) {
-			return h, false, fmt.Sprintf("%s (%d attempt(s) in %s)", why, attempt, e.cfg.InstallTimeout), nil
+			return h, false, fmt.Sprintf("%s (%s in %s)", why, words.Count(attempt, "attempt"), e.cfg.InstallTimeout), nil
 		}
 		select {
 		case <-ctx.Done():

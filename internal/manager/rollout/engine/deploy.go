@@ -16,6 +16,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
+	"github.com/slipway-dev/slipway/internal/words"
 )
 
 // deploying works on the current stage: install its clusters, hold and judge them, go on.
@@ -203,8 +204,8 @@ func (e *Engine) hold(ctx context.Context, d *store.Deployment, op *store.Operat
 			return nil
 		})
 		if err == nil {
-			e.event(ctx, d.ID, "stage.validating", "", fmt.Sprintf("stage %d (%s): holding %s, then %d%% of %d cluster(s) must be healthy",
-				st.Index+1, strings.Join(st.Clusters, ", "), st.Hold, int(st.SuccessThreshold*100+0.5), len(st.Clusters)), nil)
+			e.event(ctx, d.ID, "stage.validating", "", fmt.Sprintf("stage %d (%s): holding %s, then %d%% of %s must be healthy",
+				st.Index+1, strings.Join(st.Clusters, ", "), st.Hold, int(st.SuccessThreshold*100+0.5), words.Count(len(st.Clusters), "cluster")), nil)
 		}
 		return 0, err
 	}
@@ -219,7 +220,7 @@ func (e *Engine) hold(ctx context.Context, d *store.Deployment, op *store.Operat
 	var bad []string
 	for _, r := range results {
 		if r.health.Health == health.Unhealthy {
-			e.event(ctx, d.ID, "healthcheck.failed", r.cluster, fmt.Sprintf("%d consecutive failed check(s): %s", r.failures, summary(r.health)), nil)
+			e.event(ctx, d.ID, "healthcheck.failed", r.cluster, fmt.Sprintf("%s in a row: %s", words.Count(r.failures, "failed check"), summary(r.health)), nil)
 		}
 		if r.failures >= e.cfg.FailureThreshold {
 			return e.startRollback(ctx, d, fmt.Sprintf("health check: %s failed %d checks in a row: %s", r.cluster, r.failures, summary(r.health)))
@@ -242,7 +243,7 @@ func (e *Engine) hold(ctx context.Context, d *store.Deployment, op *store.Operat
 		return min(e.checkEvery(st), holdEnd.Sub(now)), nil
 	}
 	if st.Passed(healthy) {
-		return e.passStage(ctx, d, plan, st, fmt.Sprintf("stage %d: %d of %d cluster(s) healthy", st.Index+1, healthy, len(st.Clusters)))
+		return e.passStage(ctx, d, plan, st, fmt.Sprintf("stage %d: %d of %s healthy", st.Index+1, healthy, words.Count(len(st.Clusters), "cluster")))
 	}
 	grace := holdEnd.Add(e.cfg.InstallTimeout)
 	if (unhealthy == 0 || st.Hold == 0) && now.Before(grace) {
@@ -250,8 +251,8 @@ func (e *Engine) hold(ctx context.Context, d *store.Deployment, op *store.Operat
 		// failed: a failure is FailureThreshold checks in a row (above); look again.
 		return min(e.checkEvery(st), grace.Sub(now)), nil
 	}
-	return e.startRollback(ctx, d, fmt.Sprintf("stage %d: %d of %d cluster(s) healthy, below the threshold %d%%: %s",
-		st.Index+1, healthy, len(st.Clusters), int(st.SuccessThreshold*100+0.5), strings.Join(bad, "; ")))
+	return e.startRollback(ctx, d, fmt.Sprintf("stage %d: %d of %s healthy, below the threshold %d%%: %s",
+		st.Index+1, healthy, words.Count(len(st.Clusters), "cluster"), int(st.SuccessThreshold*100+0.5), strings.Join(bad, "; ")))
 }
 
 // installedUpTo names the clusters of stages 0..last that run the deployment's version.
@@ -319,7 +320,7 @@ func (e *Engine) complete(ctx context.Context, d *store.Deployment, plan *strate
 		t := e.now().Add(e.cfg.BlueRetention)
 		blueDelete = &t
 	}
-	_, err := e.transition(ctx, d, store.DeploymentCompleted, fmt.Sprintf("%s runs on %d cluster(s)", d.Version, len(d.Clusters)), func(d *store.Deployment) {
+	_, err := e.transition(ctx, d, store.DeploymentCompleted, fmt.Sprintf("%s runs on %s", d.Version, words.Count(len(d.Clusters), "cluster")), func(d *store.Deployment) {
 		d.BlueDeleteAt = blueDelete
 	})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
+	"github.com/slipway-dev/slipway/internal/words"
 )
 
 // leaderLease names the lease of the replica that does the fleet-wide duties: the health loop and
@@ -178,7 +179,7 @@ func (e *Engine) checkLive(ctx context.Context, op *store.Operator, r *store.Liv
 	}
 	if res.health.Health == health.Unhealthy {
 		e.event(ctx, r.DeploymentID, "healthcheck.failed", r.ClusterName,
-			fmt.Sprintf("%d consecutive failed check(s): %s", res.failures, summary(res.health)), nil)
+			fmt.Sprintf("%s in a row: %s", words.Count(res.failures, "failed check"), summary(res.health)), nil)
 	}
 	if res.failures < e.cfg.FailureThreshold {
 		return

@@ -8,6 +8,7 @@ import (
 
 	"github.com/slipway-dev/slipway/internal/manager/notify"
 	"github.com/slipway-dev/slipway/internal/manager/store"
+	"github.com/slipway-dev/slipway/internal/words"
 )
 
 // mailPending queues the mail of every pending approval not mailed yet (the notifier ignores
@@ -55,7 +56,7 @@ func (e *Engine) MailResult(r notify.Result) {
 	msg := fmt.Sprintf("approval %s mailed to %s", r.Pending.ApprovalID, strings.Join(r.To, ", "))
 	typ := "approval.mailed"
 	if r.Err != nil {
-		typ, msg = "approval.mailFailed", fmt.Sprintf("approval %s: mail failed after %d attempt(s): %v", r.Pending.ApprovalID, r.Attempts, r.Err)
+		typ, msg = "approval.mailFailed", fmt.Sprintf("approval %s: mail failed after %s: %v", r.Pending.ApprovalID, words.Count(r.Attempts, "attempt"), r.Err)
 	}
 	if err := e.cfg.Store.ApprovalMarkNotified(ctx, r.Pending.ApprovalID, e.now()); err != nil {
 		e.logErr(e.idLogContext(ctx, r.Pending.DeploymentID), "marking approval "+r.Pending.ApprovalID+" mailed", err)

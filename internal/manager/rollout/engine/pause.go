@@ -10,6 +10,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
 	"github.com/slipway-dev/slipway/internal/manager/store"
+	"github.com/slipway-dev/slipway/internal/words"
 )
 
 // Pause and resume (POST /api/v1/deployments/{id}/pause, /resume). The pause is stored on the
@@ -129,8 +130,8 @@ func (e *Engine) pausedWait(ctx context.Context, d *store.Deployment, op *store.
 				waiting++
 			}
 		}
-		e.event(ctx, d.ID, "pause.reached", "", fmt.Sprintf("paused before stage %d of %d: no cluster step is under way; %d cluster(s) not started wait for the resume, those running %s are still health-checked",
-			min(d.Stage+1, len(plan.Stages)), len(plan.Stages), waiting, d.Version), map[string]any{"stage": d.Stage})
+		e.event(ctx, d.ID, "pause.reached", "", fmt.Sprintf("paused before stage %d of %d: no cluster step is under way; %s not started wait for the resume, those running %s are still health-checked",
+			min(d.Stage+1, len(plan.Stages)), len(plan.Stages), words.Count(waiting, "cluster"), d.Version), map[string]any{"stage": d.Stage})
 		// The pause's line names who paused it (userId), not the requester.
 		e.log.InfoContext(askedBy(logContext(ctx, d), d.PausedBy), "engine: Deployment paused", "reason", d.PauseReason,
 			"stage", d.Stage, "waiting", waiting)
@@ -150,7 +151,7 @@ func (e *Engine) pausedWait(ctx context.Context, d *store.Deployment, op *store.
 	}
 	for _, r := range results {
 		if r.health.Health == health.Unhealthy {
-			e.event(ctx, d.ID, "healthcheck.failed", r.cluster, fmt.Sprintf("%d consecutive failed check(s) while paused: %s", r.failures, summary(r.health)), nil)
+			e.event(ctx, d.ID, "healthcheck.failed", r.cluster, fmt.Sprintf("%s in a row while paused: %s", words.Count(r.failures, "failed check"), summary(r.health)), nil)
 		}
 		if r.failures >= e.cfg.FailureThreshold {
 			return e.startRollback(ctx, d, fmt.Sprintf("health check while paused: %s failed %d checks in a row: %s", r.cluster, r.failures, summary(r.health)))

@@ -89,7 +89,7 @@ func TestPause_InFlightInstallFinishesNoOtherStarts(t *testing.T) {
 		t.Fatalf("events: paused #%d, p-1 installed #%d, pause reached #%d; want the install in flight to finish in between:\n%s",
 			pausedAt, installed, reached, h.eventLog(d.ID))
 	}
-	if !strings.Contains(ev.Message, "2 cluster(s) not started") {
+	if !strings.Contains(ev.Message, "2 clusters not started") {
 		t.Errorf("pause.reached: %q", ev.Message)
 	}
 	time.Sleep(pausedHold)

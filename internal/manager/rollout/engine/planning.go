@@ -24,6 +24,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
+	"github.com/slipway-dev/slipway/internal/words"
 )
 
 // approvalPoll is how often a deployment waiting for approval looks at its approvals.
@@ -400,7 +401,7 @@ func (e *Engine) waitApproval(ctx context.Context, d *store.Deployment) (time.Du
 		return approvalPoll, nil // a decision (on any replica) is seen within approvalPoll
 	}
 	now := e.now()
-	_, err = e.transition(askedBy(ctx, last.Actor), d, store.DeploymentDeploying, fmt.Sprintf("approved (%d approval(s))", len(list)), func(d *store.Deployment) {
+	_, err = e.transition(askedBy(ctx, last.Actor), d, store.DeploymentDeploying, fmt.Sprintf("approved (%s)", words.Count(len(list), "approval")), func(d *store.Deployment) {
 		d.StartedAt, d.Stage, d.StageStartedAt = &now, 0, nil
 	})
 	return 0, err

@@ -12,6 +12,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/crds"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
+	"github.com/slipway-dev/slipway/internal/words"
 )
 
 // shippedCRDs is what an operator version ships: the digest of each CRD's revision, by name.
@@ -89,8 +90,8 @@ func (e *Engine) droppedOn(ctx context.Context, d *store.Deployment, op *store.O
 			continue
 		}
 		out[n] = crdChange{Cluster: cluster, From: was[n], To: crds.DroppedDigest}
-		e.event(ctx, d.ID, "crd.dropped", cluster, fmt.Sprintf("CRD %s: %s %s no longer ships it (%s did) and cluster %s stores %d object(s) of it",
-			n, op.Name, d.Version, installed, cluster, res.Objects), map[string]any{"crd": n, "objects": res.Objects})
+		e.event(ctx, d.ID, "crd.dropped", cluster, fmt.Sprintf("CRD %s: %s %s no longer ships it (%s did) and cluster %s stores %s of it",
+			n, op.Name, d.Version, installed, cluster, words.Count(res.Objects, "object")), map[string]any{"crd": n, "objects": res.Objects})
 	}
 	return out, nil
 }

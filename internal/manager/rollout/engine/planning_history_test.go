@@ -184,7 +184,7 @@ func TestPlanning_CRDHistoryByVersion(t *testing.T) {
 			dropped = e.Message
 		}
 	}
-	if !strings.Contains(dropped, name) || !strings.Contains(dropped, "1 object(s)") {
+	if !strings.Contains(dropped, name) || !strings.Contains(dropped, "1 object of it") {
 		t.Fatalf("crd.dropped event %q:\n%s", dropped, h.eventLog(d.ID))
 	}
 	h.cancel(d.ID)

@@ -13,6 +13,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
+	"github.com/slipway-dev/slipway/internal/words"
 )
 
 // ConflictError is a request the deployment's state refuses (cancel a finished deployment,
@@ -46,8 +47,8 @@ func (e *Engine) Submit(ctx context.Context, req *request.Request, requestedBy, 
 	if err != nil {
 		return nil, err
 	}
-	e.event(ctx, created.ID, "created", "", fmt.Sprintf("%s %s to %d cluster(s) by %s, requested by %s",
-		p.op.Name, req.Version, len(p.plan.Targets), req.Strategy, requestedBy), map[string]any{"plan": p.plan.String()})
+	e.event(ctx, created.ID, "created", "", fmt.Sprintf("%s %s to %s by %s, requested by %s",
+		p.op.Name, req.Version, words.Count(len(p.plan.Targets), "cluster"), req.Strategy, requestedBy), map[string]any{"plan": p.plan.String()})
 	e.Wake()
 	return created, nil
 }

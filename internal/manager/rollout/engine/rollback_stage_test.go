@@ -22,7 +22,7 @@ func TestCanary_StageBelowThresholdRollsBack(t *testing.T) {
 	d := h.submit(`{"operator": "canthr", "version": "1.0.0", "clusters": ["dev-1", "staging-1"],
 		"strategy": "Canary", "canaryConfig": {"evaluationPeriod": "PT6S", "successThreshold": 100}}`)
 	d = h.waitStatus(d.ID, store.DeploymentRolledBack)
-	const want = "stage 1: 0 of 1 cluster(s) healthy, below the threshold 100%: dev-1: "
+	const want = "stage 1: 0 of 1 cluster healthy, below the threshold 100%: dev-1: "
 	if !strings.HasPrefix(d.RollbackReason, want) {
 		t.Errorf("rollback reason %q, want it to start %q", d.RollbackReason, want)
 	}
