@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,6 +19,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
@@ -182,6 +185,22 @@ func (g *lookupGate) counts() (held, seen, peak int) {
 
 func (g *lookupGate) openAll() { g.openOnce.Do(func() { close(g.open) }) }
 
+// waitBound waits until the API server's authorizer lets the deployer of ns read its ConfigMaps:
+// RoleBindings take effect a moment after they are created.
+func waitBound(ctx context.Context, t *testing.T, ns string) {
+	t.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate.UserName = serviceaccount.MakeUsername(ns, deployerSA)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(ctx, t, "the deployer of "+ns+" bound", func() (bool, error) {
+		_, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, err
+	})
+}
+
 // gateChart looks ConfigMap "gate" up while it renders.
 var gateChart = gittest.Files{
 	"charts/app/Chart.yaml": []byte("apiVersion: v2\nname: app\nversion: 0.1.0\n"),
@@ -206,41 +225,58 @@ func TestRender_BeyondTheConcurrencyLimitRendersWait(t *testing.T) {
 	}
 	src := f.commit(gateChart)
 	const n = 5
-	errs := make(chan error, n)
-	for i := range n {
+	reqs := make([]deploy.Request, n)
+	for i := range reqs {
 		ns := fmt.Sprintf("render-%d-%s", i, rand.String(6))
 		if err := f.c.Create(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
 		}
 		bindDeployer(f.ctx, t, f.c, ns, deployerRole)
-		req := f.request(helmType, src, "charts/app")
-		req.Namespace = ns
+		reqs[i] = f.request(helmType, src, "charts/app")
+		reqs[i].Namespace = ns
+	}
+	for _, req := range reqs {
+		waitBound(f.ctx, t, req.Namespace)
+	}
+	errs := make(chan error, n)
+	for _, req := range reqs {
 		go func() {
 			_, err := engine.Deploy(f.ctx, req)
 			errs <- err
 		}()
 	}
+	ended := 0
 	// waitFor waits until the gate holds held lookups and the Engine counts running and waiting
-	// renderings.
-	waitFor := func(held, running, waiting int) {
+	// renderings, while no more than done deploys ended (each other waits at the gate or for a
+	// place).
+	waitFor := func(held, running, waiting, done int) {
 		t.Helper()
 		testenv.Eventually(f.ctx, t, fmt.Sprintf("%d renderers at the gate, %d running, %d waiting", held, running, waiting), func() (bool, error) {
-			h, _, _ := gate.counts()
+			for len(errs) > 0 {
+				if err := <-errs; err != nil {
+					t.Fatalf("Deploy: %v", err)
+				}
+				if ended++; ended > done {
+					t.Fatalf("%d deploys ended, want %d: a rendering did not wait at the gate", ended, done)
+				}
+			}
+			h, seen, _ := gate.counts()
 			s := engine.RenderStats()
-			return h == held && s.Running == running && s.Waiting == waiting, nil
+			return h == held && s.Running == running && s.Waiting == waiting,
+				fmt.Errorf("%d at the gate (%d came), %d running, %d waiting, %d deploys ended", h, seen, s.Running, s.Waiting, ended)
 		})
 	}
-	waitFor(2, 2, 3)
+	waitFor(2, 2, 3, 0)
 	if _, seen, _ := gate.counts(); seen != 2 {
 		t.Errorf("%d renderers reached the gate, want the 2 the limit lets run", seen)
 	}
 	gate.pass <- struct{}{}
-	waitFor(2, 2, 2)
+	waitFor(2, 2, 2, 1)
 	if _, seen, _ := gate.counts(); seen != 3 {
 		t.Errorf("%d renderers reached the gate after one was let through, want 3", seen)
 	}
 	gate.openAll()
-	for range n {
+	for ; ended < n; ended++ {
 		if err := <-errs; err != nil {
 			t.Errorf("Deploy: %v", err)
 		}
