@@ -173,8 +173,11 @@ func cmdWaitStatus(ts *testscript.TestScript, m *managertest.Manager, args []str
 		if d.Status == args[1] {
 			return true, "", nil
 		}
-		switch d.Status {
-		case "Failed", "Cancelled", "RolledBack", "Completed":
+		switch {
+		case d.RollbackRequested:
+			// A finished deployment whose rollback was asked for keeps its status until the
+			// engine takes the request up.
+		case d.Status == "Failed" || d.Status == "Cancelled" || d.Status == "RolledBack" || d.Status == "Completed":
 			return false, "", fmt.Errorf("ended %s: %s", d.Status, d.Reason)
 		}
 		return false, d.Status + ": " + d.Reason, nil

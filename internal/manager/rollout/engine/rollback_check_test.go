@@ -53,7 +53,7 @@ func TestRollback_RestoredHealthNotChecked(t *testing.T) {
 	if !strings.HasPrefix(c.Message, "rolled back to 1.0.0") || !strings.Contains(c.Message, "health not checked: fetching nocheck 1.0.0") {
 		t.Errorf("cluster message %q, want the rollback and why its check could not run", c.Message)
 	}
-	m := regexp.MustCompile(`\((\d+) attempt\(s\) in 10s\)`).FindStringSubmatch(c.Message)
+	m := regexp.MustCompile(`\((\d+) attempts? in 10s\)`).FindStringSubmatch(c.Message)
 	if m == nil {
 		t.Fatalf("cluster message %q does not count the attempts", c.Message)
 	}
