@@ -268,39 +268,8 @@ func fleetBenchServer(b *testing.B, engine string) (string, *http.Client, string
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = st.Close() })
-	log := slog.New(slog.DiscardHandler)
-	line, err := clusters.GenerateKey()
-	if err != nil {
-		b.Fatal(err)
-	}
-	keyring, err := clusters.ParseKeyring([]byte(line))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cm, err := clusters.New(clusters.Config{Store: st, Keyring: keyring, Logger: log})
-	if err != nil {
-		b.Fatal(err)
-	}
-	charts, err := operators.New(operators.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	rollouts, err := rolloutengine.New(rolloutengine.Config{Store: st, Clusters: cm, Charts: charts, Logger: log})
-	if err != nil {
-		b.Fatal(err)
-	}
 	secret := []byte(benchSecret)
-	verifier, err := auth.NewHS256(secret, auth.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv, err := New(Config{}, Deps{Store: st, Clusters: cm, Charts: charts, Rollouts: rollouts, Verifier: verifier, Logger: log,
-		Limiter: ratelimit.New(map[string]ratelimit.Rule{}, time.Now)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ts := httptest.NewTLSServer(srv.Handler())
-	b.Cleanup(ts.Close)
+	_, ts := serveOver(b, st, secret)
 	tok, err := auth.Mint(secret, "bench", []auth.Role{auth.Viewer}, time.Hour, time.Now())
 	if err != nil {
 		b.Fatal(err)
@@ -318,4 +287,44 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += n
 	return n, err
+}
+
+// serveOver serves the API over TLS on st with an HS256 secret (also the sign-in ticket secret),
+// its own cluster keyring, chart reader and engine; nothing is logged. It returns the server and
+// its TLS test server.
+func serveOver(tb testing.TB, st store.Store, secret []byte) (*Server, *httptest.Server) {
+	tb.Helper()
+	log := slog.New(slog.DiscardHandler)
+	line, err := clusters.GenerateKey()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	keyring, err := clusters.ParseKeyring([]byte(line))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cm, err := clusters.New(clusters.Config{Store: st, Keyring: keyring, Logger: log})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	charts, err := operators.New(operators.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rollouts, err := rolloutengine.New(rolloutengine.Config{Store: st, Clusters: cm, Charts: charts, Logger: log})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	verifier, err := auth.NewHS256(secret, auth.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv, err := New(Config{}, Deps{Store: st, Clusters: cm, Charts: charts, Rollouts: rollouts, Verifier: verifier,
+		Limiter: ratelimit.New(map[string]ratelimit.Rule{}, time.Now), Logger: log, SessionSecret: secret})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ts := httptest.NewTLSServer(srv.Handler())
+	tb.Cleanup(ts.Close)
+	return srv, ts
 }

@@ -6,19 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/slipway-dev/slipway/internal/manager/auth"
-	"github.com/slipway-dev/slipway/internal/manager/clusters"
-	"github.com/slipway-dev/slipway/internal/manager/operators"
-	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
-	rolloutengine "github.com/slipway-dev/slipway/internal/manager/rollout/engine"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/store/pgstore"
 	"github.com/slipway-dev/slipway/internal/manager/store/pgtest"
@@ -95,39 +89,8 @@ func benchServer(b *testing.B, engine string) (string, *http.Client, string) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = st.Close() })
-	log := slog.New(slog.DiscardHandler)
-	line, err := clusters.GenerateKey()
-	if err != nil {
-		b.Fatal(err)
-	}
-	keyring, err := clusters.ParseKeyring([]byte(line))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cm, err := clusters.New(clusters.Config{Store: st, Keyring: keyring, Logger: log})
-	if err != nil {
-		b.Fatal(err)
-	}
-	charts, err := operators.New(operators.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	rollouts, err := rolloutengine.New(rolloutengine.Config{Store: st, Clusters: cm, Charts: charts, Logger: log})
-	if err != nil {
-		b.Fatal(err)
-	}
 	secret := []byte("0123456789abcdef0123456789abcdef-bench")
-	verifier, err := auth.NewHS256(secret, auth.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv, err := New(Config{}, Deps{Store: st, Clusters: cm, Charts: charts, Rollouts: rollouts, Verifier: verifier,
-		Limiter: ratelimit.New(map[string]ratelimit.Rule{}, time.Now), Logger: log})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ts := httptest.NewTLSServer(srv.Handler())
-	b.Cleanup(ts.Close)
+	_, ts := serveOver(b, st, secret)
 	mint := func(role auth.Role) string {
 		tok, err := auth.Mint(secret, "bench", []auth.Role{role}, time.Hour, time.Now())
 		if err != nil {

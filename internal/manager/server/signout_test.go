@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -14,10 +12,6 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/slipway-dev/slipway/internal/manager/auth"
-	"github.com/slipway-dev/slipway/internal/manager/clusters"
-	"github.com/slipway-dev/slipway/internal/manager/operators"
-	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
-	rolloutengine "github.com/slipway-dev/slipway/internal/manager/rollout/engine"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/store/pgstore"
 	"github.com/slipway-dev/slipway/internal/manager/store/sqlitestore"
@@ -41,38 +35,7 @@ func (b *bundle) replica() *bundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	log := slog.New(slog.DiscardHandler)
-	line, err := clusters.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyring, err := clusters.ParseKeyring([]byte(line))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm, err := clusters.New(clusters.Config{Store: st, Keyring: keyring, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	charts, err := operators.New(operators.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rollouts, err := rolloutengine.New(rolloutengine.Config{Store: st, Clusters: cm, Charts: charts, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	verifier, err := auth.NewHS256(b.secret, auth.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(Config{}, Deps{Store: st, Clusters: cm, Charts: charts, Rollouts: rollouts, Verifier: verifier,
-		Limiter: ratelimit.New(map[string]ratelimit.Rule{}, time.Now), Logger: log, SessionSecret: b.secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewTLSServer(srv.Handler())
-	t.Cleanup(ts.Close)
+	srv, ts := serveOver(t, st, b.secret)
 	return &bundle{t: t, engine: b.engine, url: ts.URL, client: ts.Client(), srv: srv, store: st, secret: b.secret,
 		logs: &testenv.SyncBuffer{}, bodies: &testenv.SyncBuffer{}}
 }
