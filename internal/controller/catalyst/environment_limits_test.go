@@ -3,9 +3,6 @@
 package catalyst_test
 
 import (
-	"io/fs"
-	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -33,18 +30,7 @@ func podinfoChart(t testing.TB, dir string) gittest.Files {
 // testdataFiles adds every file under root to files, at dir of a repository, and returns files.
 func testdataFiles(t testing.TB, root, dir string, files gittest.Files) gittest.Files {
 	t.Helper()
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		files[path.Join(dir, filepath.ToSlash(rel))] = data
-		return err
-	})
+	files, err := gittest.AddTree(files, root, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

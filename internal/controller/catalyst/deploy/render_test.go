@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -33,20 +30,7 @@ import (
 // charts/app.
 func attackChart(t testing.TB, name string) gittest.Files {
 	t.Helper()
-	root := filepath.Join("..", "testdata", "attacks", name)
-	files := gittest.Files{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		files[path.Join("charts/app", filepath.ToSlash(rel))] = data
-		return err
-	})
+	files, err := gittest.AddTree(gittest.Files{}, filepath.Join("..", "testdata", "attacks", name), "charts/app")
 	if err != nil {
 		t.Fatal(err)
 	}
