@@ -155,6 +155,9 @@ const (
 	DefaultRenderMaxBytes    = 16 << 20
 	DefaultRenderMaxMemory   = 512 << 20
 	DefaultRenderConcurrency = 2
+	// DefaultLookupTimeout and DefaultLookupMaxBytes bound each read a chart's `lookup` makes.
+	DefaultLookupTimeout  = 10 * time.Second
+	DefaultLookupMaxBytes = 4 << 20
 )
 
 // Options configure an Engine. The zero value is usable.
@@ -184,6 +187,10 @@ type RenderLimits struct {
 	MaxMemory int64
 	// Concurrency bounds the renderings in flight across all environments (default 2).
 	Concurrency int
+	// LookupTimeout bounds each API request of a chart's `lookup` (default 10 s).
+	LookupTimeout time.Duration
+	// LookupMaxBytes bounds each answer to a chart's `lookup` (default 4 MiB).
+	LookupMaxBytes int64
 }
 
 // HelmOptions configure Helm installs and upgrades.

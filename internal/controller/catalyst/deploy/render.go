@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
@@ -15,7 +17,6 @@ import (
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/loader/archive"
-	"k8s.io/client-go/rest"
 )
 
 // A chart's templates come from a pull request: they may loop or expand without end, and Go's
@@ -23,9 +24,11 @@ import (
 // starts itself again as a renderer (the same executable with renderChildEnv set; see
 // render_child.go), hands it the chart, the values and the cluster's capabilities on stdin, and
 // reads the rendered files from its stdout. The renderer runs on one CPU at low priority, bounds
-// its own heap, and is killed at RenderLimits.Timeout; its `lookup` calls go to the API server as
-// the environment's ServiceAccount, like everything else of the deploy. Helm then installs what
-// was rendered (renderedChart), so the chart's templates are executed exactly once, there.
+// its own heap, and is killed at RenderLimits.Timeout. It holds no credential and knows no address
+// of the API server: its `lookup` calls go to the operator over a socket it inherits (fd 3), and
+// the operator makes them as the environment's deployer, within the environment's namespace
+// (render_lookup.go). Helm then installs what was rendered (renderedChart), so the chart's
+// templates are executed exactly once, there.
 
 // renderChildEnv, set to "1", makes the process a renderer (render_child.go's init).
 const renderChildEnv = "SLIPWAY_CATALYST_RENDERER"
@@ -43,16 +46,33 @@ func (l RenderLimits) withDefaults() RenderLimits {
 	if l.Concurrency <= 0 {
 		l.Concurrency = DefaultRenderConcurrency
 	}
+	if l.LookupTimeout <= 0 {
+		l.LookupTimeout = DefaultLookupTimeout
+	}
+	if l.LookupMaxBytes <= 0 {
+		l.LookupMaxBytes = DefaultLookupMaxBytes
+	}
 	return l
 }
 
-// renderRequest is what the renderer reads on stdin.
+// renderStarting, when set (by tests), sees the environment and the request of every renderer.
+var renderStarting func(env []string, request []byte)
+
+// What a renderer renders (renderRequest.Kind).
+const (
+	renderHelm      = "helm"
+	renderKustomize = "kustomize"
+)
+
+// renderRequest is what the renderer reads on stdin: a chart (its files, values, release and the
+// cluster's capabilities) or a kustomization (the repository's files and the directory).
 type renderRequest struct {
+	Kind      string                `json:"kind"`
 	Files     []renderFile          `json:"files"`
+	Dir       string                `json:"dir,omitempty"`
 	Values    map[string]any        `json:"values"`
 	Release   common.ReleaseOptions `json:"release"`
 	Caps      *common.Capabilities  `json:"capabilities"`
-	Kube      kubeAccess            `json:"kube"`
 	MaxBytes  int64                 `json:"maxBytes"`
 	MaxMemory int64                 `json:"maxMemory"`
 }
@@ -63,51 +83,16 @@ type renderFile struct {
 }
 
 // renderResponse is what the renderer writes on stdout: the rendered files by template path
-// (partials aside), or the error.
+// (partials aside) of a chart, the YAML of a kustomization, or the error.
 type renderResponse struct {
-	Files map[string]string `json:"files,omitempty"`
-	Error string            `json:"error,omitempty"`
+	Files  map[string]string `json:"files,omitempty"`
+	Output string            `json:"output,omitempty"`
+	Error  string            `json:"error,omitempty"`
 	// Limit is set when the error is a limit the renderer reached.
 	Limit bool `json:"limit,omitempty"`
-}
-
-// kubeAccess is how the renderer reaches the API server for `lookup`: the operator's connection
-// settings and credentials, impersonating the environment's ServiceAccount. Credentials given
-// as an exec or auth-provider plugin are not passed: `lookup` then fails as unauthorised.
-type kubeAccess struct {
-	Host            string `json:"host"`
-	APIPath         string `json:"apiPath,omitempty"`
-	Insecure        bool   `json:"insecure,omitempty"`
-	ServerName      string `json:"serverName,omitempty"`
-	CAData          []byte `json:"caData,omitempty"`
-	CAFile          string `json:"caFile,omitempty"`
-	CertData        []byte `json:"certData,omitempty"`
-	CertFile        string `json:"certFile,omitempty"`
-	KeyData         []byte `json:"keyData,omitempty"`
-	KeyFile         string `json:"keyFile,omitempty"`
-	BearerToken     string `json:"bearerToken,omitempty"`
-	BearerTokenFile string `json:"bearerTokenFile,omitempty"`
-	Impersonate     string `json:"impersonate"`
-}
-
-func accessOf(cfg *rest.Config) kubeAccess {
-	return kubeAccess{
-		Host: cfg.Host, APIPath: cfg.APIPath, Insecure: cfg.Insecure, ServerName: cfg.ServerName,
-		CAData: cfg.CAData, CAFile: cfg.CAFile, CertData: cfg.CertData, CertFile: cfg.CertFile,
-		KeyData: cfg.KeyData, KeyFile: cfg.KeyFile, BearerToken: cfg.BearerToken, BearerTokenFile: cfg.BearerTokenFile,
-		Impersonate: cfg.Impersonate.UserName,
-	}
-}
-
-func (a kubeAccess) config() *rest.Config {
-	return &rest.Config{
-		Host: a.Host, APIPath: a.APIPath,
-		TLSClientConfig: rest.TLSClientConfig{Insecure: a.Insecure, ServerName: a.ServerName, CAData: a.CAData, CAFile: a.CAFile,
-			CertData: a.CertData, CertFile: a.CertFile, KeyData: a.KeyData, KeyFile: a.KeyFile},
-		BearerToken: a.BearerToken, BearerTokenFile: a.BearerTokenFile,
-		Impersonate: rest.ImpersonationConfig{UserName: a.Impersonate},
-		QPS:         20, Burst: 40, Timeout: 30 * time.Second,
-	}
+	// Unconfined is set when the renderer could not confine itself (render_sandbox_linux.go): a
+	// fault of where the operator runs, not of the source.
+	Unconfined bool `json:"unconfined,omitempty"`
 }
 
 // renderSlots bound the renderings in flight (RenderLimits.Concurrency) and count those that wait
@@ -150,45 +135,68 @@ func (e *Engine) RenderStats() RenderStats {
 // A template error or a limit reached is ErrInvalidChart; a renderer that cannot be run is an
 // error as it is (transient).
 func (e *Engine) renderTemplates(ctx context.Context, files []*archive.BufferedFile, values map[string]any, rel common.ReleaseOptions) (map[string]string, error) {
-	limits := e.opts.Render
-	if err := e.renders.acquire(ctx); err != nil {
-		return nil, err
-	}
-	defer e.renders.release()
 	caps, err := e.caps.get()
 	if err != nil {
 		return nil, err
 	}
-	req := renderRequest{Values: values, Release: rel, Caps: caps, Kube: accessOf(e.config),
-		MaxBytes: limits.MaxBytes, MaxMemory: limits.MaxMemory}
+	req := renderRequest{Kind: renderHelm, Values: values, Release: rel, Caps: caps}
 	for _, f := range files {
 		req.Files = append(req.Files, renderFile{Name: f.Name, Data: f.Data})
 	}
-	in, err := json.Marshal(req)
+	lookups, err := e.lookupProxy(rel.Namespace)
 	if err != nil {
-		return nil, fmt.Errorf("encoding the render request: %w", err)
+		return nil, err
 	}
-	out, runErr, timedOut := runRenderer(ctx, in, limits)
-	if timedOut {
-		return nil, fmt.Errorf("%w: rendering the chart's templates took longer than %s (the render timeout); a template loops or expands without end",
-			ErrInvalidChart, limits.Timeout)
-	}
-	var resp renderResponse
-	if err := json.Unmarshal(out, &resp); err != nil {
-		if runErr != nil {
-			return nil, fmt.Errorf("the chart renderer failed: %w", runErr)
-		}
-		return nil, fmt.Errorf("the chart renderer's answer: %w", err)
-	}
-	if resp.Error != "" {
-		return nil, fmt.Errorf("%w: %s", ErrInvalidChart, resp.Error)
+	resp, err := e.render(ctx, req, lookups)
+	if err != nil {
+		return nil, err
 	}
 	return resp.Files, nil
 }
 
+// render runs req in a renderer process within e.opts.Render, once a place is free. An error of
+// the source (the renderer's error, a limit reached) wraps ErrInvalidChart for a chart and
+// ErrKustomizeBuild for a kustomization; a renderer that cannot be run is an error as it is
+// (transient).
+func (e *Engine) render(ctx context.Context, req renderRequest, lookups http.Handler) (renderResponse, error) {
+	limits := e.opts.Render
+	source, slow := ErrInvalidChart, "rendering the chart's templates took longer than %s (the render timeout); a template loops or expands without end"
+	if req.Kind == renderKustomize {
+		source, slow = ErrKustomizeBuild, "building the kustomization took longer than %s (the render timeout)"
+	}
+	if err := e.renders.acquire(ctx); err != nil {
+		return renderResponse{}, err
+	}
+	defer e.renders.release()
+	req.MaxBytes, req.MaxMemory = limits.MaxBytes, limits.MaxMemory
+	in, err := json.Marshal(req)
+	if err != nil {
+		return renderResponse{}, fmt.Errorf("encoding the render request: %w", err)
+	}
+	out, runErr, timedOut := runRenderer(ctx, in, limits, lookups)
+	if timedOut {
+		return renderResponse{}, fmt.Errorf("%w: "+slow, source, limits.Timeout)
+	}
+	var resp renderResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		if runErr != nil {
+			return renderResponse{}, fmt.Errorf("the renderer failed: %w", runErr)
+		}
+		return renderResponse{}, fmt.Errorf("the renderer's answer: %w", err)
+	}
+	if resp.Unconfined {
+		return renderResponse{}, errors.New(resp.Error)
+	}
+	if resp.Error != "" {
+		return renderResponse{}, fmt.Errorf("%w: %s", source, resp.Error)
+	}
+	return resp, nil
+}
+
 // runRenderer runs the renderer with in on stdin; out is its stdout (bounded). timedOut reports
-// that it was killed at limits.Timeout.
-func runRenderer(ctx context.Context, in []byte, limits RenderLimits) (out []byte, err error, timedOut bool) {
+// that it was killed at limits.Timeout. When lookups is not nil, the renderer inherits a socket
+// as fd 3 over which lookups answers its HTTP requests.
+func runRenderer(ctx context.Context, in []byte, limits RenderLimits, lookups http.Handler) (out []byte, err error, timedOut bool) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding the operator's executable to render with: %w", err), false
@@ -200,8 +208,20 @@ func runRenderer(ctx context.Context, in []byte, limits RenderLimits) (out []byt
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	cmd := exec.CommandContext(rctx, exe)
+	// Nothing of the operator's environment: no kubeconfig, no token, no proxy settings.
 	cmd.Env = []string{renderChildEnv + "=1", "GOMAXPROCS=1", "GOTRACEBACK=single"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if lookups != nil {
+		sock, stop, err := serveOverSocket(lookups)
+		if err != nil {
+			return nil, err, false
+		}
+		defer stop()
+		cmd.ExtraFiles = []*os.File{sock}
+	}
+	if renderStarting != nil {
+		renderStarting(cmd.Env, in)
+	}
 	cmd.Stdin = bytes.NewReader(in)
 	stdout := &cappedBuffer{max: answerCap(limits.MaxBytes)}
 	stderr := &cappedBuffer{max: 4 << 10}

@@ -33,30 +33,45 @@ func init() {
 func renderChild(stdin io.Reader, stdout io.Writer) int {
 	// Low priority: the operator's other work (and every other process) goes first.
 	_ = syscall.Setpriority(syscall.PRIO_PROCESS, 0, 10)
+	// Confined before it reads anything of the pull request's (render_sandbox_linux.go); a
+	// renderer that cannot be confined renders nothing.
+	if err := sandbox(); err != nil {
+		return answer(stdout, renderResponse{Unconfined: true, Error: "the renderer could not confine itself: " + err.Error()})
+	}
 	var req renderRequest
 	if err := json.NewDecoder(stdin).Decode(&req); err != nil {
 		return answer(stdout, renderResponse{Error: "reading the render request: " + err.Error()})
 	}
-	go watchHeap(req.MaxMemory, stdout)
-	files, err := renderChart(req)
-	if err != nil {
-		return answer(stdout, renderResponse{Error: err.Error()})
+	what, out := "the chart's templates", renderResponse{}
+	if req.Kind == renderKustomize {
+		what = "the kustomization"
 	}
+	go watchHeap(req.MaxMemory, what, stdout)
 	var size int64
-	for _, f := range files {
-		size += int64(len(f))
+	switch req.Kind {
+	case renderHelm:
+		files, err := renderChart(req)
+		if err != nil {
+			return answer(stdout, renderResponse{Error: err.Error()})
+		}
+		for _, f := range files {
+			size += int64(len(f))
+		}
+		out.Files = files
+	default:
+		return answer(stdout, renderResponse{Error: fmt.Sprintf("unknown render kind %q", req.Kind)})
 	}
 	if size > req.MaxBytes {
 		return answer(stdout, renderResponse{Limit: true,
-			Error: fmt.Sprintf("the chart's templates rendered %d bytes, more than %d bytes (the render output limit)", size, req.MaxBytes)})
+			Error: fmt.Sprintf("%s rendered %d bytes, more than %d bytes (the render output limit)", what, size, req.MaxBytes)})
 	}
-	out := encodeResponse(renderResponse{Files: files})
-	if int64(len(out)) > answerCap(req.MaxBytes) {
+	enc := encodeResponse(out)
+	if int64(len(enc)) > answerCap(req.MaxBytes) {
 		// Output heavy in control characters or invalid UTF-8 (6 bytes each once escaped).
 		return answer(stdout, renderResponse{Limit: true,
-			Error: fmt.Sprintf("the chart's templates rendered %d bytes, which take %d bytes once encoded for the operator (control characters and invalid UTF-8 take 6 bytes each), more than twice the render output limit of %d bytes and 1 MiB", size, len(out), req.MaxBytes)})
+			Error: fmt.Sprintf("%s rendered %d bytes, which take %d bytes once encoded for the operator (control characters and invalid UTF-8 take 6 bytes each), more than twice the render output limit of %d bytes and 1 MiB", what, size, len(enc), req.MaxBytes)})
 	}
-	answerOnce.Do(func() { _, _ = stdout.Write(out) })
+	answerOnce.Do(func() { _, _ = stdout.Write(enc) })
 	return 0
 }
 
@@ -79,7 +94,7 @@ func renderChart(req renderRequest) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := engine.New(req.Kube.config())
+	e := engine.New(lookupConfig())
 	e.EnableDNS = false
 	return e.RenderWithContext(context.Background(), chrt, values)
 }
@@ -119,13 +134,13 @@ func encodeResponse(resp renderResponse) []byte {
 
 // watchHeap ends the renderer when its heap passes max: the limit a template that expands
 // without end reaches first.
-func watchHeap(max int64, stdout io.Writer) {
+func watchHeap(max int64, what string, stdout io.Writer) {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	for range time.Tick(10 * time.Millisecond) {
 		metrics.Read(sample)
 		if v := sample[0].Value; v.Kind() == metrics.KindUint64 && int64(v.Uint64()) > max {
 			os.Exit(answer(stdout, renderResponse{Limit: true,
-				Error: fmt.Sprintf("rendering the chart's templates used more than %d MiB of memory (the render memory limit); a template expands without end", max>>20)}))
+				Error: fmt.Sprintf("rendering %s used more than %d MiB of memory (the render memory limit); it expands without end", what, max>>20)}))
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,8 +39,8 @@ func attackChart(t testing.TB, name string) gittest.Files {
 }
 
 // checkRenderFailed asserts that err is a stalled RenderFailed error saying want, and that the
-// deploy stored no Helm release and applied no ConfigMap.
-func (f *fixture) checkRenderFailed(err error, want string) {
+// deploy stored no Helm release and applied no ConfigMap (but the test's own, existing).
+func (f *fixture) checkRenderFailed(err error, want string, existing ...string) {
 	f.t.Helper()
 	if !errors.Is(err, deploy.ErrInvalidChart) || deploy.Reason(err) != catalystv1alpha1.RenderFailedReason || !deploy.Stalled(err) {
 		f.t.Errorf("got %v (reason %s, stalled %v), want a stalled RenderFailed", err, deploy.Reason(err), deploy.Stalled(err))
@@ -56,7 +57,7 @@ func (f *fixture) checkRenderFailed(err error, want string) {
 		f.t.Fatal(err)
 	}
 	for _, cm := range cms.Items {
-		if cm.Namespace == f.ns && cm.Name != "kube-root-ca.crt" {
+		if cm.Namespace == f.ns && cm.Name != "kube-root-ca.crt" && !slices.Contains(existing, cm.Name) {
 			f.t.Errorf("ConfigMap %s was applied", cm.Name)
 		}
 	}

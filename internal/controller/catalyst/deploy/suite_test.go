@@ -32,6 +32,10 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
+	if probe := os.Getenv(sandboxProbeEnv); probe != "" {
+		// TestRender_TheRendererCannotOpenASocketOrExec's child.
+		os.Exit(deploy.SandboxProbe(os.Stdout, os.Getenv(sandboxProbeAddrEnv), probe == "confined"))
+	}
 	flag.Parse()
 	if fuzzing() {
 		// go test -run '^$' -fuzz FuzzParseManifests: the fuzz target needs no control plane,
