@@ -20,8 +20,10 @@ import (
 	release "helm.sh/helm/v4/pkg/release/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -107,6 +109,20 @@ func TestChart_MatchesConfig(t *testing.T) {
 		t.Errorf("values.schema.json accepts controllers %v, config/rbac has roles for %v", enum, controllers)
 	}
 	objs := render(t, "")
+	// The build namespace's NetworkPolicy and ResourceQuota, as config/ ships them.
+	guards, err := config.BuildNamespaceGuards()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(guards) != 2 {
+		t.Errorf("config/ ships %d build namespace guards, want a NetworkPolicy and a ResourceQuota", len(guards))
+	}
+	for _, want := range guards {
+		got := find(t, objs, want.GetKind(), want.GetName())
+		if got.GetNamespace() != want.GetNamespace() || !equality.Semantic.DeepEqual(got.Object["spec"], want.Object["spec"]) {
+			t.Errorf("%s %s/%s differs from config/manager:\n got %v\nwant %v", want.GetKind(), got.GetNamespace(), got.GetName(), got.Object["spec"], want.Object["spec"])
+		}
+	}
 	// One Deployment per controller by default, each running its own.
 	var names []string
 	for _, d := range deployments(t, objs) {
@@ -299,12 +315,25 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 	})
 
 	t.Run("build namespace", func(t *testing.T) {
-		objs := render(t, "catalyst: {buildNamespace: {name: ci-builds}}\n")
+		objs := render(t, "catalyst: {buildNamespace: {name: ci-builds, quota: {pods: \"4\"}, "+
+			"egress: [{to: [{ipBlock: {cidr: 203.0.113.10/32}}], ports: [{protocol: TCP, port: 443}]}]}}\n")
 		if c := deployment(t, objs, "slipway-catalyst").Spec.Template.Spec.Containers[0]; !slices.Contains(c.Args, "--catalyst-build-namespace=ci-builds") {
 			t.Errorf("slipway-catalyst args %v: want its build namespace", c.Args)
 		}
 		find(t, objs, "Namespace", "ci-builds")
 		buildJobsIn(t, objs, "ci-builds")
+		// The egress rules replace the default's, after DNS; the quota's values override.
+		np := &networkingv1.NetworkPolicy{}
+		convert(t, find(t, objs, "NetworkPolicy", "catalyst-builds"), np)
+		if np.Namespace != "ci-builds" || len(np.Spec.Egress) != 2 || np.Spec.Egress[1].To[0].IPBlock == nil ||
+			np.Spec.Egress[1].To[0].IPBlock.CIDR != "203.0.113.10/32" || len(np.Spec.Egress[0].Ports) != 2 || np.Spec.Egress[0].Ports[0].Port.IntValue() != 53 {
+			t.Errorf("NetworkPolicy %s/catalyst-builds egress %+v, want DNS and 203.0.113.10/32:443", np.Namespace, np.Spec.Egress)
+		}
+		q := &corev1.ResourceQuota{}
+		convert(t, find(t, objs, "ResourceQuota", "catalyst-builds"), q)
+		if q.Namespace != "ci-builds" || q.Spec.Hard.Pods().String() != "4" || q.Spec.Hard.Name(corev1.ResourceRequestsCPU, resource.DecimalSI).IsZero() {
+			t.Errorf("ResourceQuota %s/catalyst-builds hard %v, want pods 4 beside the defaults", q.Namespace, q.Spec.Hard)
+		}
 		for _, o := range objs {
 			if o.GetNamespace() == "slipway-builds" || (o.GetKind() == "Namespace" && o.GetName() == "slipway-builds") {
 				t.Errorf("%s %s in slipway-builds, the default the value replaced", o.GetKind(), o.GetName())

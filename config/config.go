@@ -186,6 +186,29 @@ func Namespaces() ([]*corev1.Namespace, error) {
 	return out, nil
 }
 
+// BuildNamespaceGuards returns the NetworkPolicies and ResourceQuotas the install ships beside its
+// namespaces (manager/*/*.yaml: Catalyst's build namespace), for the installer of the tests and
+// the chart's comparison.
+func BuildNamespaceGuards() ([]*unstructured.Unstructured, error) {
+	names, err := fs.Glob(files, "manager/*/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, name := range names {
+		docs, err := decodeAll[map[string]any](name)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range docs {
+			if k := (*d)["kind"]; k == "NetworkPolicy" || k == "ResourceQuota" {
+				out = append(out, &unstructured.Unstructured{Object: *d})
+			}
+		}
+	}
+	return out, nil
+}
+
 func decodeAll[T any](name string) ([]*T, error) {
 	data, err := files.ReadFile(name)
 	if err != nil {

@@ -224,10 +224,19 @@ type RegistrySpec struct {
 	Repository string `json:"repository"`
 
 	// SecretRef names a kubernetes.io/dockerconfigjson Secret in the Project's namespace with
-	// credentials for the registry. It is used to look images up and to push builds, and is
-	// copied into each environment namespace as the image pull Secret.
+	// credentials for the registry. It is used to look images up and to push builds; it only ever
+	// reaches the build namespace, and there only the container that pushes: it is never copied
+	// into an environment namespace.
 	// +optional
 	SecretRef *SecretReference `json:"secretRef,omitempty"`
+
+	// PullSecretRef names a Secret in the Project's namespace with pull-only credentials for the
+	// registry (a kubernetes.io/dockerconfigjson Secret, or a user name and password or token).
+	// It is copied into each environment namespace as the image pull Secret
+	// catalyst-registry-pull and given to the namespace's default ServiceAccount. Without it
+	// environment namespaces get no pull Secret: the images must be public.
+	// +optional
+	PullSecretRef *SecretReference `json:"pullSecretRef,omitempty"`
 
 	// Insecure allows plain HTTP (and unverified TLS) to the registry. Only for local or private
 	// registries on trusted networks.
@@ -336,8 +345,11 @@ type TLSSpec struct {
 	ClusterIssuer string `json:"clusterIssuer,omitempty"`
 
 	// WildcardSecretRef names a kubernetes.io/tls Secret in the Project's namespace holding a
-	// certificate for *.<domain>. It is copied into each environment namespace; no certificate
-	// is issued per environment, which avoids ACME rate limits.
+	// certificate for *.<domain>. It is not copied into environment namespaces (a pull request's
+	// code runs there): their Ingresses name no Secret and the ingress controller serves its
+	// default certificate, which the administrator sets to this wildcard once (ingress-nginx:
+	// --default-ssl-certificate). No certificate is issued per environment, which avoids ACME
+	// rate limits. The Project's Ready condition reminds its owner.
 	// +optional
 	WildcardSecretRef *SecretReference `json:"wildcardSecretRef,omitempty"`
 }

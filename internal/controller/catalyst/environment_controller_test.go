@@ -4,6 +4,7 @@ package catalyst_test
 
 import (
 	"context"
+	"encoding/base64"
 	"strings"
 	"testing"
 	"time"
@@ -154,15 +155,21 @@ func TestEnvironment_ExistingImageIsDeployedWithoutBuild(t *testing.T) {
 // TestEnvironment_MissingImageIsBuiltThenDeployed: without the image, one build Job is made in the
 // build namespace from the repository at the commit, with every credential read from its own
 // Secret; kwok completes it; the environment is deployed and Ready. The registry needs
-// credentials: the image pull Secret is copied and given to the default ServiceAccount.
+// credentials: the image pull Secret is made from the pull-only Secret and given to the default
+// ServiceAccount.
 func TestEnvironment_MissingImageIsBuiltThenDeployed(t *testing.T) {
 	f := newFixture(t, withRegistryAuth("pusher", "s3cret-registry-password"))
 	f.create(&corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "registry", Namespace: f.team},
 		StringData: map[string]string{"username": "pusher", "password": "s3cret-registry-password"},
 	})
+	f.create(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "registry-pull", Namespace: f.team},
+		StringData: map[string]string{"username": "puller", "password": "pull-only-password"},
+	})
 	p := f.project(func(p *catalystv1alpha1.Project) {
 		p.Spec.Registry.SecretRef = &catalystv1alpha1.SecretReference{Name: "registry"}
+		p.Spec.Registry.PullSecretRef = &catalystv1alpha1.SecretReference{Name: "registry-pull"}
 	})
 	f.create(p)
 	f.start()
@@ -210,8 +217,10 @@ func TestEnvironment_MissingImageIsBuiltThenDeployed(t *testing.T) {
 	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: ns, Name: catalyst.PullSecretName}, &pull); err != nil {
 		t.Fatal(err)
 	}
-	if pull.Type != corev1.SecretTypeDockerConfigJson || !strings.Contains(string(pull.Data[corev1.DockerConfigJsonKey]), f.reg.Host) {
-		t.Errorf("pull Secret type %s", pull.Type)
+	pullAuth := base64.StdEncoding.EncodeToString([]byte("puller:pull-only-password"))
+	if cfg := string(pull.Data[corev1.DockerConfigJsonKey]); pull.Type != corev1.SecretTypeDockerConfigJson ||
+		!strings.Contains(cfg, f.reg.Host) || !strings.Contains(cfg, pullAuth) {
+		t.Errorf("pull Secret type %s, not made from the pull-only Secret", pull.Type)
 	}
 	var sa corev1.ServiceAccount
 	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &sa); err != nil {
@@ -459,7 +468,7 @@ func TestEnvironment_TTLExpiryDeletesIt(t *testing.T) {
 
 // TestEnvironment_SecretsAreCopiedAndNeverShown: the Secrets a Project names are copied into the
 // environment namespace and follow their source, and their content appears in no status,
-// condition or event.
+// condition or event. The wildcard certificate is not copied.
 func TestEnvironment_SecretsAreCopiedAndNeverShown(t *testing.T) {
 	f := newFixture(t)
 	f.pushImage(f.head)
@@ -485,18 +494,21 @@ func TestEnvironment_SecretsAreCopiedAndNeverShown(t *testing.T) {
 	if string(copied.Data["DATABASE_PASSWORD"]) != value || copied.Annotations[catalyst.AnnotationCopiedFrom] != f.team+"/app-secrets" {
 		t.Errorf("copy: annotations %v", copied.Annotations)
 	}
-	// The wildcard certificate is copied and served by the Ingress: no certificate per environment.
-	var cert corev1.Secret
-	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: got.Status.Namespace, Name: "wildcard-preview"}, &cert); err != nil {
-		t.Fatal(err)
+	// The wildcard certificate is the ingress controller's default: it is not copied, and the
+	// Ingress's TLS entry names no Secret; the Project says so.
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: got.Status.Namespace, Name: "wildcard-preview"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the wildcard certificate was copied into the environment namespace (%v)", err)
 	}
 	var ing networkingv1.Ingress
 	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: got.Status.Namespace, Name: catalyst.IngressName}, &ing); err != nil {
 		t.Fatal(err)
 	}
-	if cert.Type != corev1.SecretTypeTLS || len(ing.Spec.TLS) != 1 || ing.Spec.TLS[0].SecretName != "wildcard-preview" ||
+	if len(ing.Spec.TLS) != 1 || ing.Spec.TLS[0].SecretName != "" || len(ing.Spec.TLS[0].Hosts) != 1 ||
 		ing.Annotations["cert-manager.io/cluster-issuer"] != "" || got.Status.URL != "https://pr-11."+previewDomain {
-		t.Errorf("TLS: Secret type %s, Ingress TLS %+v, url %s", cert.Type, ing.Spec.TLS, got.Status.URL)
+		t.Errorf("TLS: Ingress TLS %+v, url %s", ing.Spec.TLS, got.Status.URL)
+	}
+	if r := condition(f.getProject(p).Status.Conditions, "Ready"); r == nil || !strings.Contains(r.Message, "--default-ssl-certificate="+f.team+"/wildcard-preview") {
+		t.Errorf("the Project's Ready condition does not tell its owner where the wildcard goes: %+v", r)
 	}
 
 	// The source changes: the copy follows.

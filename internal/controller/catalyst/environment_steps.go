@@ -263,7 +263,7 @@ func (r *EnvironmentReconciler) stepSecrets(ctx context.Context, s *envScope) er
 	if err != nil {
 		return err
 	}
-	if reg := s.project.Spec.Registry; reg != nil && reg.SecretRef != nil {
+	if wantsPullSecret(s.project) {
 		done, err := r.ensurePullSecret(ctx, s.nsName)
 		if err != nil {
 			return err

@@ -216,13 +216,16 @@ func desiredIngress(env *catalystv1alpha1.Environment, project *catalystv1alpha1
 		ing.Spec.IngressClassName = ptr.To(c)
 	}
 	if tls := project.Spec.Preview.TLS; tls != nil {
-		secret := ingressTLSSecret
+		entry := networkingv1.IngressTLS{Hosts: []string{host}}
 		if tls.ClusterIssuer != "" {
+			// cert-manager issues a certificate for this host alone into the Secret.
 			ing.Annotations = map[string]string{AnnotationClusterIssuer: tls.ClusterIssuer}
-		} else if tls.WildcardSecretRef != nil {
-			secret = tls.WildcardSecretRef.Name
+			entry.SecretName = ingressTLSSecret
 		}
-		ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{host}, SecretName: secret}}
+		// With wildcardSecretRef, no Secret: the ingress controller serves its default certificate
+		// (the wildcard, given to it once in its own namespace), so the wildcard's key never enters
+		// a namespace where a pull request's code runs.
+		ing.Spec.TLS = []networkingv1.IngressTLS{entry}
 	}
 	return ing
 }

@@ -118,11 +118,11 @@ func projectSecretRefs(p *catalystv1alpha1.Project) []secretRef {
 	if reg := p.Spec.Registry; reg != nil && reg.SecretRef != nil {
 		out = append(out, secretRef{reg.SecretRef.Name, "spec.registry.secretRef"})
 	}
+	if reg := p.Spec.Registry; reg != nil && reg.PullSecretRef != nil {
+		out = append(out, secretRef{reg.PullSecretRef.Name, "spec.registry.pullSecretRef"})
+	}
 	for _, ref := range p.Spec.SecretRefs {
 		out = append(out, secretRef{ref.Name, "spec.secretRefs"})
-	}
-	if tls := p.Spec.Preview.TLS; tls != nil && tls.WildcardSecretRef != nil {
-		out = append(out, secretRef{tls.WildcardSecretRef.Name, "spec.preview.tls.wildcardSecretRef"})
 	}
 	return out
 }
@@ -257,9 +257,9 @@ func (r *ProjectReconciler) checkSecrets(ctx context.Context, s *projectScope) e
 				s.secretsErr, s.secretsField = fmt.Sprintf("Secret %s/%s named in spec.source.secretRef: %v", p.Namespace, ref.name, err), ref.field
 				return nil
 			}
-		case "spec.registry.secretRef":
+		case "spec.registry.secretRef", "spec.registry.pullSecretRef":
 			if _, err := registry.CredentialsFromSecret(secret, registryHost(p.Spec.Registry.Repository)); err != nil {
-				s.secretsErr, s.secretsField = fmt.Sprintf("spec.registry.secretRef: %v", err), ref.field
+				s.secretsErr, s.secretsField = fmt.Sprintf("%s: %v", ref.field, err), ref.field
 				return nil
 			}
 		}

@@ -16,7 +16,7 @@ import (
 )
 
 // TestProject_ValidationSaysWhatToFix: a repository that does not exist, a deployment path that
-// is not there and a missing credentials Secret each make the Project not Ready and Stalled,
+// is not there and a missing credentials Secret (git or pull-only registry) each make the Project not Ready and Stalled,
 // with a reason and a message saying what to fix; fixing the spec makes it Ready.
 func TestProject_ValidationSaysWhatToFix(t *testing.T) {
 	f := newFixture(t)
@@ -35,6 +35,9 @@ func TestProject_ValidationSaysWhatToFix(t *testing.T) {
 			catalystv1alpha1.BranchNotFoundReason, "release"},
 		{"no-secret", func(p *catalystv1alpha1.Project) { p.Spec.Source.SecretRef.Name = "nope" },
 			catalystv1alpha1.SecretNotFoundReason, "nope"},
+		{"no-pull-secret", func(p *catalystv1alpha1.Project) {
+			p.Spec.Registry.PullSecretRef = &catalystv1alpha1.SecretReference{Name: "missing-pull"}
+		}, catalystv1alpha1.SecretNotFoundReason, "spec.registry.pullSecretRef"},
 		{"wrong-password", func(p *catalystv1alpha1.Project) { p.Spec.Source.SecretRef.Name = "wrong" },
 			catalystv1alpha1.AuthenticationFailedReason, "spec.source.secretRef"},
 	} {

@@ -48,7 +48,7 @@ func (r *ProjectReconciler) computeProjectStatus(s *projectScope) {
 				catalystv1alpha1.SecretNotFoundReason, "Not validated: see the Ready condition")
 		}
 	case source != nil && source.Status == metav1.ConditionTrue && st.ObservedGeneration == gen:
-		ready = verdict{metav1.ConditionTrue, catalystv1alpha1.SucceededReason, "The source is valid: " + source.Message}
+		ready = verdict{metav1.ConditionTrue, catalystv1alpha1.SucceededReason, "The source is valid: " + source.Message + wildcardNote(p)}
 	case source != nil && source.Status == metav1.ConditionFalse:
 		ready = verdict{metav1.ConditionFalse, source.Reason, source.Message}
 		stalled = s.stalled || (!s.validated && isStalledReason(source.Reason))
@@ -78,4 +78,18 @@ func isStalledReason(reason string) bool {
 		return false
 	}
 	return true
+}
+
+// wildcardNote tells the owner of a Project that names a wildcard certificate where it must go:
+// it is no longer copied into environment namespaces (a pull request's code could read its key),
+// the Ingresses name no Secret and the ingress controller serves its default certificate.
+func wildcardNote(p *catalystv1alpha1.Project) string {
+	tls := p.Spec.Preview.TLS
+	if tls == nil || tls.WildcardSecretRef == nil {
+		return ""
+	}
+	return fmt.Sprintf("; spec.preview.tls.wildcardSecretRef: the wildcard certificate is not copied into environment namespaces, "+
+		"their Ingresses use the ingress controller's default certificate: give it the wildcard once "+
+		"(ingress-nginx: copy the Secret into the controller's namespace and start it with --default-ssl-certificate=%s/%s), "+
+		"or use spec.preview.tls.clusterIssuer", p.Namespace, tls.WildcardSecretRef.Name)
 }

@@ -30,8 +30,10 @@ type secretCopy struct {
 }
 
 // secretCopies lists the Secrets the Project asks to have in every environment namespace:
-// spec.secretRefs under their own names, the wildcard certificate under its own name, and the
-// registry credentials as the image pull Secret.
+// spec.secretRefs under their own names, and the pull-only registry credentials as the image pull
+// Secret. The push credentials (spec.registry.secretRef) and the wildcard certificate's key
+// (spec.preview.tls.wildcardSecretRef) never enter an environment namespace: a pull request's code
+// runs there. Copies of them an earlier version made are deleted as copies no longer asked for.
 func secretCopies(project *catalystv1alpha1.Project) []secretCopy {
 	var out []secretCopy
 	seen := map[string]bool{}
@@ -44,13 +46,16 @@ func secretCopies(project *catalystv1alpha1.Project) []secretCopy {
 	for _, ref := range project.Spec.SecretRefs {
 		add(secretCopy{name: ref.Name, source: ref.Name, field: "spec.secretRefs"})
 	}
-	if tls := project.Spec.Preview.TLS; tls != nil && tls.WildcardSecretRef != nil {
-		add(secretCopy{name: tls.WildcardSecretRef.Name, source: tls.WildcardSecretRef.Name, field: "spec.preview.tls.wildcardSecretRef"})
-	}
-	if reg := project.Spec.Registry; reg != nil && reg.SecretRef != nil {
-		add(secretCopy{name: PullSecretName, source: reg.SecretRef.Name, field: "spec.registry.secretRef", pull: true})
+	if wantsPullSecret(project) {
+		add(secretCopy{name: PullSecretName, source: project.Spec.Registry.PullSecretRef.Name, field: "spec.registry.pullSecretRef", pull: true})
 	}
 	return out
+}
+
+// wantsPullSecret reports whether the Project names pull-only registry credentials.
+func wantsPullSecret(project *catalystv1alpha1.Project) bool {
+	reg := project.Spec.Registry
+	return reg != nil && reg.PullSecretRef != nil
 }
 
 // copiedNames is the value of the AnnotationCopiedSecrets annotation for the Project's copies.
@@ -118,6 +123,13 @@ func (r *EnvironmentReconciler) syncSecrets(ctx context.Context, s *envScope) ([
 	var live corev1.SecretList
 	if err := r.APIReader.List(ctx, &live, client.InNamespace(s.nsName), client.MatchingLabels{LabelCopiedSecret: "true"}); err != nil {
 		return nil, fmt.Errorf("listing copied Secrets: %w", err)
+	}
+	if !slices.Contains(names, PullSecretName) {
+		// Before the Secret goes, so that a crash in between leaves no reference to a missing
+		// Secret behind it (the next reconcile sees the same changed set and goes on).
+		if err := r.removePullSecret(ctx, s.nsName); err != nil {
+			return nil, err
+		}
 	}
 	for i := range live.Items {
 		sec := &live.Items[i]
@@ -215,4 +227,24 @@ func (r *EnvironmentReconciler) ensurePullSecret(ctx context.Context, ns string)
 		return false, fmt.Errorf("adding the image pull Secret to the default ServiceAccount of %s: %w", ns, err)
 	}
 	return true, nil
+}
+
+// removePullSecret takes the image pull Secret off the namespace's default ServiceAccount: the
+// Project names no pull credentials (any more), and the copy an earlier version made from the
+// push credentials is about to be deleted.
+func (r *EnvironmentReconciler) removePullSecret(ctx context.Context, ns string) error {
+	sa := &corev1.ServiceAccount{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: "default"}, sa); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	keep := slices.DeleteFunc(slices.Clone(sa.ImagePullSecrets), func(ref corev1.LocalObjectReference) bool { return ref.Name == PullSecretName })
+	if len(keep) == len(sa.ImagePullSecrets) {
+		return nil
+	}
+	base := sa.DeepCopy()
+	sa.ImagePullSecrets = keep
+	if err := r.Patch(ctx, sa, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("removing the image pull Secret from the default ServiceAccount of %s: %w", ns, err)
+	}
+	return nil
 }

@@ -184,7 +184,9 @@ func TestDesiredObjects(t *testing.T) {
 			TLS:     &catalystv1alpha1.TLSSpec{WildcardSecretRef: &catalystv1alpha1.SecretReference{Name: "wildcard"}}}
 	})
 	ing := desiredIngress(env, wild, "ns", "pr-123.preview.example.dev")
-	if ing.Spec.TLS[0].SecretName != "wildcard" || *ing.Spec.IngressClassName != "nginx" ||
+	// The wildcard is the ingress controller's default certificate: a TLS entry without a Secret.
+	if len(ing.Spec.TLS) != 1 || ing.Spec.TLS[0].SecretName != "" || strings.Join(ing.Spec.TLS[0].Hosts, ",") != "pr-123.preview.example.dev" ||
+		*ing.Spec.IngressClassName != "nginx" ||
 		ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name != "web" || ing.Annotations[AnnotationClusterIssuer] != "" {
 		t.Errorf("wildcard ingress %+v", ing)
 	}
@@ -200,16 +202,25 @@ func TestDesiredObjects(t *testing.T) {
 		t.Errorf("cert-manager ingress %+v", ing)
 	}
 	copies := secretCopies(testProject(func(p *catalystv1alpha1.Project) {
-		p.Spec.SecretRefs = []catalystv1alpha1.SecretReference{{Name: "app"}, {Name: "wildcard"}}
+		p.Spec.SecretRefs = []catalystv1alpha1.SecretReference{{Name: "app"}, {Name: "app"}}
 		p.Spec.Registry.SecretRef = &catalystv1alpha1.SecretReference{Name: "push"}
+		p.Spec.Registry.PullSecretRef = &catalystv1alpha1.SecretReference{Name: "pull"}
 		p.Spec.Preview.TLS = &catalystv1alpha1.TLSSpec{WildcardSecretRef: &catalystv1alpha1.SecretReference{Name: "wildcard"}}
 	}))
-	var names []string
+	var names, sources []string
 	for _, c := range copies {
-		names = append(names, c.name)
+		names, sources = append(names, c.name), append(sources, c.source)
 	}
-	if strings.Join(names, ",") != "app,wildcard,"+PullSecretName {
-		t.Errorf("copies %v", names)
+	// Neither the push credentials nor the wildcard's key are copied.
+	if strings.Join(names, ",") != "app,"+PullSecretName || strings.Join(sources, ",") != "app,pull" {
+		t.Errorf("copies %v from %v", names, sources)
+	}
+	// Push credentials alone: no pull Secret at all (the images are public).
+	pushOnly := secretCopies(testProject(func(p *catalystv1alpha1.Project) {
+		p.Spec.Registry.SecretRef = &catalystv1alpha1.SecretReference{Name: "push"}
+	}))
+	if len(pushOnly) != 0 {
+		t.Errorf("copies with push credentials only: %+v", pushOnly)
 	}
 }
 

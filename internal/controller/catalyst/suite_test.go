@@ -85,8 +85,9 @@ func operatorConfig(t testing.TB) *rest.Config {
 }
 
 // installShippedNamespaces creates the namespaces config/manager ships (the build namespace among
-// them) with their labels, or sets those labels on namespaces that exist: the build pods of these
-// tests meet the Pod Security level a cluster's install enforces.
+// them) with their labels, or sets those labels on namespaces that exist, and the build
+// namespace's NetworkPolicy and quota: the build pods of these tests meet the Pod Security level
+// and the quota a cluster's install enforces.
 func installShippedNamespaces(ctx context.Context) error {
 	nss, err := config.Namespaces()
 	if err != nil {
@@ -110,6 +111,34 @@ func installShippedNamespaces(ctx context.Context) error {
 		}
 		maps.Copy(live.Labels, want.Labels)
 		if err := env.Client.Patch(ctx, live, client.MergeFrom(base)); err != nil {
+			return err
+		}
+	}
+	return installBuildNamespaceGuards(ctx)
+}
+
+// installBuildNamespaceGuards creates the build namespace's NetworkPolicy and ResourceQuota as
+// config/manager ships them, or brings their spec back to it.
+func installBuildNamespaceGuards(ctx context.Context) error {
+	guards, err := config.BuildNamespaceGuards()
+	if err != nil {
+		return err
+	}
+	for _, want := range guards {
+		err := env.Client.Create(ctx, want.DeepCopy())
+		if !apierrors.IsAlreadyExists(err) {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(want.GroupVersionKind())
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(want), live); err != nil {
+			return err
+		}
+		live.Object["spec"] = want.Object["spec"]
+		if err := env.Client.Update(ctx, live); err != nil {
 			return err
 		}
 	}
