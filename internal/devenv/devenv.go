@@ -270,8 +270,6 @@ func (e *Env) startOperator(ctx context.Context, kubeconfig string) error {
 		"--webhook-cert-dir="+filepath.Join(e.opts.Dir, "webhook-certs"),
 		"--webhook-cert-mirror=true",
 		"--webhook-cert-dns-names=localhost,127.0.0.1",
-		// The sample application's pods do not meet the restricted pod-security standard.
-		"--catalyst-pod-security-level=baseline",
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}

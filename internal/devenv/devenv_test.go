@@ -107,6 +107,15 @@ func TestDevEnv_StartsEverythingAndLeavesNothingBehind(t *testing.T) {
 		}
 		return env.Status.Phase == catalystv1.PhaseReady && env.Status.URL != "", fmt.Errorf("phase %q, conditions %+v", env.Status.Phase, env.Status.Conditions)
 	})
+	// ... at Pod Security restricted, as a production install enforces it: the sample
+	// application's pods meet it.
+	var envNS corev1.Namespace
+	if err := c.Get(ctx, client.ObjectKey{Name: "my-team-my-project-pr-123"}, &envNS); err != nil {
+		t.Fatal(err)
+	}
+	if level := envNS.Labels["pod-security.kubernetes.io/enforce"]; level != "restricted" {
+		t.Errorf("the sample environment's namespace enforces Pod Security %q, want restricted", level)
+	}
 	if _, err := os.Stat(filepath.Join(opts.Dir, "ready")); err != nil {
 		t.Errorf("no ready marker: %v", err)
 	}

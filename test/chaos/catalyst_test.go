@@ -308,17 +308,10 @@ func retryUnavailable(ctx context.Context, write func() error) error {
 	}
 }
 
-// sampleApp is gittest's manifests and Dockerfile with the security context the restricted
-// pod-security standard of environment namespaces asks for.
+// sampleApp is gittest's manifests and Dockerfile; its pods meet the restricted pod-security
+// standard of environment namespaces.
 func sampleApp() gittest.Files {
-	const from = "    spec:\n      containers:\n      - name: app\n"
-	const to = "    spec:\n      securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}\n" +
-		"      containers:\n      - name: app\n        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}\n"
-	out := gittest.Files{}
-	for name, content := range gittest.Merge(gittest.Manifests("deploy/manifests"), gittest.Dockerfile("Dockerfile")) {
-		out[name] = []byte(strings.Replace(string(content), from, to, 1))
-	}
-	return out
+	return gittest.Merge(gittest.Manifests("deploy/manifests"), gittest.Dockerfile("Dockerfile"))
 }
 
 // orphansOf lists the build Jobs and the Secrets (copied into an environment namespace, or made

@@ -90,7 +90,7 @@ func TestProject_CountsEnvironmentsAndRedeploysThemOnChange(t *testing.T) {
 	f := newFixture(t)
 	f.pushImage(f.head)
 	// A second manifest directory whose Deployment carries a label the first has not.
-	v2 := restricted(gittest.Manifests("deploy/v2"))
+	v2 := gittest.Manifests("deploy/v2")
 	v2["deploy/v2/deployment.yaml"] = []byte(strings.Replace(string(v2["deploy/v2/deployment.yaml"]),
 		"labels: {app.kubernetes.io/name: app}\nspec:", "labels: {app.kubernetes.io/name: app, example.dev/version: v2}\nspec:", 1))
 	head := f.commit("a second version of the manifests", v2)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -222,34 +221,15 @@ func newFixture(t testing.TB, opts ...fixtureOption) *fixture {
 	return f
 }
 
-// sampleApp is gittest's application in its three forms plus a Dockerfile, with the security
-// context the restricted pod-security standard of environment namespaces asks for.
+// sampleApp is gittest's application in its three forms plus a Dockerfile. Its pods meet the
+// restricted pod-security standard of environment namespaces.
 func sampleApp() gittest.Files {
-	return restricted(gittest.Merge(
+	return gittest.Merge(
 		gittest.HelmChart("charts/app", "app"),
 		gittest.Manifests("deploy/manifests"),
 		gittest.Kustomization("deploy/kustomize"),
 		gittest.Dockerfile("Dockerfile"),
-	))
-}
-
-// restricted adds a restricted-compliant security context to every Deployment of the sample app.
-func restricted(files gittest.Files) gittest.Files {
-	const from = "    spec:\n      containers:\n      - name: app\n"
-	const to = "    spec:\n      securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}\n" +
-		"      containers:\n      - name: app\n        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}\n"
-	out := gittest.Files{}
-	for name, content := range files {
-		s := string(content)
-		if strings.Contains(s, "kind: Deployment") {
-			if !strings.Contains(s, from) {
-				panic("the sample Deployment " + name + " changed shape: update restricted()")
-			}
-			s = strings.Replace(s, from, to, 1)
-		}
-		out[name] = []byte(s)
-	}
-	return out
+	)
 }
 
 func (f *fixture) commit(msg string, files gittest.Files) string {
