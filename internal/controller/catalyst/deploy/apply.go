@@ -87,6 +87,11 @@ func (e *Engine) deployObjects(ctx context.Context, req Request, root *os.Root) 
 			}
 		}
 	}
+	// After the type change above (its objects, which may share names, are gone) and before the
+	// first write of this deploy.
+	if err := e.admit(ctx, req.Namespace, e.opts.FieldOwner, ms); err != nil {
+		return Result{}, err
+	}
 	res, err := e.applyAndPrune(ctx, req, ms, inv)
 	res.EnvContainers = envContainers
 	return res, err
@@ -124,6 +129,9 @@ func (e *Engine) applyAndPrune(ctx context.Context, req Request, ms []manifest, 
 		err := e.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(m.obj),
 			client.FieldOwner(e.opts.FieldOwner), client.ForceOwnership)
 		if err != nil {
+			if r := refusedWhileApplying(m, err); r != nil {
+				return Result{}, r
+			}
 			return Result{}, applyError("applying", m.ref(), err)
 		}
 	}

@@ -26,6 +26,17 @@
 // the checkout; kustomize builds on an in-memory copy of it and remote bases and URLs are refused.
 // Nothing is downloaded and no plugin or external program runs.
 //
+// # The API server judges before anything is written
+//
+// What passes those checks is then sent to the API server as the deployer with server-side apply
+// and dryRun=All (admission.go), Helm hooks included (test hooks, never run, aside): Pod Security,
+// quotas and every admission policy of the cluster judge each object as if it were written. Every
+// refusal is collected into one ErrRefusedObject naming each object, its file and the server's
+// message (which names the rule), and nothing is written: no object, no inventory, no release
+// Secret. The same refusal met by a real write afterwards (a rule or a quota changed meanwhile) is
+// reported the same way, with the object and its file. A quota an object alone asks more of than
+// its hard limit is a refusal; one that is full now, or not counted yet, is transient.
+//
 // # helm
 //
 // One release per environment, named Request.Release, stored as Secrets in the namespace

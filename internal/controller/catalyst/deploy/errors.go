@@ -31,8 +31,9 @@ var (
 	ErrKustomizeBuild = errors.New("kustomize build failed")
 	// ErrRefusedObject: an object an environment may not hold: it is cluster-scoped (Namespace,
 	// ClusterRole, CRD, ...), names another namespace, is a guard rail of the environment
-	// (ResourceQuota, LimitRange, NetworkPolicy), takes a name the caller reserved, or is of a
-	// kind the cluster does not serve.
+	// (ResourceQuota, LimitRange, NetworkPolicy), takes a name the caller reserved, is of a kind
+	// the cluster does not serve, or the API server's admission refuses it (at the dry run before
+	// the first write, or at the write itself); such an error is ErrApplyRejected too.
 	ErrRefusedObject = errors.New("object refused")
 	// ErrApplyConflict: the API server answered 409 Conflict to an apply.
 	ErrApplyConflict = errors.New("apply conflict")

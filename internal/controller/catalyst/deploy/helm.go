@@ -104,10 +104,6 @@ func (e *Engine) deployHelm(ctx context.Context, req Request, root *os.Root) (Re
 		return Result{}, err
 	}
 	values := helmValues(req.Values, req.Image, req.Host)
-	// A release that was of type manifest or kustomize before: remove its objects first.
-	if err := e.uninstallInventory(ctx, req.Namespace, req.Release); err != nil {
-		return Result{}, err
-	}
 	cfg := e.actionConfig(ctx, req.Namespace)
 	if cfg.Capabilities, err = e.caps.get(); err != nil {
 		return Result{}, err
@@ -140,6 +136,15 @@ func (e *Engine) deployHelm(ctx context.Context, req Request, root *os.Root) (Re
 		return Result{}, helmError("rendering", req.Release, err)
 	}
 	chrt, contents := renderedChart(chrt, rendered)
+	// A release that was of type manifest or kustomize before: remove its objects first (they may
+	// share names), then let the API server judge what Helm will write.
+	if err := e.uninstallInventory(ctx, req.Namespace, req.Release); err != nil {
+		return Result{}, err
+	}
+	admitted, err := e.admitChart(ctx, req, rendered)
+	if err != nil {
+		return Result{}, err
+	}
 	cfg.CustomTemplateFuncs = template.FuncMap{renderedFunc: func(i int) string { return contents[i] }}
 
 	var relR ri.Releaser
@@ -159,7 +164,7 @@ func (e *Engine) deployHelm(ctx context.Context, req Request, root *os.Root) (Re
 		in.Description = "Installed by " + e.opts.FieldOwner
 		relR, err = in.RunWithContext(ctx, chrt, values)
 		if err != nil {
-			return Result{}, helmError("installing", req.Release, err)
+			return Result{}, helmApplyError("installing", req.Release, err, admitted)
 		}
 	} else {
 		if last.Info.Status.IsPending() {
@@ -185,7 +190,7 @@ func (e *Engine) deployHelm(ctx context.Context, req Request, root *os.Root) (Re
 		up.Description = "Upgraded by " + e.opts.FieldOwner
 		relR, err = up.RunWithContext(ctx, req.Release, chrt, values)
 		if err != nil {
-			return Result{}, helmError("upgrading", req.Release, err)
+			return Result{}, helmApplyError("upgrading", req.Release, err, admitted)
 		}
 	}
 	rel, err := helmkit.ToRelease(relR)
