@@ -55,10 +55,10 @@ func Controller() operator.Controller {
 			fs.DurationVar(&cfg.ValidationInterval, "catalyst-project-validation-interval", DefaultValidationInterval, "how often a Project's branch head is checked (±10 %)")
 			fs.IntVar(&cfg.RegistryInFlight, "catalyst-registry-max-in-flight", DefaultRegistryInFlight, "registry operations in flight across all environments")
 			fs.StringVar(&cfg.DeployerRole, "catalyst-deployer-cluster-role", DefaultDeployerClusterRole, "ClusterRole an environment's own ServiceAccount is bound to in its namespace when its Project names none; the deployment is rendered and applied as that ServiceAccount, and the operator must be allowed to bind the role")
-			fs.DurationVar(&cfg.RenderTimeout, "catalyst-render-timeout", deploy.DefaultRenderTimeout, "bound of rendering one Helm chart's templates (in a child process); a longer render fails the deploy with RenderFailed")
-			fs.Int64Var(&cfg.RenderMaxBytes, "catalyst-render-max-bytes", deploy.DefaultRenderMaxBytes, "bound of one Helm chart's rendered output, every template together")
-			fs.Int64Var(&cfg.RenderMaxMemory, "catalyst-render-max-memory", deploy.DefaultRenderMaxMemory, "bound of the heap of the child process rendering one Helm chart's templates, in bytes")
-			fs.IntVar(&cfg.RenderConcurrency, "catalyst-render-concurrency", deploy.DefaultRenderConcurrency, "Helm charts rendered at once (each a child process on one CPU, at low priority)")
+			fs.DurationVar(&cfg.RenderTimeout, "catalyst-render-timeout", deploy.DefaultRenderTimeout, "bound of rendering one Helm chart's templates or building one kustomization (in a child process); a longer render fails the deploy with RenderFailed")
+			fs.Int64Var(&cfg.RenderMaxBytes, "catalyst-render-max-bytes", deploy.DefaultRenderMaxBytes, "bound of one Helm chart's or kustomization's rendered output")
+			fs.Int64Var(&cfg.RenderMaxMemory, "catalyst-render-max-memory", deploy.DefaultRenderMaxMemory, "bound of the heap of the child process rendering one Helm chart or kustomization, in bytes")
+			fs.IntVar(&cfg.RenderConcurrency, "catalyst-render-concurrency", deploy.DefaultRenderConcurrency, "Helm charts and kustomizations rendered at once (each a child process on one CPU, at low priority)")
 			fs.StringVar(&cfg.CheckoutDir, "catalyst-checkout-dir", "", "writable directory for the temporary checkouts deployed (default: the system's temporary directory; an emptyDir in the operator's pod)")
 		},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, opts operator.Options) error {

@@ -58,7 +58,7 @@ func (e *Engine) deployObjects(ctx context.Context, req Request, root *os.Root) 
 	var ms []manifest
 	var err error
 	if req.Type == catalystv1alpha1.DeploymentTypeKustomize {
-		ms, err = renderKustomization(root, dir, b)
+		ms, err = e.renderKustomization(ctx, root, dir, b)
 	} else {
 		ms, err = renderManifests(root, dir, b)
 	}

@@ -174,10 +174,10 @@ type Options struct {
 	Render RenderLimits
 }
 
-// RenderLimits bound the rendering of a Helm chart's templates, which come from a pull request
-// and may loop or expand without end. Templates run in a child process of the operator (the same
-// binary), one CPU and low priority, killed when it passes a limit; the operator never runs them
-// itself. The zero value of each field takes its default.
+// RenderLimits bound the rendering of a Helm chart's templates and the build of a kustomization,
+// which come from a pull request and may loop or expand without end. Both run in a child process
+// of the operator (the same binary), one CPU and low priority, killed when it passes a limit; the
+// operator never runs them itself. The zero value of each field takes its default.
 type RenderLimits struct {
 	// Timeout bounds one rendering (default 30 s).
 	Timeout time.Duration

@@ -23,8 +23,10 @@
 // object for another namespace and a kind the cluster does not serve are refused with
 // ErrRefusedObject before anything is applied, and so is a chart with CRDs in crds/. Files are
 // read through an os.Root on Request.Source, so neither a path nor a symbolic link leads out of
-// the checkout; kustomize builds on an in-memory copy of it and remote bases and URLs are refused.
-// Nothing is downloaded and no plugin or external program runs.
+// the checkout. Charts and kustomizations render in a child process (render.go) with no
+// credential, no network and no programs (render_sandbox_linux.go); a kustomization that names a
+// URL, a remote base or a path outside the repository in any field is refused with the field
+// (kustomize_check.go). Nothing is downloaded and no plugin or external program runs.
 //
 // # The API server judges before anything is written
 //
@@ -67,7 +69,8 @@
 //
 // manifest reads every *.yaml, *.yml and *.json file under Path, recursively and in lexical order
 // (names starting with a dot are skipped), as multi-document YAML; v1 Lists are expanded.
-// kustomize builds the kustomization in Path like `kustomize build` with its default options. Then
+// kustomize builds the kustomization in Path like `kustomize build` with its default options, in
+// the renderer. Then
 // both are treated alike:
 //
 //   - metadata.namespace is set to Request.Namespace, Request.Labels are merged over each object's

@@ -432,20 +432,21 @@ func TestParseManifests(t *testing.T) {
 
 func TestIsRemote_MirrorsKustomize(t *testing.T) {
 	for ref, want := range map[string]bool{
-		"../base":                                     false,
-		"base":                                        false,
-		"deployment.yaml":                             false,
-		"github.example.dev/base":                     false,
-		"my@file.yaml":                                false, // no path after the host: kustomize reads the file
-		"https://github.com/org/repo//app":            true,
-		"HTTP://example.dev/x.yaml":                   true,
-		"ssh://git@example.dev/org/repo":              true,
-		"file:///etc/passwd":                          true,
-		"git::https://example.dev/org/r":              true,
-		"github.com/org/repo/app?ref=v1":              true,
-		"github.com:org/repo":                         true,
-		"git@gitlab.com:org/repo.git//app":            true,
-		"apiVersion: v1\nkind: x\nurl: https://e.dev": false,
+		"../base":                          false,
+		"base":                             false,
+		"deployment.yaml":                  false,
+		"github.example.dev/base":          false,
+		"my@file.yaml":                     false, // no path after the host: kustomize reads the file
+		"https://github.com/org/repo//app": true,
+		"HTTP://example.dev/x.yaml":        true,
+		"ssh://git@example.dev/org/repo":   true,
+		"file:///etc/passwd":               true,
+		"git::https://example.dev/org/r":   true,
+		"github.com/org/repo/app?ref=v1":   true,
+		"github.com:org/repo":              true,
+		"git@gitlab.com:org/repo.git//app": true,
+		"https:/example.dev/x.yaml":        true, // url.Parse takes it for http
+		"gcs:bucket/x":                     true,
 	} {
 		if got := isRemote(ref); got != want {
 			t.Errorf("isRemote(%q) = %v, want %v", ref, got, want)

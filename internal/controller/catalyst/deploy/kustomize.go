@@ -1,76 +1,92 @@
 package deploy
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"regexp"
 	"strings"
-	"sync"
 
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
-// kustomizeMu serialises builds: kustomize keeps the OpenAPI schema a kustomization may choose
-// (its openapi field) in a global of kyaml, so concurrent builds could use each other's.
-var kustomizeMu sync.Mutex
-
 // kustomizationFiles are the names kustomize looks for in a directory, in its order.
 var kustomizationFiles = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
 
-// renderKustomization builds the kustomization in dir with kustomize's API (as kustomize build
-// would, with the default options: load restrictions to the kustomization's root for files,
-// builtin plugins only, no Helm inflation, no exec or container functions). The build runs on an
-// in-memory copy of the repository (without .git), so it cannot read anything else, and a remote
-// base or an http URL anywhere in the kustomizations it uses is refused before the build starts.
-func renderKustomization(root *os.Root, dir string, b *budget) ([]manifest, error) {
+// renderKustomization builds the kustomization in dir with kustomize's API, in a renderer
+// process (render.go) within the same limits as a chart's templates: the operator holds no lock
+// and reads nothing for it. The renderer gets the repository's files (without .git), walks every
+// kustomization the build would load and refuses any field that names a URL, a remote repository
+// or a path outside the repository (kustomize_check.go), then builds on an in-memory copy with
+// load restrictions to the kustomization's root, builtin plugins only, no Helm inflation, no exec
+// or container functions; and it can open no connection nor start a program.
+func (e *Engine) renderKustomization(ctx context.Context, root *os.Root, dir string, b *budget) ([]manifest, error) {
+	fsys := root.FS()
+	if st, err := fs.Stat(fsys, dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("%w: %q does not exist in the repository or is not a directory", ErrPathNotFound, dir)
+	}
+	found := false
+	for _, n := range kustomizationFiles {
+		if st, err := fs.Stat(fsys, path.Join(dir, n)); err == nil && !st.IsDir() {
+			found = true
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("%w: no %s in %q", ErrPathNotFound, strings.Join(kustomizationFiles, ", "), dir)
+	}
 	files, err := readTree(root, ".", b, func(rel string, info fs.FileInfo) bool {
 		return !info.IsDir() || path.Base(rel) != ".git"
 	})
 	if err != nil {
 		return nil, wrapAs(ErrKustomizeBuild, err)
 	}
-	fsys := filesys.MakeFsInMemory()
+	req := renderRequest{Kind: renderKustomize, Dir: dir}
 	for _, f := range files {
-		name := "/" + f.Name
-		if err := fsys.MkdirAll(path.Dir(name)); err != nil {
-			return nil, fmt.Errorf("%w: copying %s: %w", ErrKustomizeBuild, f.Name, err)
-		}
-		if err := fsys.WriteFile(name, f.Data); err != nil {
-			return nil, fmt.Errorf("%w: copying %s: %w", ErrKustomizeBuild, f.Name, err)
-		}
+		req.Files = append(req.Files, renderFile{Name: f.Name, Data: f.Data})
 	}
-	top := path.Clean("/" + dir)
-	if !fsys.IsDir(top) {
-		return nil, fmt.Errorf("%w: %q does not exist in the repository or is not a directory", ErrPathNotFound, dir)
-	}
-	if findKustomization(fsys, top) == "" {
-		return nil, fmt.Errorf("%w: no %s in %q", ErrPathNotFound, strings.Join(kustomizationFiles, ", "), dir)
-	}
-	if err := checkLocal(fsys, top, map[string]bool{}); err != nil {
-		return nil, err
-	}
-	opts := krusty.MakeDefaultOptions()
-	opts.LoadRestrictions = types.LoadRestrictionsRootOnly
-	opts.PluginConfig = types.DisabledPluginConfig()
-	kustomizeMu.Lock()
-	m, err := krusty.MakeKustomizer(opts).Run(fsys, top)
-	kustomizeMu.Unlock()
+	resp, err := e.render(ctx, req, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrKustomizeBuild, dir, err)
+		return nil, wrapAs(ErrKustomizeBuild, err)
 	}
-	out, err := m.AsYaml()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrKustomizeBuild, dir, err)
-	}
-	ms, err := parseManifests("kustomize build "+dir, out)
+	ms, err := parseManifests("kustomize build "+dir, []byte(resp.Output))
 	if err != nil {
 		return nil, wrapAs(ErrKustomizeBuild, err)
 	}
 	return ms, nil
+}
+
+// buildKustomization is the renderer's part of renderKustomization.
+func buildKustomization(req renderRequest) (string, error) {
+	fsys := filesys.MakeFsInMemory()
+	for _, f := range req.Files {
+		name := "/" + f.Name
+		if err := fsys.MkdirAll(path.Dir(name)); err != nil {
+			return "", fmt.Errorf("copying %s: %w", f.Name, err)
+		}
+		if err := fsys.WriteFile(name, f.Data); err != nil {
+			return "", fmt.Errorf("copying %s: %w", f.Name, err)
+		}
+	}
+	top := path.Clean("/" + req.Dir)
+	if err := newKustomizeCheck(fsys).dir(top, ""); err != nil {
+		return "", err
+	}
+	opts := krusty.MakeDefaultOptions()
+	opts.LoadRestrictions = types.LoadRestrictionsRootOnly
+	opts.PluginConfig = types.DisabledPluginConfig()
+	m, err := krusty.MakeKustomizer(opts).Run(fsys, top)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", req.Dir, err)
+	}
+	out, err := m.AsYaml()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", req.Dir, err)
+	}
+	return string(out), nil
 }
 
 func findKustomization(fsys filesys.FileSystem, dir string) string {
@@ -82,103 +98,25 @@ func findKustomization(fsys filesys.FileSystem, dir string) string {
 	return ""
 }
 
-// checkLocal refuses remote references in the kustomization in dir and, recursively, in the
-// local kustomizations it uses as resources or components. Kustomize would clone a git URL with
-// the git binary and fetch an http URL itself; a preview deploys the repository at its commit
-// and nothing else.
-func checkLocal(fsys filesys.FileSystem, dir string, seen map[string]bool) error {
-	if seen[dir] {
-		return nil
-	}
-	seen[dir] = true
-	file := findKustomization(fsys, dir)
-	if file == "" {
-		return nil // a directory of plain resources, or an error kustomize reports
-	}
-	data, err := fsys.ReadFile(file)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrKustomizeBuild, file, err)
-	}
-	var k types.Kustomization
-	if err := k.Unmarshal(data); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrKustomizeBuild, strings.TrimPrefix(file, "/"), err)
-	}
-	k.FixKustomization()
-	refs := referencedPaths(&k)
-	for _, r := range refs {
-		if isRemote(r) {
-			return fmt.Errorf("%w: %s refers to %q outside the repository; remote bases and URLs are not allowed, vendor them into the repository",
-				ErrKustomizeBuild, strings.TrimPrefix(file, "/"), r)
-		}
-	}
-	for _, r := range append(append([]string{}, k.Resources...), k.Components...) {
-		if p := path.Join(dir, r); fsys.IsDir(p) {
-			if err := checkLocal(fsys, p, seen); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// referencedPaths lists every field of a kustomization kustomize may load a file, a directory or
-// a URL from.
-func referencedPaths(k *types.Kustomization) []string {
-	var refs []string
-	refs = append(refs, k.Resources...)
-	refs = append(refs, k.Components...)
-	refs = append(refs, k.Crds...)
-	refs = append(refs, k.Configurations...)
-	refs = append(refs, k.Generators...)
-	refs = append(refs, k.Transformers...)
-	refs = append(refs, k.Validators...)
-	// Users' kustomizations may still use the deprecated patch fields; their paths are checked too.
-	for _, p := range k.PatchesStrategicMerge { //nolint:staticcheck // see above
-		refs = append(refs, string(p))
-	}
-	for _, p := range append(append([]types.Patch{}, k.Patches...), k.PatchesJson6902...) { //nolint:staticcheck // see above
-		refs = append(refs, p.Path)
-	}
-	for _, r := range k.Replacements {
-		refs = append(refs, r.Path)
-	}
-	if p, ok := k.OpenAPI["path"]; ok {
-		refs = append(refs, p)
-	}
-	sources := func(s types.KvPairSources) {
-		for _, f := range s.FileSources {
-			if _, file, ok := strings.Cut(f, "="); ok {
-				f = file
-			}
-			refs = append(refs, f)
-		}
-		refs = append(refs, s.EnvSources...)
-	}
-	for _, g := range k.ConfigMapGenerator {
-		sources(g.KvPairSources)
-	}
-	for _, g := range k.SecretGenerator {
-		sources(g.KvPairSources)
-	}
-	return refs
-}
-
 // scpLike is an scp-like git URL, user@host:path or user@host/path (git@github.com:org/repo).
 var scpLike = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9-]*@[^/:]+[:/].`)
 
-// isRemote mirrors what kustomize takes for a remote reference: a URL with a scheme (after an
-// optional go-getter "git::" prefix), a github.com/ or github.com: path, or an scp-like
-// user@host:path. Inline YAML (patches, plugin configurations) is not a reference.
+// isRemote reports what kustomize takes for a remote reference, and more: anything with a URL
+// scheme (after an optional go-getter "git::" prefix), a github.com/ or github.com: path, or an
+// scp-like user@host:path. Kustomize tries a directory reference as a git repository before it
+// looks on disk, so these are refused even where a directory of that name exists.
 func isRemote(ref string) bool {
 	r := strings.TrimSpace(ref)
-	if strings.Contains(r, "\n") {
-		return false // an inline patch or plugin configuration
-	}
-	lower := strings.ToLower(r)
-	lower = strings.TrimPrefix(lower, "git::")
-	if strings.Contains(lower, "://") {
+	lower := strings.TrimPrefix(strings.ToLower(r), "git::")
+	if strings.Contains(lower, "://") || hasScheme(lower) {
 		return true
 	}
 	return strings.HasPrefix(lower, "github.com/") || strings.HasPrefix(lower, "github.com:") ||
 		scpLike.MatchString(strings.TrimPrefix(r, "git::"))
 }
+
+// scheme is a URL scheme at the start of a reference (https:, file:, ssh:...), as url.Parse
+// would take it.
+var scheme = regexp.MustCompile(`^[a-z][a-z0-9+.-]*:`)
+
+func hasScheme(ref string) bool { return scheme.MatchString(ref) }

@@ -238,8 +238,8 @@ func TestKustomize_RefusesRemoteBasesAndReportsBuildErrors(t *testing.T) {
 		want      error
 		wantInMsg string
 	}{
-		{"deploy/remote", deploy.ErrKustomizeBuild, `deploy/remote/mid/kustomization.yaml refers to "https://github.com/org/repo//deploy?ref=v1" outside the repository`},
-		{"deploy/remotefile", deploy.ErrKustomizeBuild, `refers to "https://example.dev/patch.yaml"`},
+		{"deploy/remote", deploy.ErrKustomizeBuild, `deploy/remote/mid/kustomization.yaml: resources[0] names "https://github.com/org/repo//deploy?ref=v1", a URL or a remote repository`},
+		{"deploy/remotefile", deploy.ErrKustomizeBuild, `deploy/remotefile/kustomization.yaml: patches[0].path names "https://example.dev/patch.yaml"`},
 		{"deploy/missing", deploy.ErrKustomizeBuild, "nothere.yaml"},
 		{"deploy/plain", deploy.ErrPathNotFound, "no kustomization.yaml"},
 		{"deploy/none", deploy.ErrPathNotFound, "does not exist"},

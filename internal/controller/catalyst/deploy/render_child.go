@@ -58,6 +58,12 @@ func renderChild(stdin io.Reader, stdout io.Writer) int {
 			size += int64(len(f))
 		}
 		out.Files = files
+	case renderKustomize:
+		yaml, err := buildKustomization(req)
+		if err != nil {
+			return answer(stdout, renderResponse{Error: err.Error()})
+		}
+		size, out.Output = int64(len(yaml)), yaml
 	default:
 		return answer(stdout, renderResponse{Error: fmt.Sprintf("unknown render kind %q", req.Kind)})
 	}
