@@ -30,7 +30,7 @@ const lookupFD = 3
 
 // lookupProxy answers the lookups of a rendering into namespace, as e's identity.
 func (e *Engine) lookupProxy(namespace string) (http.Handler, error) {
-	base, err := url.Parse(e.config.Host)
+	base, _, err := rest.DefaultServerUrlFor(e.config)
 	if err != nil {
 		return nil, fmt.Errorf("the API server's address: %w", err)
 	}
