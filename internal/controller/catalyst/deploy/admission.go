@@ -15,6 +15,7 @@ import (
 
 	"helm.sh/helm/v4/pkg/kube"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -136,17 +137,29 @@ func resourceList(s string) corev1.ResourceList {
 }
 
 // dependsOnRendered reports a refusal that only says an object of the same deploy does not exist
-// yet: a Pod (a Helm hook, typically) naming a ServiceAccount the deploy creates. The dry run
-// cannot create it first; the Pod is judged when it is written.
+// yet, which the dry run cannot create first; such an object is judged when it is written:
+//   - a Pod (a Helm hook, typically) naming a ServiceAccount the deploy creates;
+//   - a RoleBinding to a Role the deploy creates: the API server resolves the Role's rules to
+//     check that the deployer grants no more than it holds, and a Role not stored yet is "not found".
 func dependsOnRendered(m manifest, ms []manifest, err error) bool {
-	if m.obj.GroupVersionKind().GroupKind() != (schema.GroupKind{Kind: "Pod"}) || !apierrors.IsForbidden(err) ||
-		!strings.Contains(err.Error(), "error looking up service account") {
-		return false
+	renders := func(kind schema.GroupKind, name string) bool {
+		return slices.ContainsFunc(ms, func(o manifest) bool {
+			return o.obj.GroupVersionKind().GroupKind() == kind && o.obj.GetName() == name
+		})
 	}
-	sa, _, _ := unstructured.NestedString(m.obj.Object, "spec", "serviceAccountName")
-	return slices.ContainsFunc(ms, func(o manifest) bool {
-		return o.obj.GroupVersionKind().GroupKind() == schema.GroupKind{Kind: "ServiceAccount"} && o.obj.GetName() == sa
-	})
+	switch m.obj.GroupVersionKind().GroupKind() {
+	case schema.GroupKind{Kind: "Pod"}:
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "error looking up service account") {
+			return false
+		}
+		sa, _, _ := unstructured.NestedString(m.obj.Object, "spec", "serviceAccountName")
+		return renders(schema.GroupKind{Kind: "ServiceAccount"}, sa)
+	case schema.GroupKind{Group: rbacv1.GroupName, Kind: "RoleBinding"}:
+		kind, _, _ := unstructured.NestedString(m.obj.Object, "roleRef", "kind")
+		role, _, _ := unstructured.NestedString(m.obj.Object, "roleRef", "name")
+		return apierrors.IsNotFound(err) && kind == "Role" && renders(schema.GroupKind{Group: rbacv1.GroupName, Kind: "Role"}, role)
+	}
+	return false
 }
 
 // refusedWhileApplying turns a refusal the API server answered to a real write of m (after the
