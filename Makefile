@@ -115,6 +115,7 @@ manifests: ## Generate CRDs, RBAC and webhook configurations from markers into c
 	rm -rf charts/slipway/files/rbac
 	cd config && for f in $$(find rbac -name role.yaml); do mkdir -p ../charts/slipway/files/$$(dirname $$f) && cp $$f ../charts/slipway/files/$$f; done
 	mkdir -p charts/slipway/files/webhook && cp config/webhook/manifests.yaml charts/slipway/files/webhook/
+	mkdir -p charts/slipway/files/admission && cp config/manager/catalyst/admission-policies.yaml charts/slipway/files/admission/policies.yaml
 
 .PHONY: verify
 verify: generate manifests ## Fail when code generation leaves a diff; vet and format checks

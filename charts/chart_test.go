@@ -18,6 +18,7 @@ import (
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	release "helm.sh/helm/v4/pkg/release/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -37,7 +38,8 @@ const chartDir = "slipway"
 // TestChart_MatchesConfig fails when the chart's generated parts (crds/, files/) differ from the
 // controller-gen output in config/: `make manifests` copies them, `make verify` runs this test.
 func TestChart_MatchesConfig(t *testing.T) {
-	pairs := map[string]string{"../config/webhook/manifests.yaml": "slipway/files/webhook/manifests.yaml"}
+	pairs := map[string]string{"../config/webhook/manifests.yaml": "slipway/files/webhook/manifests.yaml",
+		"../config/" + config.AdmissionPoliciesFile: "slipway/files/admission/policies.yaml"}
 	crds, err := filepath.Glob("../config/crd/bases/*.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -276,6 +278,7 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 		if has(objs, "Deployment", "slipway-operator") || has(objs, "ServiceAccount", "slipway-operator") {
 			t.Error("the single Deployment's objects rendered by default")
 		}
+		exemptsOnly(t, objs, "system:serviceaccount:slipway:slipway-catalyst")
 	})
 
 	t.Run("single Deployment", func(t *testing.T) {
@@ -307,6 +310,7 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 			selects(t, find(t, objs, "Service", name), d)
 		}
 		find(t, objs, "PodDisruptionBudget", "slipway-operator")
+		exemptsOnly(t, objs, "system:serviceaccount:slipway:ops")
 		for _, name := range []string{"slipway-werfbundle", "slipway-webapp", "slipway-catalyst"} {
 			if has(objs, "Deployment", name) || has(objs, "ServiceAccount", name) {
 				t.Errorf("%s rendered in the single-Deployment form", name)
@@ -355,6 +359,9 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 		}
 		if slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--catalyst-") }) {
 			t.Errorf("args %v: Catalyst flags without the Catalyst controller", c.Args)
+		}
+		if has(objs, "ValidatingAdmissionPolicy", "") || has(objs, "ValidatingAdmissionPolicyBinding", "") {
+			t.Error("Catalyst's admission policies without the Catalyst controller")
 		}
 		find(t, objs, "ClusterRole", "slipway-werfbundle")
 		for _, name := range []string{"slipway-webapp", "slipway-catalyst"} {
@@ -624,4 +631,23 @@ func mapValues(m map[string]string) []string {
 		out = append(out, v)
 	}
 	return out
+}
+
+// exemptsOnly checks every one of Catalyst's admission policies is rendered with its binding and
+// exempts exactly the given user, the ServiceAccount running Catalyst.
+func exemptsOnly(t *testing.T, objs []*unstructured.Unstructured, user string) {
+	t.Helper()
+	policies, _, err := config.AdmissionPolicies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "!(request.userInfo.username in ['" + user + "'])"
+	for _, p := range policies {
+		got := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+		convert(t, find(t, objs, "ValidatingAdmissionPolicy", p.Name), got)
+		find(t, objs, "ValidatingAdmissionPolicyBinding", p.Name)
+		if len(got.Spec.MatchConditions) == 0 || got.Spec.MatchConditions[0].Expression != want {
+			t.Errorf("ValidatingAdmissionPolicy %s: first match condition %+v, want %s", p.Name, got.Spec.MatchConditions, want)
+		}
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/slipway-dev/slipway/internal/operator/command"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // configNS is the operator namespace of config/; the chart is rendered into it for the comparison.
@@ -72,6 +73,8 @@ func TestChart_DeploymentsMatchConfig(t *testing.T) {
 			diff = cmp.Diff(pdbView(t, want), pdbView(t, got))
 		case "Namespace":
 			diff = cmp.Diff(podSecurity(want), podSecurity(got))
+		case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+			diff = cmp.Diff(admissionView(want), admissionView(got))
 		}
 		if diff != "" {
 			t.Errorf("%s differs between config/default and the chart (-config +chart):\n%s", key, diff)
@@ -79,6 +82,7 @@ func TestChart_DeploymentsMatchConfig(t *testing.T) {
 	}
 	// What the views compare is there at all.
 	for _, key := range []string{"Deployment/slipway-werfbundle", "Deployment/slipway-webapp", "Deployment/slipway-catalyst",
+		"ValidatingAdmissionPolicy/catalyst-ingress", "ValidatingAdmissionPolicyBinding/catalyst-ingress",
 		"Service/slipway-webhook-service", "ClusterRoleBinding/slipway-common", "RoleBinding/slipway-common"} {
 		if _, ok := kustomized[key]; !ok {
 			t.Errorf("config/default has no %s", key)
@@ -215,4 +219,28 @@ func podSecurity(u *unstructured.Unstructured) map[string]string {
 		}
 	}
 	return out
+}
+
+// configExempt and chartExempt are the identities Catalyst's admission policies exempt in config/
+// (both install forms) and in the chart's default render into slipway-system (the Deployment
+// running Catalyst): the one difference the comparison allows.
+const (
+	configExempt = "['system:serviceaccount:slipway-system:slipway-catalyst', 'system:serviceaccount:slipway-system:slipway-operator']"
+	chartExempt  = "['system:serviceaccount:slipway-system:slipway-catalyst']"
+)
+
+// admissionView is an admission policy or binding's spec, as YAML, with config/'s exempt
+// identities replaced by those of the chart's default.
+func admissionView(u *unstructured.Unstructured) string {
+	spec := u.DeepCopy().Object["spec"].(map[string]any)
+	conditions, _ := spec["matchConditions"].([]any)
+	for _, c := range conditions {
+		m := c.(map[string]any)
+		m["expression"] = strings.ReplaceAll(m["expression"].(string), configExempt, chartExempt)
+	}
+	data, err := sigsyaml.Marshal(spec)
+	if err != nil {
+		return err.Error()
+	}
+	return string(data)
 }

@@ -306,3 +306,39 @@ func Samples() ([]*unstructured.Unstructured, error) {
 	}
 	return out, nil
 }
+
+// AdmissionPoliciesFile is Catalyst's preview rules (docs/catalyst.md, Admission policies).
+const AdmissionPoliciesFile = "manager/catalyst/admission-policies.yaml"
+
+// AdmissionPolicies returns Catalyst's ValidatingAdmissionPolicies and their bindings
+// (manager/catalyst/admission-policies.yaml), in file order.
+func AdmissionPolicies() ([]*admissionregistrationv1.ValidatingAdmissionPolicy, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, error) {
+	docs, err := decodeAll[map[string]any](AdmissionPoliciesFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	var policies []*admissionregistrationv1.ValidatingAdmissionPolicy
+	var bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	for _, d := range docs {
+		data, err := sigsyaml.Marshal(*d)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch (*d)["kind"] {
+		case "ValidatingAdmissionPolicy":
+			p := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+			err = sigsyaml.UnmarshalStrict(data, p)
+			policies = append(policies, p)
+		case "ValidatingAdmissionPolicyBinding":
+			b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+			err = sigsyaml.UnmarshalStrict(data, b)
+			bindings = append(bindings, b)
+		default:
+			err = fmt.Errorf("unexpected %v", (*d)["kind"])
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("decoding %s: %w", AdmissionPoliciesFile, err)
+		}
+	}
+	return policies, bindings, nil
+}

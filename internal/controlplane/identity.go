@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,7 +33,8 @@ const (
 //     controllers' roles are removed, so the user holds exactly those roles;
 //   - the ClusterRoles those controllers ship unbound (config.UnboundRoles: Catalyst's
 //     slipway-catalyst-deployer), bound to nobody: the controller binds them itself where it needs
-//     them, as in a cluster.
+//     them, as in a cluster;
+//   - with Catalyst, its admission policies and their bindings (InstallAdmissionPolicies).
 //
 // The user is that of the single-Deployment form (one operator running the given controllers);
 // the default install runs one Deployment per controller, each as its own ServiceAccount holding
@@ -111,6 +113,11 @@ func (cp *ControlPlane) InstallOperatorIdentity(ctx context.Context, path string
 	if err := cp.unbindOthers(ctx, wanted); err != nil {
 		return "", err
 	}
+	if len(controllers) == 0 || slices.Contains(controllers, "catalyst") {
+		if err := cp.InstallAdmissionPolicies(ctx); err != nil {
+			return "", err
+		}
+	}
 	return cp.UserKubeconfig(path, OperatorUser,
 		"system:serviceaccounts", "system:serviceaccounts:"+OperatorNamespace, "system:authenticated")
 }
@@ -144,6 +151,30 @@ func (cp *ControlPlane) unbindOthers(ctx context.Context, wanted map[string]bool
 func apply(ctx context.Context, c client.Client, o client.Object, mutate func()) error {
 	if _, err := controllerutil.CreateOrUpdate(ctx, c, o, func() error { mutate(); return nil }); err != nil {
 		return fmt.Errorf("installing %T %s: %w", o, client.ObjectKeyFromObject(o), err)
+	}
+	return nil
+}
+
+// InstallAdmissionPolicies installs Catalyst's ValidatingAdmissionPolicies and bindings as config/
+// ships them (config.AdmissionPolicies), or updates them to it. The API server enforces a policy
+// once its informers have seen it and the namespace, about a second later: a test that needs the
+// policies probes for a refusal first.
+func (cp *ControlPlane) InstallAdmissionPolicies(ctx context.Context) error {
+	policies, bindings, err := config.AdmissionPolicies()
+	if err != nil {
+		return err
+	}
+	for _, want := range policies {
+		p := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: want.Name}}
+		if err := apply(ctx, cp.Client, p, func() { p.Labels, p.Spec = want.Labels, want.Spec }); err != nil {
+			return err
+		}
+	}
+	for _, want := range bindings {
+		b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: want.Name}}
+		if err := apply(ctx, cp.Client, b, func() { b.Labels, b.Spec = want.Labels, want.Spec }); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -157,6 +157,103 @@ type DeploymentSpec struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	AllowedClusterRoles []string `json:"allowedClusterRoles,omitempty"`
+
+	// The lists below are the environment's admission parameters: the API server refuses, for
+	// every identity but the operator's (the deployer, the pods' ServiceAccounts, a human with
+	// admin rights in the namespace), what they do not allow (docs/catalyst.md, Admission
+	// policies). The environment's host is not chosen: it is <environment>.<domain>.
+
+	// AllowSubHosts lets Ingresses and Gateway API routes use names under the environment's host
+	// (<name>.<environment>.<domain>) besides the host itself. Wildcards are refused either way.
+	// +optional
+	AllowSubHosts bool `json:"allowSubHosts,omitempty"`
+
+	// AllowedIngressClasses are the IngressClasses an Ingress of the deployment may name. Empty
+	// means spec.preview.ingressClassName only, or, when that is empty too, only Ingresses that
+	// name no class (the cluster's default).
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	AllowedIngressClasses []string `json:"allowedIngressClasses,omitempty"`
+
+	// AllowedIngressAnnotations are the annotations an Ingress may carry, per ingress class.
+	// None by default (Helm's and kubectl's bookkeeping annotations aside). Annotations holding a
+	// snippet, auth-tls-secret and values of the form <other namespace>/<name> stay refused.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	AllowedIngressAnnotations []IngressAnnotations `json:"allowedIngressAnnotations,omitempty"`
+
+	// AllowedGateways are the Gateways (namespace and name) a Gateway API route of the deployment
+	// may attach to. None by default: HTTPRoutes and GRPCRoutes are refused.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	AllowedGateways []GatewayReference `json:"allowedGateways,omitempty"`
+
+	// AllowedServiceTypes are the Service types allowed besides ClusterIP. ExternalName and
+	// externalIPs are always refused.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:items:Enum=NodePort;LoadBalancer
+	// +optional
+	AllowedServiceTypes []string `json:"allowedServiceTypes,omitempty"`
+
+	// AllowedPriorityClasses are the PriorityClasses a pod may name. None by default.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	AllowedPriorityClasses []string `json:"allowedPriorityClasses,omitempty"`
+
+	// AllowedStorageClasses are the StorageClasses a PersistentVolumeClaim may use. Empty means
+	// the cluster's default StorageClass only (none when the cluster has no default).
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	AllowedStorageClasses []string `json:"allowedStorageClasses,omitempty"`
+}
+
+// IngressAnnotations allows annotations on the Ingresses of one ingress class.
+type IngressAnnotations struct {
+	// IngressClassName is the class; empty means Ingresses that name no class.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$`
+	// +optional
+	IngressClassName string `json:"ingressClassName,omitempty"`
+
+	// Keys are annotation keys, e.g. nginx.ingress.kubernetes.io/rewrite-target; a key ending in
+	// "*" allows every key that starts with the rest, e.g. nginx.ingress.kubernetes.io/*.
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=317
+	// +kubebuilder:validation:items:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]?([-A-Za-z0-9_.]*[A-Za-z0-9])?\*?$`
+	// +required
+	Keys []string `json:"keys"`
+}
+
+// GatewayReference names a Gateway API Gateway.
+type GatewayReference struct {
+	// Namespace of the Gateway.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +required
+	Namespace string `json:"namespace"`
+
+	// Name of the Gateway.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +required
+	Name string `json:"name"`
 }
 
 // GroupKind names a kind of object: its API group ("" for the core group) and kind.

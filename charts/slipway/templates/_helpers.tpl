@@ -55,8 +55,13 @@ in config/) go to the release namespace, those of Catalyst's build namespace to 
 name; a webhook's Service reference to the release namespace.
 */}}
 {{- define "slipway.generated" -}}
+{{ include "slipway.generatedFrom" (list (index . 0) ((index . 0).Files.Get (index . 1))) }}
+{{- end -}}
+
+{{/* slipway.generated of a file's content: include "slipway.generatedFrom" (list . $content). */}}
+{{- define "slipway.generatedFrom" -}}
 {{- $root := index . 0 -}}
-{{- range $doc := regexSplit "(?m)^---$" ($root.Files.Get (index . 1)) -1 }}
+{{- range $doc := regexSplit "(?m)^---$" (index . 1) -1 }}
 {{- $o := fromYaml $doc }}
 {{- if $o.kind }}
 {{- $meta := $o.metadata }}

@@ -131,16 +131,21 @@ func (s *envScope) branch() string {
 }
 
 // stepNamespace creates the environment namespace, or adopts the one labelled for this
-// environment, and keeps its labels (team, project, environment, branch, pod security) and the
-// raw branch annotation. A namespace labelled for anything else is never touched.
+// environment, and keeps its labels (team, project, environment, branch, pod security), the raw
+// branch annotation and the admission parameters (policyParams), which the create itself writes:
+// no write in the namespace ever meets it without them. A namespace labelled for anything else
+// is never touched.
 func (r *EnvironmentReconciler) stepNamespace(ctx context.Context, s *envScope) error {
 	env, project := s.env, s.project
 	s.nsName = naming.NamespaceName(s.team, project.Name, env.Name)
 	labels := namespaceLabels(env, s.team, project.Name, s.branch(), r.PodSecurityLevel)
-	annotations := naming.Annotations(s.branch())
+	annotations, err := r.namespaceAnnotations(ctx, s)
+	if err != nil {
+		return err
+	}
 	key := types.NamespacedName{Name: s.nsName}
 	ns := &corev1.Namespace{}
-	err := r.Get(ctx, key, ns)
+	err = r.Get(ctx, key, ns)
 	if apierrors.IsNotFound(err) {
 		// A new namespace holds no copies yet: recording the ones about to be made saves
 		// looking for stale ones.
@@ -186,6 +191,21 @@ func (r *EnvironmentReconciler) stepNamespace(ctx context.Context, s *envScope) 
 	}
 	s.namespace = ns
 	return nil
+}
+
+// namespaceAnnotations are the annotations the environment namespace must carry: the raw branch
+// and the admission parameters. A Project domain that gives no valid host leaves the host empty,
+// which admits no Ingress; the deploy step reports the domain.
+func (r *EnvironmentReconciler) namespaceAnnotations(ctx context.Context, s *envScope) (map[string]string, error) {
+	host, err := r.environmentHost(s.env, s.project)
+	if err != nil {
+		host = ""
+	}
+	storage, err := r.defaultStorageClass(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return mergeMaps(naming.Annotations(s.branch()), policyParams(s.project, host, storage)), nil
 }
 
 // staleBranch reports a branch annotation left from another branch (labels are overwritten).

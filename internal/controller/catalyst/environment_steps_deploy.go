@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
-	"github.com/slipway-dev/slipway/internal/controller/catalyst/naming"
 	"github.com/slipway-dev/slipway/internal/gitsource"
 )
 
@@ -25,19 +24,13 @@ import (
 // the inventory of the last deploy for the readiness check.
 func (r *EnvironmentReconciler) stepDeploy(ctx context.Context, s *envScope) error {
 	env, project := s.env, s.project
-	domain := project.Spec.Preview.Domain
-	if domain == "" {
-		domain = r.PreviewDomain
+	host, err := r.environmentHost(env, project)
+	if err != nil {
+		s.fail(&failure{condition: catalystv1alpha1.DeploymentReadyCondition, reason: catalystv1alpha1.DeploymentFailedReason,
+			phase: catalystv1alpha1.PhaseFailed, stalled: true, message: err.Error() + "; fix the Project's spec.preview.domain"})
+		return errStop
 	}
-	if domain != "" {
-		host, err := naming.IngressHost(env.Name, domain)
-		if err != nil {
-			s.fail(&failure{condition: catalystv1alpha1.DeploymentReadyCondition, reason: catalystv1alpha1.DeploymentFailedReason,
-				phase: catalystv1alpha1.PhaseFailed, stalled: true, message: err.Error() + "; fix the Project's spec.preview.domain"})
-			return errStop
-		}
-		s.host = host
-	}
+	s.host = host
 	s.revision = deployRevision(env, project, s.nsName, s.image, s.host)
 	if env.Status.DeployedRevision == s.revision && s.namespace.Annotations[AnnotationInventoryRevision] == s.revision {
 		inv, err := decodeInventory(s.namespace.Annotations[AnnotationInventory])

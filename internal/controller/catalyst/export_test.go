@@ -33,3 +33,7 @@ var BuildNamespaceRefusal = buildNamespaceRefusal
 func BuildJobName(env *catalystv1alpha1.Environment, image string, project *catalystv1alpha1.Project, engineImage string) string {
 	return buildJobName(env, image, buildHash(project, engineImage))
 }
+
+// PolicyParams is policyParams: the admission parameters the operator writes on an environment
+// namespace, for the tests that attack the admission policies.
+var PolicyParams = policyParams

@@ -65,3 +65,6 @@ package catalyst
 // and DaemonSets) and the other deployed objects are read as the deployer, which may read them in
 // its namespace: the operator holds no pods or events rule outside the build namespace.
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch
+// The cluster's default StorageClass is an environment's allowed one unless its Project names
+// others (admission parameters, docs/catalyst.md).
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
