@@ -94,3 +94,19 @@ func TestSameKind(t *testing.T) {
 		}
 	}
 }
+
+// A Secret's refusal keeps the policy and the rule that refused it, and nothing of its values.
+func TestSafeMessage_KeepsTheRuleOfASecretsRefusal(t *testing.T) {
+	secret := ObjectRef{APIVersion: "v1", Kind: "Secret", Name: "token"}
+	err := apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "token",
+		errors.New("ValidatingAdmissionPolicy 'catalyst-secrets' with binding 'catalyst-secrets' denied request: value s3cr3t is bad (rule secret-token)"))
+	got := safeMessage(secret, err)
+	want := "Forbidden: ValidatingAdmissionPolicy 'catalyst-secrets' with binding 'catalyst-secrets' denied ... (rule secret-token) (details withheld for a Secret)"
+	if got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	plain := apierrors.NewBadRequest("data[password]: illegal base64 s3cr3t")
+	if got := safeMessage(secret, plain); strings.Contains(got, "s3cr3t") {
+		t.Errorf("got %q", got)
+	}
+}

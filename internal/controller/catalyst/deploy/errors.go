@@ -3,6 +3,7 @@ package deploy
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -128,7 +129,20 @@ func safeMessage(ref ObjectRef, err error) string {
 			msg += ": " + strings.Join(fields, ", ")
 		}
 	}
+	if rule := admissionRule(st.Message); rule != "" {
+		msg += ": " + rule
+	}
 	return msg + " (details withheld for a Secret)"
+}
+
+// admissionNames match, in an API server's message, the admission policy or webhook that refused
+// a request and the rule our policies end their messages with: names, never an object's values.
+var admissionNames = regexp.MustCompile(`(ValidatingAdmissionPolicy '[^']+'( with binding '[^']+')?|admission webhook "[^"]+") denied|\(rule [a-z0-9-]+\)$`)
+
+// admissionRule is what of msg names the admission rule that refused a request, "" for none.
+func admissionRule(msg string) string {
+	found := admissionNames.FindAllString(msg, -1)
+	return strings.Join(found, " ... ")
 }
 
 func causeType(c metav1.StatusCause) metav1.CauseType {
