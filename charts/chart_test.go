@@ -230,8 +230,9 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 				t.Errorf("slipway-werfbundle args %v: want %s", c.Args, arg)
 			}
 		}
-		if c := deployment(t, objs, "slipway-catalyst").Spec.Template.Spec.Containers[0]; !slices.Contains(c.Args, "--catalyst-build-namespace=slipway-builds") {
-			t.Errorf("slipway-catalyst args %v: want its build namespace", c.Args)
+		if c := deployment(t, objs, "slipway-catalyst").Spec.Template.Spec.Containers[0]; !slices.Contains(c.Args, "--catalyst-build-namespace=slipway-builds") ||
+			!slices.Contains(c.Args, "--catalyst-build-helper-image="+c.Image) {
+			t.Errorf("slipway-catalyst args %v: want its build namespace, and its own image %s for the build helpers", c.Args, c.Image)
 		}
 		// The common roles are bound to every ServiceAccount, each controller's to its own alone.
 		everyone := []string{"slipway-werfbundle", "slipway-webapp", "slipway-catalyst"}

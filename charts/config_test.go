@@ -117,8 +117,8 @@ func withoutChartLabels(labels map[string]string) map[string]string {
 	return out
 }
 
-// deploymentView is a Deployment as the comparison sees it: Helm's labels, the image's tag, the
-// pull policy and the receiver's port left out, the arguments replaced by the flag values they
+// deploymentView is a Deployment as the comparison sees it: Helm's labels, the image's tag (the
+// operator's, and the build helpers'), the pull policy and the receiver's port left out, the arguments replaced by the flag values they
 // give.
 type deploymentViewT struct {
 	Namespace string
@@ -148,6 +148,10 @@ func deploymentView(t *testing.T, u *unstructured.Unstructured) deploymentViewT 
 	c.ImagePullPolicy = ""
 	c.Ports = slices.DeleteFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "receiver" })
 	flags := flagValues(t, d.Name, c.Args)
+	// The build helpers' image is the operator's, tag and all (checked beside): the tag differs.
+	if img := flags["catalyst-build-helper-image"]; img != "" {
+		flags["catalyst-build-helper-image"], _, _ = strings.Cut(img, ":")
+	}
 	c.Args = nil
 	return deploymentViewT{Namespace: d.Namespace, Replicas: *d.Spec.Replicas, Selector: withoutChartLabels(d.Spec.Selector.MatchLabels),
 		Labels: withoutChartLabels(d.Spec.Template.Labels), Template: spec, Flags: flags}

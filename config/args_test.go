@@ -85,6 +85,8 @@ func TestKustomize_ArgsAreFlagsTheOperatorAccepts(t *testing.T) {
 		switch system {
 		case "catalyst":
 			want["catalyst-build-namespace"] = "slipway-builds"
+			// The build Jobs' fetch and push containers run the operator's own image.
+			want["catalyst-build-helper-image"] = d.Spec.Template.Spec.Containers[0].Image
 		case "werfbundle":
 			want["werfbundle-webhook-bind-address"] = ""
 			want["werfbundle-webhook-secret-file"] = "/etc/slipway/receiver/secret"

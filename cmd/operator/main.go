@@ -2,18 +2,30 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"os"
+	"os/signal"
+	"syscall"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/slipway-dev/slipway/internal/buildhelper"
 	"github.com/slipway-dev/slipway/internal/operator"
 	"github.com/slipway-dev/slipway/internal/operator/command"
 	"github.com/slipway-dev/slipway/internal/scheme"
 )
 
 func main() {
+	// In a build Job's pod the same image fetches the commit and pushes the image (docs/catalyst.md,
+	// Build): the containers that hold the credentials, apart from the one that builds.
+	if len(os.Args) > 1 && os.Args[1] == buildhelper.Command {
+		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := buildhelper.Main(ctx, os.Args[2:], os.Stderr)
+		cancel()
+		os.Exit(code)
+	}
 	// The same flag set the tests parse the chart's and config/'s arguments with.
 	fs, flags := command.NewFlagSet(os.Args[0], flag.ContinueOnError)
 	if err := command.Parse(fs, os.Args[1:]); err != nil {

@@ -92,9 +92,11 @@ type EnvironmentReconciler struct {
 	PreviewDomain    string
 	IngressNamespace string
 	// BuildNamespace holds the build Jobs and their Secrets.
-	BuildNamespace   string
-	KanikoImage      string
-	BuildKitImage    string
+	BuildNamespace string
+	KanikoImage    string
+	BuildKitImage  string
+	// BuildHelperImage runs the fetch and push containers of build Jobs: the operator's image.
+	BuildHelperImage string
 	PodSecurityLevel string
 	PublicEgress     bool
 	GitTimeout       time.Duration
@@ -132,6 +134,9 @@ func (r *EnvironmentReconciler) defaults() {
 	}
 	if r.BuildKitImage == "" {
 		r.BuildKitImage = DefaultBuildKitImage
+	}
+	if r.BuildHelperImage == "" {
+		r.BuildHelperImage = DefaultBuildHelperImage
 	}
 	if r.PodSecurityLevel == "" {
 		r.PodSecurityLevel = DefaultPodSecurityLevel

@@ -189,17 +189,28 @@ func TestEnvironment_MissingImageIsBuiltThenDeployed(t *testing.T) {
 	if got.Status.BuildJob.Name != j.Name || building.Status.BuildJob.Namespace != buildNS {
 		t.Errorf("status buildJob %+v, Job %s/%s", got.Status.BuildJob, j.Namespace, j.Name)
 	}
-	ctr := j.Spec.Template.Spec.Containers[0]
-	args := strings.Join(ctr.Args, " ")
-	hostPath := strings.TrimPrefix(f.repo.URL, "http://")
-	for _, want := range []string{"--context=git://" + hostPath + "#refs/heads/main#" + f.head, "--destination=" + f.reg.Repository("org/app") + ":" + f.head} {
-		if !strings.Contains(args, want) {
-			t.Errorf("args %q lack %q", args, want)
+	spec := j.Spec.Template.Spec
+	if len(spec.InitContainers) != 2 || len(spec.Containers) != 1 {
+		t.Fatalf("build pod: %d init containers and %d containers, want fetch, build and push", len(spec.InitContainers), len(spec.Containers))
+	}
+	for _, tc := range []struct {
+		c    corev1.Container
+		want []string
+	}{
+		{spec.InitContainers[0], []string{"fetch", "--url=" + f.repo.URL, "--commit=" + f.head}},
+		{spec.InitContainers[1], []string{"--context=dir:///workspace/src", "--destination=" + f.reg.Repository("org/app") + ":" + f.head, "--no-push"}},
+		{spec.Containers[0], []string{"push", "--destination=" + f.reg.Repository("org/app") + ":" + f.head}},
+	} {
+		args := strings.Join(tc.c.Args, " ")
+		for _, want := range tc.want {
+			if !strings.Contains(args, want) {
+				t.Errorf("%s args %q lack %q", tc.c.Name, args, want)
+			}
 		}
 	}
-	spec := toJSON(t, j.Spec)
+	specJSON := toJSON(t, j.Spec)
 	for _, secret := range []string{gitPassword, "s3cret-registry-password"} {
-		if strings.Contains(spec, secret) {
+		if strings.Contains(specJSON, secret) {
 			t.Errorf("a credential is in the Job's spec")
 		}
 	}

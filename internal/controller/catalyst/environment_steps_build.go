@@ -215,11 +215,7 @@ func (r *EnvironmentReconciler) createBuildJob(ctx context.Context, s *envScope,
 	}
 	creds, err := gitCredentials(ctx, r.APIReader, project)
 	if err == nil {
-		var data map[string][]byte
-		data, err = buildSecretData(project.Spec.Build.Engine, dockerCfg, creds)
-		if err == nil {
-			return r.startBuild(ctx, s, engineImage, hash, data)
-		}
+		return r.startBuild(ctx, s, engineImage, hash, buildSecretData(dockerCfg, creds))
 	}
 	if errors.Is(err, errSecret) {
 		s.fail(&failure{condition: catalystv1alpha1.BuildReadyCondition, reason: catalystv1alpha1.SecretNotFoundReason,
@@ -235,7 +231,7 @@ func (r *EnvironmentReconciler) startBuild(ctx context.Context, s *envScope, eng
 	env, project := s.env, s.project
 	job, err := newBuildJob(buildRequest{
 		env: env, project: project, namespace: r.BuildNamespace, image: s.image, commit: env.Spec.Source.CommitSHA,
-		branch: s.branch(), engineImg: engineImage, hash: hash, hasGit: len(data[gitUsernameKey])+len(data[gitAuthHeaderKey]) > 0,
+		branch: s.branch(), engineImg: engineImage, helperImg: r.BuildHelperImage, hash: hash, gitKeys: gitSecretKeys(data),
 		hasDocker: len(data[dockerConfigKey]) > 0, decorate: r.DecoratePod, resources: r.BuildResources,
 		repository: project.Spec.Source.RepositoryURL,
 	})

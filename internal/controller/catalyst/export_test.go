@@ -16,7 +16,8 @@ func BuildPodTemplate(engine catalystv1alpha1.BuildEngine) (corev1.PodTemplateSp
 	}
 	job, err := newBuildJob(buildRequest{
 		env: testEnv(), project: p, namespace: DefaultBuildNamespace, image: p.Spec.Registry.Repository + ":" + testSHA,
-		commit: testSHA, branch: "main", engineImg: img, hash: buildHash(p, img), hasGit: true, hasDocker: true,
+		commit: testSHA, branch: "main", engineImg: img, hash: buildHash(p, img), helperImg: DefaultBuildHelperImage,
+		gitKeys: []string{gitPasswordKey, gitUsernameKey}, hasDocker: true,
 		resources: defaultBuildResources(), repository: p.Spec.Source.RepositoryURL,
 	})
 	if err != nil {

@@ -3,9 +3,11 @@ package catalyst
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/slipway-dev/slipway/internal/joblog"
@@ -24,8 +26,8 @@ const (
 	logMessageBytes = 2048
 )
 
-// buildLogTail returns the end of the log of the build Job's last pod, or a note saying why
-// there is none.
+// buildLogTail returns the end of the log of the build Job's last pod (of the container that
+// failed: fetch, build or push), or a note saying why there is none.
 func buildLogTail(ctx context.Context, c client.Reader, logs LogReader, j *batchv1.Job) string {
 	last, err := joblog.LastPod(ctx, c, j)
 	if err != nil {
@@ -34,14 +36,29 @@ func buildLogTail(ctx context.Context, c client.Reader, logs LogReader, j *batch
 	if logs == nil {
 		return "(log unavailable: no log reader)"
 	}
-	tail, err := logs.Tail(ctx, last.Namespace, last.Name, buildContainer, logReadBytes)
+	container := failedContainer(last)
+	tail, err := logs.Tail(ctx, last.Namespace, last.Name, container, logReadBytes)
 	if err != nil && tail == "" {
 		return fmt.Sprintf("(log unavailable: %v)", err)
 	}
 	if strings.TrimSpace(tail) == "" {
 		return "(the build wrote no log)"
 	}
+	if container != buildContainer {
+		tail = "(container " + container + ")\n" + tail
+	}
 	return tailLines(tail, logMessageLines, logMessageBytes)
+}
+
+// failedContainer names the first container of the pod that ended with an error, in the order
+// they ran; the build container when none did.
+func failedContainer(pod *corev1.Pod) string {
+	for _, st := range append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...) {
+		if t := st.State.Terminated; t != nil && t.ExitCode != 0 {
+			return st.Name
+		}
+	}
+	return buildContainer
 }
 
 // tailLines keeps the last n lines of s, at most max bytes, cut at a line start.

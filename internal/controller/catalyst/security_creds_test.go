@@ -34,7 +34,9 @@ const (
 // push credentials, a copy of the wildcard key) loses both on the next reconcile, and with no
 // pullSecretRef no pull Secret is left, on the default ServiceAccount either. The build namespace
 // refuses every ingress and every egress but DNS and public HTTPS (its NetworkPolicy, asserted:
-// kwok's pods have no network to try it with) and has a quota.
+// kwok's pods have no network to try it with) and has a quota. The build Job's container that
+// runs the Dockerfile holds no credential: no Secret volume, no Secret variable, no ServiceAccount
+// token (kwok runs no container: the pod's spec is what is asserted).
 func TestSecurity_CredentialsStayInTheirBox(t *testing.T) {
 	f := newFixture(t, withRegistryAuth("pusher", pushPassword))
 	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "registry-push", Namespace: f.team},
@@ -61,7 +63,9 @@ func TestSecurity_CredentialsStayInTheirBox(t *testing.T) {
 		t.Errorf("the pull-only credentials are in %v, want only in %s", found, catalyst.PullSecretName)
 	}
 	f.checkNoCredentialIn(ns)
-	checkBuildNamespaceBoxed(t, f, f.buildJobs(e)[0].Spec.Template.Labels)
+	job := f.buildJobs(e)[0]
+	checkBuildNamespaceBoxed(t, f, job.Spec.Template.Labels)
+	checkBuildContainerHoldsNothing(t, &job.Spec.Template.Spec)
 
 	// A namespace as an earlier version left it: the pull Secret made from the push credentials,
 	// the wildcard key copied, both recorded on the namespace.
@@ -212,5 +216,57 @@ func checkBuildNamespaceBoxed(t *testing.T, f *fixture, podLabels map[string]str
 	var q corev1.ResourceQuota
 	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: buildNS, Name: "catalyst-builds"}, &q); err != nil || q.Spec.Hard.Pods().IsZero() {
 		t.Errorf("the build namespace has no pod quota: %v", err)
+	}
+}
+
+// checkBuildContainerHoldsNothing asserts that the container running the pull request's
+// Dockerfile can read no credential: no Secret volume or projection, no variable from a Secret,
+// no ServiceAccount token; and that the credentials reach only the containers that need them.
+func checkBuildContainerHoldsNothing(t *testing.T, pod *corev1.PodSpec) {
+	t.Helper()
+	secretVolumes := map[string]bool{}
+	for _, v := range pod.Volumes {
+		if v.Secret != nil || v.Projected != nil {
+			secretVolumes[v.Name] = true
+		}
+	}
+	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Error("the build pod mounts a ServiceAccount token")
+	}
+	var build *corev1.Container
+	for _, c := range append(slices.Clone(pod.InitContainers), pod.Containers...) {
+		if c.Name == "build" {
+			build = &c
+		}
+		var reads []string
+		for _, m := range c.VolumeMounts {
+			if secretVolumes[m.Name] {
+				reads = append(reads, m.Name)
+			}
+		}
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				reads = append(reads, "env "+e.Name)
+			}
+		}
+		if len(c.EnvFrom) > 0 {
+			reads = append(reads, "envFrom")
+		}
+		want := map[string]string{"fetch": "git-credentials", "push": "registry-credentials"}[c.Name]
+		if got := strings.Join(reads, ","); got != want {
+			t.Errorf("container %s reads credentials %q, want %q", c.Name, got, want)
+		}
+	}
+	if build == nil {
+		t.Fatal("no build container")
+	}
+	if text := toJSON(t, build); strings.Contains(text, "/credentials") || strings.Contains(text, "DOCKER_CONFIG") {
+		t.Errorf("the build container names a credential: %s", text)
+	}
+	// Each credential volume projects its own keys of the build Secret, never the whole of it.
+	for _, v := range pod.Volumes {
+		if v.Secret != nil && len(v.Secret.Items) == 0 {
+			t.Errorf("volume %s mounts the whole build Secret", v.Name)
+		}
 	}
 }

@@ -23,6 +23,7 @@ type Config struct {
 	BuildNamespace     string
 	KanikoImage        string
 	BuildKitImage      string
+	BuildHelperImage   string
 	PodSecurityLevel   string
 	PublicEgress       bool
 	Concurrency        int
@@ -48,6 +49,7 @@ func Controller() operator.Controller {
 			fs.StringVar(&cfg.BuildNamespace, "catalyst-build-namespace", DefaultBuildNamespace, "namespace the image build Jobs and their Secrets live in; its Pod Security level must admit the build engine (kaniko: baseline, buildkit: privileged)")
 			fs.StringVar(&cfg.KanikoImage, "catalyst-kaniko-image", DefaultKanikoImage, "Kaniko executor image of build Jobs (build.engine kaniko)")
 			fs.StringVar(&cfg.BuildKitImage, "catalyst-buildkit-image", DefaultBuildKitImage, "rootless BuildKit image of build Jobs (build.engine buildkit)")
+			fs.StringVar(&cfg.BuildHelperImage, "catalyst-build-helper-image", DefaultBuildHelperImage, "image of the containers of build Jobs that fetch the commit and push the image with the credentials, apart from the build: the operator's own image")
 			fs.StringVar(&cfg.PodSecurityLevel, "catalyst-pod-security-level", DefaultPodSecurityLevel, "pod-security standard enforced in environment namespaces: restricted or baseline")
 			fs.BoolVar(&cfg.PublicEgress, "catalyst-public-egress", true, "let environment pods reach public IP addresses (not private, link-local or shared ranges) besides DNS and their own namespace")
 			fs.IntVar(&cfg.Concurrency, "catalyst-concurrency", DefaultConcurrency, "Environments reconciled in parallel (Projects: a quarter of it, at least 1)")
@@ -101,6 +103,7 @@ func (cfg *Config) setup(ctx context.Context, mgr ctrl.Manager, opts operator.Op
 		BuildNamespace:      buildNS,
 		KanikoImage:         cfg.KanikoImage,
 		BuildKitImage:       cfg.BuildKitImage,
+		BuildHelperImage:    cfg.BuildHelperImage,
 		PodSecurityLevel:    cfg.PodSecurityLevel,
 		PublicEgress:        cfg.PublicEgress,
 		GitTimeout:          cfg.GitTimeout,
