@@ -41,6 +41,15 @@ func BenchmarkDeploy_Helm(b *testing.B) {
 	benchDeploy(b, helmType, "charts/app", gittest.HelmChart("charts/app", "app"))
 }
 
+// BenchmarkDeploy_Kustomize is BenchmarkDeploy_Manifest for the sample overlay (a Deployment
+// and a Service): each deploy builds the kustomization in a renderer process (its start and the
+// copy of the repository included).
+//
+//	make bench BENCH=BenchmarkDeploy_Kustomize TEST_PKGS=./internal/controller/catalyst/deploy/...
+func BenchmarkDeploy_Kustomize(b *testing.B) {
+	benchDeploy(b, kustomizeType, "deploy/kustomize/overlays/preview", gittest.Kustomization("deploy/kustomize"))
+}
+
 func benchDeploy(b *testing.B, typ catalystv1alpha1.DeploymentType, dir string, files gittest.Files) {
 	needEnv(b)
 	const n = 20
