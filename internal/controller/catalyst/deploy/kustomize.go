@@ -59,10 +59,14 @@ func (e *Engine) renderKustomization(ctx context.Context, root *os.Root, dir str
 	return ms, nil
 }
 
-// buildKustomization is the renderer's part of renderKustomization.
-func buildKustomization(req renderRequest) (string, error) {
+// buildKustomization is the renderer's part of renderKustomization. It lets go of req.Files once
+// they are copied, so that a large repository is held once, not twice, under the memory limit.
+func buildKustomization(req *renderRequest) (string, error) {
 	fsys := filesys.MakeFsInMemory()
-	for _, f := range req.Files {
+	files := req.Files
+	req.Files = nil
+	for i, f := range files {
+		files[i].Data = nil
 		name := "/" + f.Name
 		if err := fsys.MkdirAll(path.Dir(name)); err != nil {
 			return "", fmt.Errorf("copying %s: %w", f.Name, err)

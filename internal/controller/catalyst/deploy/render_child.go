@@ -59,7 +59,7 @@ func renderChild(stdin io.Reader, stdout io.Writer) int {
 		}
 		out.Files = files
 	case renderKustomize:
-		yaml, err := buildKustomization(req)
+		yaml, err := buildKustomization(&req)
 		if err != nil {
 			return answer(stdout, renderResponse{Error: err.Error()})
 		}
