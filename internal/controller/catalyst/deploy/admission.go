@@ -165,11 +165,16 @@ func dependsOnRendered(m manifest, ms []manifest, err error) bool {
 // refusedWhileApplying turns a refusal the API server answered to a real write of m (after the
 // dry run admitted it) into the dry run's report; nil when err is not one.
 func refusedWhileApplying(m manifest, err error) error {
+	// The API server's own words, without what a client (Helm) wrapped around them.
+	var status *apierrors.StatusError
+	if errors.As(err, &status) {
+		err = status
+	}
 	why, isRefusal := refusalBy(err, m.ref())
 	if !isRefusal {
 		return nil
 	}
-	return serverRefusal{fmt.Errorf("%w: %s (%s) %s; it was refused while the deploy applied it, after the dry run had admitted it (a rule or a quota changed meanwhile), and the objects before it are applied",
+	return serverRefusal{fmt.Errorf("%w: %s (%s): %s; it was refused while the deploy applied it, after the dry run had admitted it (a rule or a quota changed meanwhile), and the objects before it are applied",
 		ErrRefusedObject, m.ref(), m.origin, why)}
 }
 

@@ -66,7 +66,7 @@ func TestHelmApplyError_NamesTheObjectAHelmWriteWasRefusedFor(t *testing.T) {
 	raced := fmt.Errorf("failed to create resource: %w", apierrors.NewForbidden(schema.GroupResource{Group: "networking.k8s.io", Resource: "ingresses"}, "web", deny))
 	err := helmApplyError("installing", "pr-1", raced, ms)
 	if !errors.Is(err, ErrRefusedObject) || !errors.Is(err, ErrApplyRejected) ||
-		!strings.Contains(err.Error(), "Ingress.networking.k8s.io/web (app/templates/ingress.yaml) refused by the API server") ||
+		!strings.Contains(err.Error(), "Ingress.networking.k8s.io/web (app/templates/ingress.yaml): refused by the API server: ingresses.networking.k8s.io \"web\" is forbidden") ||
 		!strings.Contains(err.Error(), "slipway-preview-ingress") {
 		t.Errorf("got %v", err)
 	}

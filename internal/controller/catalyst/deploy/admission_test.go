@@ -31,6 +31,7 @@ const (
 	servicePolicy      = "deploy-test-service-clusterip"
 	ingressPolicy      = "deploy-test-ingress-no-snippets"
 	servicePolicyWords = "a Service of an environment is of type ClusterIP"
+	racePolicy         = "deploy-test-configmap-raced"
 )
 
 // installTestPolicies installs the policies and labels the fixture's namespace for them, then
@@ -60,6 +61,9 @@ func (f *fixture) installTestPolicies() {
 		}
 	}
 	policy(servicePolicy, "services", "", "object.spec.type == 'ClusterIP'", servicePolicyWords)
+	// A rule that changes between the dry run and the write: it refuses a ConfigMap named raced
+	// when it is written, not when it is dry-run.
+	policy(racePolicy, "configmaps", "", "request.dryRun || object.metadata.name != 'raced'", "a ConfigMap named raced is refused when written")
 	policy(ingressPolicy, "ingresses", "networking.k8s.io",
 		"!has(object.metadata.annotations) || !object.metadata.annotations.exists(k, k.endsWith('-snippet'))",
 		"an Ingress of an environment has no snippet annotation")
@@ -80,6 +84,17 @@ func (f *fixture) installTestPolicies() {
 	})
 	if err != nil {
 		f.t.Fatalf("the test policies are not enforced: %v", err)
+	}
+	raced := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "raced", Namespace: f.ns}}
+	err = wait.PollUntilContextTimeout(f.ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := f.c.Create(ctx, raced.DeepCopy())
+		if err == nil {
+			return false, f.c.Delete(ctx, raced.DeepCopy())
+		}
+		return strings.Contains(err.Error(), racePolicy), nil
+	})
+	if err != nil {
+		f.t.Fatalf("the race policy is not enforced: %v", err)
 	}
 }
 
@@ -241,6 +256,40 @@ func TestAdmission_QuotaBeyondItsLimitIsRefusedAFullOneIsTransient(t *testing.T)
 			}
 			f.gone(deploy.InventoryName("pr-1"), &corev1.ConfigMap{})
 			f.gone("app", &appsv1.Deployment{})
+		})
+	}
+}
+
+// TestAdmission_ARefusalAtTheWriteIsReportedLikeTheDryRuns: a rule that admits the dry run and
+// refuses the write (as a policy or quota changed in between would) fails a manifest deploy and a
+// Helm release alike with ErrRefusedObject naming the object, its file and the policy, not as a
+// Helm failure with a raw error.
+func TestAdmission_ARefusalAtTheWriteIsReportedLikeTheDryRuns(t *testing.T) {
+	f := newFixture(t)
+	f.installTestPolicies()
+	raced := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: raced}\ndata: {a: b}\n")
+	src := f.commit(gittest.Merge(gittest.HelmChart("charts/app", "app"), gittest.Manifests("deploy"),
+		gittest.Files{"charts/app/templates/raced.yaml": raced, "deploy/raced.yaml": raced}))
+	for _, tc := range []struct {
+		typ        catalystv1alpha1.DeploymentType
+		path, file string
+	}{
+		{manifestType, "deploy", "deploy/raced.yaml, document 1"},
+		{helmType, "charts/app", "app/templates/raced.yaml"},
+	} {
+		t.Run(string(tc.typ), func(t *testing.T) {
+			err := f.deployFails(f.request(tc.typ, src, tc.path), deploy.ErrRefusedObject)
+			t.Log(err)
+			for _, want := range []string{"ConfigMap/raced (" + tc.file + "): refused by the API server",
+				"ValidatingAdmissionPolicy '" + racePolicy + "'", "refused while the deploy applied it"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("message does not say %q", want)
+				}
+			}
+			if errors.Is(err, deploy.ErrHelmRelease) || deploy.Reason(err) != catalystv1alpha1.ObjectRefusedReason {
+				t.Errorf("reason %s", deploy.Reason(err))
+			}
+			f.gone("raced", &corev1.ConfigMap{})
 		})
 	}
 }
