@@ -171,10 +171,23 @@ func TestChart_MatchesConfig(t *testing.T) {
 		}
 	}
 	for _, want := range nsRoles {
+		// The operator's namespace is the release's; Catalyst's build and deployer namespaces
+		// keep their default names.
+		ns := want.Namespace
+		if ns == "slipway-system" {
+			ns = renderNS
+		}
+		i := slices.IndexFunc(objs, func(u *unstructured.Unstructured) bool {
+			return u.GetKind() == "Role" && u.GetName() == want.Name && u.GetNamespace() == ns
+		})
+		if i < 0 {
+			t.Errorf("no Role %s in %s rendered", want.Name, ns)
+			continue
+		}
 		got := &rbacv1.Role{}
-		convert(t, find(t, objs, "Role", want.Name), got)
+		convert(t, objs[i], got)
 		if !equality.Semantic.DeepEqual(got.Rules, want.Rules) {
-			t.Errorf("Role %s: rules differ from config/rbac", want.Name)
+			t.Errorf("Role %s in %s: rules differ from config/rbac", want.Name, ns)
 		}
 	}
 }
@@ -255,8 +268,10 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 				t.Errorf("Role %s in namespace %q, want the release namespace", name, r.GetNamespace())
 			}
 		}
-		// Catalyst's build Jobs: a Role in the build namespace, nowhere else.
+		// Catalyst's build Jobs: a Role in the build namespace, nowhere else; its impersonation:
+		// a Role in the deployer namespace.
 		buildJobsIn(t, objs, "slipway-builds")
+		impersonationIn(t, objs, "slipway-catalyst-deployers")
 		if has(objs, "ClusterRoleBinding", "slipway-catalyst-deployer") || has(objs, "RoleBinding", "slipway-catalyst-deployer") {
 			t.Error("slipway-catalyst-deployer is bound: only Catalyst binds it, in each environment namespace")
 		}
@@ -266,6 +281,7 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 		}
 		selects(t, find(t, objs, "Service", "slipway-webhook-service"), deployment(t, objs, "slipway-webapp"))
 		find(t, objs, "Namespace", "slipway-builds")
+		find(t, objs, "Namespace", "slipway-catalyst-deployers")
 		for _, kind := range []string{"Certificate", "Issuer", "ServiceMonitor"} {
 			if has(objs, kind, "") {
 				t.Errorf("unexpected %s by default", kind)
@@ -342,6 +358,23 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 		for _, o := range objs {
 			if o.GetNamespace() == "slipway-builds" || (o.GetKind() == "Namespace" && o.GetName() == "slipway-builds") {
 				t.Errorf("%s %s in slipway-builds, the default the value replaced", o.GetKind(), o.GetName())
+			}
+		}
+	})
+
+	t.Run("deployer namespace", func(t *testing.T) {
+		objs := render(t, "catalyst: {deployerNamespace: {name: ci-deployers}}\n")
+		if c := deployment(t, objs, "slipway-catalyst").Spec.Template.Spec.Containers[0]; !slices.Contains(c.Args, "--catalyst-deployer-namespace=ci-deployers") {
+			t.Errorf("slipway-catalyst args %v: want its deployer namespace", c.Args)
+		}
+		ns := find(t, objs, "Namespace", "ci-deployers")
+		if got := ns.GetLabels()["pod-security.kubernetes.io/enforce"]; got != "restricted" {
+			t.Errorf("Namespace ci-deployers enforces %q, want restricted: nothing runs there", got)
+		}
+		impersonationIn(t, objs, "ci-deployers")
+		for _, o := range objs {
+			if o.GetNamespace() == "slipway-catalyst-deployers" || (o.GetKind() == "Namespace" && o.GetName() == "slipway-catalyst-deployers") {
+				t.Errorf("%s %s in slipway-catalyst-deployers, the default the value replaced", o.GetKind(), o.GetName())
 			}
 		}
 	})
@@ -432,6 +465,44 @@ func TestChart_RendersWhatItsValuesAsk(t *testing.T) {
 
 // buildJobsIn checks that Catalyst's rights on Jobs are a Role in the build namespace ns, bound
 // there to Catalyst's ServiceAccount, and that no ClusterRole of the chart grants Jobs.
+// impersonationIn checks that Catalyst may impersonate the ServiceAccounts of the deployer
+// namespace ns, through a Role there bound to its ServiceAccount, and that no ClusterRole grants
+// impersonation.
+func impersonationIn(t *testing.T, objs []*unstructured.Unstructured, ns string) {
+	t.Helper()
+	impersonates := func(p rbacv1.PolicyRule) bool { return slices.Contains(p.Verbs, "impersonate") }
+	var role, binding *unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetName() == "slipway-catalyst" && o.GetNamespace() == ns {
+			switch o.GetKind() {
+			case "Role":
+				role = o
+			case "RoleBinding":
+				binding = o
+			}
+		}
+		if o.GetKind() == "ClusterRole" {
+			var cr rbacv1.ClusterRole
+			convert(t, o, &cr)
+			if slices.ContainsFunc(cr.Rules, impersonates) {
+				t.Errorf("ClusterRole %s grants impersonation: only the Role in the deployer namespace may", o.GetName())
+			}
+		}
+	}
+	if role == nil || binding == nil {
+		t.Fatalf("no Role or RoleBinding slipway-catalyst in the deployer namespace %s", ns)
+	}
+	var r rbacv1.Role
+	convert(t, role, &r)
+	want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}}}
+	if !equality.Semantic.DeepEqual(r.Rules, want) {
+		t.Errorf("Role slipway-catalyst in %s: rules %+v, want %+v", ns, r.Rules, want)
+	}
+	if got := subjects(t, binding, "slipway"); !slices.Equal(got, []string{"slipway-catalyst"}) {
+		t.Errorf("RoleBinding slipway-catalyst in %s binds %v, want Catalyst's ServiceAccount", ns, got)
+	}
+}
+
 func buildJobsIn(t *testing.T, objs []*unstructured.Unstructured, ns string) {
 	t.Helper()
 	r := find(t, objs, "Role", "slipway-catalyst")

@@ -96,6 +96,10 @@ func index(t *testing.T, objs []*unstructured.Unstructured) map[string]*unstruct
 	out := map[string]*unstructured.Unstructured{}
 	for _, o := range objs {
 		key := o.GetKind() + "/" + o.GetName()
+		// Catalyst's Roles and RoleBindings of one name in its build and deployer namespaces.
+		if ns := o.GetNamespace(); ns != "" && ns != configNS {
+			key += " in " + ns
+		}
 		if _, dup := out[key]; dup {
 			t.Fatalf("%s twice", key)
 		}

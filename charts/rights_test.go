@@ -76,22 +76,24 @@ func TestRights_EveryIdentityHoldsExactlyTheDocumentedRights(t *testing.T) {
 	}
 	resources := matrixResources(t, cfg, doc)
 
-	// buildNS: Catalyst's build namespace; controllers: the systems the install runs (nil: all).
+	// buildNS, deployerNS: Catalyst's build and deployer namespaces; controllers: the systems
+	// the install runs (nil: all).
+	const deployers = "slipway-catalyst-deployers"
 	installs := []struct {
-		name, ns, buildNS string
-		controllers       []string
-		objs              func(t *testing.T) []*unstructured.Unstructured
+		name, ns, buildNS, deployerNS string
+		controllers                   []string
+		objs                          func(t *testing.T) []*unstructured.Unstructured
 	}{
-		{"config/default", "slipway-system", "slipway-builds", nil,
+		{"config/default", "slipway-system", "slipway-builds", deployers, nil,
 			func(t *testing.T) []*unstructured.Unstructured { return kustomizeBuild(t, "../config/default") }},
-		{"chart default", "slipway", "slipway-builds", nil,
+		{"chart default", "slipway", "slipway-builds", deployers, nil,
 			func(t *testing.T) []*unstructured.Unstructured { return renderIn(t, "", "slipway") }},
-		{"chart singleDeployment", "slipway-single", "slipway-builds", nil, func(t *testing.T) []*unstructured.Unstructured {
+		{"chart singleDeployment", "slipway-single", "slipway-builds", deployers, nil, func(t *testing.T) []*unstructured.Unstructured {
 			return renderIn(t, "singleDeployment: true\n", "slipway-single")
 		}},
-		{"chart singleDeployment webapp catalyst", "slipway-pair", "pair-builds", []string{"webapp", "catalyst"},
+		{"chart singleDeployment webapp catalyst", "slipway-pair", "pair-builds", "pair-deployers", []string{"webapp", "catalyst"},
 			func(t *testing.T) []*unstructured.Unstructured {
-				return renderIn(t, "singleDeployment: true\ncontrollers: [webapp, catalyst]\ncatalyst: {buildNamespace: {name: pair-builds}}\n", "slipway-pair")
+				return renderIn(t, "singleDeployment: true\ncontrollers: [webapp, catalyst]\ncatalyst: {buildNamespace: {name: pair-builds}, deployerNamespace: {name: pair-deployers}}\n", "slipway-pair")
 			}},
 	}
 	var shipped []*unstructured.Unstructured
@@ -111,9 +113,12 @@ func TestRights_EveryIdentityHoldsExactlyTheDocumentedRights(t *testing.T) {
 					t.Errorf("ServiceAccount %s is created by the install but not in the Identities table of %s", sa, operatorDoc)
 					continue
 				}
-				id := identity{sa: sa, namespace: in.ns, buildNamespace: in.buildNS, roles: rolesOf(roles, in.controllers)}
-				space := matrix(rs, names, []string{in.ns, in.buildNS, envNS, tenantNS, ""})
+				id := identity{sa: sa, namespace: in.ns, buildNamespace: in.buildNS, deployerNamespace: in.deployerNS, roles: rolesOf(roles, in.controllers)}
+				space := matrix(rs, names, []string{in.ns, in.buildNS, in.deployerNS, envNS, tenantNS, ""})
 				checkIdentity(ctx, t, cs, doc, id, space, operatorInvariants)
+				if slices.Contains(id.roles, "slipway-catalyst") {
+					checkImpersonationConfined(ctx, t, cs, id, envNS)
+				}
 				if slices.Contains(id.roles, "slipway-catalyst") && !slices.Contains(id.roles, "slipway-werfbundle") {
 					checkBuildJobsConfined(ctx, t, cs, id, envNS, tenantNS)
 					attacked++
@@ -126,8 +131,9 @@ func TestRights_EveryIdentityHoldsExactlyTheDocumentedRights(t *testing.T) {
 	}
 
 	t.Run("catalyst-deployer", func(t *testing.T) {
-		// As Catalyst does in each environment namespace: the ServiceAccount and its RoleBinding
-		// to the shipped ClusterRole, which no install binds.
+		// As Catalyst does in each environment namespace: the RoleBinding of its deployer (a
+		// ServiceAccount name of the deployer namespace, no object) to the shipped ClusterRole,
+		// which no install binds.
 		for _, u := range shipped {
 			if u.GetKind() == "ClusterRoleBinding" || u.GetKind() == "RoleBinding" {
 				var b rbacv1.RoleBinding
@@ -137,26 +143,21 @@ func TestRights_EveryIdentityHoldsExactlyTheDocumentedRights(t *testing.T) {
 				}
 			}
 		}
-		const sa = "catalyst-deployer"
-		roles, ok := doc.identities[sa]
+		const row = deployers + ":<environment namespace>"
+		roles, ok := doc.identities[row]
 		if !ok {
-			t.Fatalf("no row for %s in the Identities table of %s", sa, operatorDoc)
+			t.Fatalf("no row for %s in the Identities table of %s", row, operatorDoc)
 		}
-		for _, o := range []client.Object{
-			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: envNS}},
-			&rbacv1.RoleBinding{
-				ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: envNS},
-				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "slipway-catalyst-deployer"},
-				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: envNS}},
-			},
-		} {
-			if err := env.Client.Create(ctx, o); err != nil {
-				t.Fatal(err)
-			}
+		if err := env.Client.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "catalyst-deployer", Namespace: envNS},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "slipway-catalyst-deployer"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: envNS, Namespace: deployers}},
+		}); err != nil {
+			t.Fatal(err)
 		}
-		id := identity{sa: sa, namespace: envNS, roles: roles}
+		id := identity{sa: envNS, namespace: deployers, environmentNamespace: envNS, roles: roles}
 		rs, names := withShippedRules(t, resources, doc.names, shipped)
-		space := matrix(rs, names, []string{"slipway-system", "slipway-builds", envNS, tenantNS, ""})
+		space := matrix(rs, names, []string{"slipway-system", "slipway-builds", deployers, envNS, tenantNS, ""})
 		checkIdentity(ctx, t, cs, doc, id, space, func(id identity, q query) string {
 			if q.namespace != envNS && !kubernetesDefault(q) {
 				return "a right outside its environment namespace"
@@ -169,11 +170,13 @@ func TestRights_EveryIdentityHoldsExactlyTheDocumentedRights(t *testing.T) {
 	})
 }
 
-// identity is a ServiceAccount and the roles the Identities table gives it; buildNamespace is
-// the install's build namespace, where a "build namespace" row holds.
+// identity is a ServiceAccount and the roles the Identities table gives it; buildNamespace and
+// deployerNamespace are the install's build and deployer namespaces, where a "build namespace"
+// or "deployer namespace" row holds; environmentNamespace that of a deployer's RoleBinding,
+// where an "environment namespace" row holds.
 type identity struct {
-	sa, namespace, buildNamespace string
-	roles                         []string
+	sa, namespace, buildNamespace, deployerNamespace, environmentNamespace string
+	roles                                                                  []string
 }
 
 // rolesOf returns the roles among roles an install running controllers binds (nil: all of them):
@@ -212,6 +215,29 @@ func checkBuildJobsConfined(ctx context.Context, t *testing.T, cs kubernetes.Int
 	}
 }
 
+// checkImpersonationConfined attacks an identity that runs Catalyst: it may impersonate the
+// ServiceAccounts of its deployer namespace, whatever their name (an environment namespace's),
+// and no other ServiceAccount, user or group: not kube-system's controllers, not a ServiceAccount
+// of an environment namespace (a pod's), not the operator itself.
+func checkImpersonationConfined(ctx context.Context, t *testing.T, cs kubernetes.Interface, id identity, envNS string) {
+	t.Helper()
+	sa := func(ns, name string) query {
+		return query{verb: "impersonate", resource: "serviceaccounts", namespace: ns, name: name}
+	}
+	allowed := []query{sa(id.deployerNamespace, envNS), sa(id.deployerNamespace, "any-environment")}
+	refused := []query{sa("kube-system", "namespace-controller"), sa("kube-system", "default"), sa(envNS, "catalyst-deployer"),
+		sa(envNS, "default"), sa(id.namespace, id.sa), sa(id.buildNamespace, "default"), sa("", ""),
+		{verb: "impersonate", resource: "users", name: "catalyst:deployer:" + envNS, clusterScoped: true},
+		{verb: "impersonate", resource: "users", name: "system:serviceaccount:" + id.deployerNamespace + ":" + envNS, clusterScoped: true},
+		{verb: "impersonate", resource: "groups", name: "system:masters", clusterScoped: true}}
+	answers := ask(ctx, t, cs, id, append(allowed, refused...))
+	for i, q := range append(allowed, refused...) {
+		if want := i < len(allowed); answers[i] != want {
+			t.Errorf("%s: %s allowed %t, want %t: Catalyst impersonates the ServiceAccounts of its deployer namespace %s alone", id.user(), q, answers[i], want, id.deployerNamespace)
+		}
+	}
+}
+
 func (id identity) user() string { return "system:serviceaccount:" + id.namespace + ":" + id.sa }
 
 // query is one SubjectAccessReview's question. resource may hold a subresource: pods/log.
@@ -237,16 +263,17 @@ func (q query) String() string {
 	return fmt.Sprintf("%s %s (%s)%s %s", q.verb, q.resource, group, name, where)
 }
 
-// operatorInvariants hold for every identity whatever the tables say: no escalate, bind and
-// impersonate of the one name Catalyst uses, no exec, attach, port-forward, proxy or token.
-func operatorInvariants(_ identity, q query) string {
+// operatorInvariants hold for every identity whatever the tables say: no escalate, bind of the
+// one ClusterRole Catalyst binds, impersonation of the ServiceAccounts of Catalyst's deployer
+// namespace alone, no exec, attach, port-forward, proxy or token.
+func operatorInvariants(id identity, q query) string {
 	switch {
 	case q.verb == "escalate":
 		return "escalate"
 	case q.verb == "bind" && (q.resource != "clusterroles" || q.name != "slipway-catalyst-deployer"):
 		return "bind beyond the ClusterRole slipway-catalyst-deployer"
-	case q.verb == "impersonate" && (q.group != "" || q.resource != "serviceaccounts" || q.name != "catalyst-deployer"):
-		return "impersonation beyond the ServiceAccount catalyst-deployer"
+	case q.verb == "impersonate" && (q.group != "" || q.resource != "serviceaccounts" || id.deployerNamespace == "" || q.namespace != id.deployerNamespace):
+		return "impersonation beyond the ServiceAccounts of the deployer namespace"
 	case slices.Contains([]string{"pods/exec", "pods/attach", "pods/portforward", "serviceaccounts/token"}, q.resource):
 		return "exec, attach, port-forward or a token"
 	case strings.HasSuffix(q.resource, "/proxy"):
@@ -579,7 +606,8 @@ type rightsRow struct {
 	line                            int
 	role                            string
 	groups, resources, verbs, names []string
-	// scope is "cluster", "operator namespace", "build namespace" or "environment namespace".
+	// scope is "cluster", "operator namespace", "build namespace", "deployer namespace" or
+	// "environment namespace".
 	scope, why string
 }
 
@@ -600,9 +628,18 @@ func (d *rightsDoc) allows(id identity, q query) bool {
 			if id.buildNamespace != "" && q.namespace == id.buildNamespace && !q.clusterScoped {
 				return true
 			}
-		case "operator namespace", "environment namespace":
-			// A Role, or a ClusterRole bound by a RoleBinding: the identity's own namespace.
+		case "deployer namespace":
+			if id.deployerNamespace != "" && q.namespace == id.deployerNamespace && !q.clusterScoped {
+				return true
+			}
+		case "operator namespace":
+			// A Role: the identity's own namespace.
 			if q.namespace == id.namespace && !q.clusterScoped {
+				return true
+			}
+		case "environment namespace":
+			// A ClusterRole bound by Catalyst's RoleBinding in the environment namespace.
+			if id.environmentNamespace != "" && q.namespace == id.environmentNamespace && !q.clusterScoped {
 				return true
 			}
 		}
@@ -665,8 +702,8 @@ func parseRightsDoc(t *testing.T, path string) *rightsDoc {
 			if row.why == "" || len(row.groups) == 0 || len(row.resources) == 0 || len(row.verbs) == 0 {
 				t.Errorf("%s:%d: a Rights row needs its groups, resources, verbs and why", path, n)
 			}
-			if !slices.Contains([]string{"cluster", "operator namespace", "build namespace", "environment namespace"}, row.scope) {
-				t.Errorf("%s:%d: scope %q: want cluster, operator namespace, build namespace or environment namespace", path, n, row.scope)
+			if !slices.Contains([]string{"cluster", "operator namespace", "build namespace", "deployer namespace", "environment namespace"}, row.scope) {
+				t.Errorf("%s:%d: scope %q: want cluster, operator namespace, build namespace, deployer namespace or environment namespace", path, n, row.scope)
 			}
 			for _, v := range row.verbs {
 				if !slices.Contains(rightsVerbs, v) {

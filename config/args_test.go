@@ -87,6 +87,7 @@ func TestKustomize_ArgsAreFlagsTheOperatorAccepts(t *testing.T) {
 			want["catalyst-build-namespace"] = "slipway-builds"
 			// The build Jobs' fetch and push containers run the operator's own image.
 			want["catalyst-build-helper-image"] = d.Spec.Template.Spec.Containers[0].Image
+			want["catalyst-deployer-namespace"] = "slipway-catalyst-deployers"
 		case "werfbundle":
 			want["werfbundle-webhook-bind-address"] = ""
 			want["werfbundle-webhook-secret-file"] = "/etc/slipway/receiver/secret"
@@ -98,7 +99,7 @@ func TestKustomize_ArgsAreFlagsTheOperatorAccepts(t *testing.T) {
 				t.Errorf("%s: --%s = %q, want %q", d.Name, name, got, want)
 			}
 		}
-		for _, name := range []string{"namespace", "catalyst-build-namespace"} {
+		for _, name := range []string{"namespace", "catalyst-build-namespace", "catalyst-deployer-namespace"} {
 			if ns := fs.Lookup(name).Value.String(); !namespaces[ns] {
 				t.Errorf("%s: --%s=%s names a namespace config/default does not create", d.Name, name, ns)
 			}

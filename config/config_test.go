@@ -143,4 +143,12 @@ func TestNamespaces_OperatorNamespaceIsRestricted(t *testing.T) {
 	if got := nss[i].Labels["pod-security.kubernetes.io/enforce"]; got != "baseline" {
 		t.Errorf("slipway-builds: want pod-security enforce=baseline, got %q", got)
 	}
+	// So is the namespace of its deployers, where nothing runs.
+	i = slices.IndexFunc(nss, func(ns *corev1.Namespace) bool { return ns.Name == "slipway-catalyst-deployers" })
+	if i < 0 {
+		t.Fatalf("no slipway-catalyst-deployers Namespace in manager/*/*.yaml: %v", nss)
+	}
+	if got := nss[i].Labels["pod-security.kubernetes.io/enforce"]; got != "restricted" {
+		t.Errorf("slipway-catalyst-deployers: want pod-security enforce=restricted, got %q", got)
+	}
 }

@@ -115,12 +115,18 @@ func TestRBAC_OperatorHoldsOnlyTheRolesOfItsControllers(t *testing.T) {
 			deny("patch", "webapp.slipway.dev", "webapps/status", ns),
 			deny("get", "werf.io", "werfbundles", ns),
 			webhookConfig,
-			// What an environment deploys is deployed as its own ServiceAccount, bound to
-			// slipway-catalyst-deployer; the operator may bind that one role and impersonate that
-			// one name.
+			// What an environment deploys is deployed as its deployer, a ServiceAccount name of
+			// the deployer namespace bound to slipway-catalyst-deployer; the operator may bind
+			// that one role and impersonate the ServiceAccounts of that one namespace, no other.
 			deny("create", "apps", "deployments", ns),
-			{verb: "impersonate", resource: "serviceaccounts", namespace: ns, name: "catalyst-deployer", allowed: true},
+			{verb: "impersonate", resource: "serviceaccounts", namespace: "slipway-catalyst-deployers", name: ns, allowed: true},
+			{verb: "impersonate", resource: "serviceaccounts", namespace: "slipway-catalyst-deployers", name: "any-environment", allowed: true},
+			{verb: "impersonate", resource: "serviceaccounts", namespace: ns, name: "catalyst-deployer"},
 			{verb: "impersonate", resource: "serviceaccounts", namespace: ns, name: "default"},
+			{verb: "impersonate", resource: "serviceaccounts", namespace: "kube-system", name: "namespace-controller"},
+			{verb: "impersonate", resource: "serviceaccounts", namespace: "slipway-builds", name: "default"},
+			{verb: "impersonate", resource: "users", name: "catalyst:deployer:" + ns},
+			{verb: "impersonate", resource: "groups", name: "system:masters"},
 			{verb: "bind", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "slipway-catalyst-deployer", allowed: true},
 			{verb: "bind", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "cluster-admin"},
 			// Build Jobs, their pods and logs: in the build namespace alone. A Job elsewhere would

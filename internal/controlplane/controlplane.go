@@ -242,7 +242,9 @@ func (cp *ControlPlane) startFull(ctx context.Context, nodes int) error {
 	if err := os.WriteFile(stages, kwokStages, 0o644); err != nil {
 		return err
 	}
-	for _, p := range workloadProcesses(cp.assets, cp.Kubeconfig, stages, fullTuning) {
+	// The key envtest's apiserver signs ServiceAccount tokens with (its sa-signer.key).
+	saKey := filepath.Join(cp.certDir, "sa-signer.key")
+	for _, p := range workloadProcesses(cp.assets, cp.Kubeconfig, stages, fullTuning, saKey) {
 		if err := p.start(cp.logFile(p.name + ".log")); err != nil {
 			return err
 		}

@@ -47,13 +47,15 @@ type workloadTuning struct {
 // seconds. A fleet runs ten such sets on two cores, so each gets few workers and a low rate: one
 // Deployment of a few replicas per cluster needs no more.
 var (
-	fullTuning  = workloadTuning{controllers: "*,-serviceaccount-token", syncs: 10, gcSyncs: 20, qps: 200, burst: 400}
+	fullTuning  = workloadTuning{controllers: "*", syncs: 10, gcSyncs: 20, qps: 200, burst: 400}
 	fleetTuning = workloadTuning{controllers: fleetControllers, syncs: 2, gcSyncs: 2, qps: 50, burst: 100}
 )
 
 // workloadProcesses returns kube-controller-manager, kube-scheduler and kwok (with the kwok stage
 // configs in the file stages) for the apiserver of the admin kubeconfig file kubeconfig, unstarted.
-func workloadProcesses(assets, kubeconfig, stages string, t workloadTuning) []*process {
+// With saKey, the apiserver's service-account signing key, the controller manager fills
+// kubernetes.io/service-account-token Secrets as a cluster's does (tests prove who can get one).
+func workloadProcesses(assets, kubeconfig, stages string, t workloadTuning, saKey string) []*process {
 	syncs, gcSyncs := strconv.Itoa(t.syncs), strconv.Itoa(t.gcSyncs)
 	qps, burst := strconv.Itoa(t.qps), strconv.Itoa(t.burst)
 	kcm := &process{name: "kube-controller-manager", path: filepath.Join(assets, "kube-controller-manager"), args: []string{
@@ -70,6 +72,9 @@ func workloadProcesses(assets, kubeconfig, stages string, t workloadTuning) []*p
 		"--kube-api-qps=" + qps,
 		"--kube-api-burst=" + burst,
 	}, restarts: componentRestarts}
+	if saKey != "" {
+		kcm.args = append(kcm.args, "--service-account-private-key-file="+saKey)
+	}
 	sched := &process{name: "kube-scheduler", path: filepath.Join(assets, "kube-scheduler"), args: []string{
 		"--kubeconfig=" + kubeconfig,
 		"--authentication-kubeconfig=" + kubeconfig,
@@ -108,7 +113,7 @@ func (f *Fleet) startWorkloads(ctx context.Context, assets, logDir string) error
 		if err := os.WriteFile(kubeconfig, s.Kubeconfig, 0o600); err != nil {
 			return err
 		}
-		for _, p := range workloadProcesses(assets, kubeconfig, stages, fleetTuning) {
+		for _, p := range workloadProcesses(assets, kubeconfig, stages, fleetTuning, "") {
 			f.mu.Lock()
 			out := f.logFile(logDir, fmt.Sprintf("%s-%d.log", p.name, i))
 			err := p.start(out)

@@ -41,7 +41,8 @@ const (
 //     names of the ones make dev points at the operator on the host. The webhook check then
 //     looks at the release's webhook configurations and its CRDs' conversion webhooks and finds
 //     none; the operator's webhooks stay served by the host-run operator, outside the release.
-//   - catalyst.buildNamespace.create false: make dev has created slipway-builds already.
+//   - catalyst.buildNamespace.create and catalyst.deployerNamespace.create false: make dev has
+//     created slipway-builds and slipway-catalyst-deployers already.
 //   - replicas 1: one simulated pod is enough to check.
 //   - singleDeployment: make dev runs one operator process with every controller under one
 //     identity (ServiceAccount slipway-operator), the chart's single-Deployment form; its default
@@ -56,7 +57,8 @@ func sampleDeploymentValues() map[string]any {
 		"controllers":      []any{"werfbundle", "catalyst"},
 		"singleDeployment": true,
 		"replicas":         1,
-		"catalyst":         map[string]any{"buildNamespace": map[string]any{"create": false}},
+		"catalyst": map[string]any{"buildNamespace": map[string]any{"create": false},
+			"deployerNamespace": map[string]any{"create": false}},
 	}
 }
 

@@ -23,8 +23,8 @@ func TestSampleRelease_ValuesRenderNoWebhooksAndTheOperatorsIdentity(t *testing.
 	kinds := map[string][]string{}
 	for _, o := range objs {
 		kinds[o.GetKind()] = append(kinds[o.GetKind()], o.GetName())
-		if ns := o.GetNamespace(); ns != "" && ns != SampleOperatorNamespace && ns != "slipway-builds" {
-			t.Errorf("%s %s in namespace %s, want %s (or the build namespace)", o.GetKind(), o.GetName(), ns, SampleOperatorNamespace)
+		if ns := o.GetNamespace(); ns != "" && ns != SampleOperatorNamespace && ns != "slipway-builds" && ns != "slipway-catalyst-deployers" {
+			t.Errorf("%s %s in namespace %s, want %s (or the build or deployer namespace)", o.GetKind(), o.GetName(), ns, SampleOperatorNamespace)
 		}
 		if o.GetLabels()["app.kubernetes.io/instance"] != SampleOperator {
 			t.Errorf("%s %s lacks the instance label the health check selects by", o.GetKind(), o.GetName())

@@ -98,8 +98,9 @@ const (
 	// Project does not allow, or a RoleBinding to a ClusterRole the Project does not allow. The
 	// message names every refused object; nothing of the deployment was applied.
 	ObjectRefusedReason = "ObjectRefused"
-	// DeployerNotBoundReason: the environment's deployer ServiceAccount could not be bound to the
-	// Project's ClusterRole (it does not exist, or the operator may not bind it).
+	// DeployerNotBoundReason: the environment's deployer could not be bound to the Project's
+	// ClusterRole (it does not exist, or the operator may not bind it), or the deployer namespace
+	// does not exist.
 	DeployerNotBoundReason = "DeployerNotBound"
 	// DeploymentFailedReason: the rendered objects could not be applied, or the workloads did not
 	// become available in time (a Deployment past its progress deadline); the message says why

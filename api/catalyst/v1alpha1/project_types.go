@@ -125,7 +125,8 @@ type DeploymentSpec struct {
 	Values *apiextensionsv1.JSON `json:"values,omitempty"`
 
 	// ClusterRole is what the deployment may do in its environment namespace: the environment's
-	// own ServiceAccount (catalyst-deployer), which renders and applies the repository's chart,
+	// deployer (system:serviceaccount:slipway-catalyst-deployers:<environment namespace>, an
+	// identity only the operator can act as), which renders and applies the repository's chart,
 	// manifests or overlay, is bound to it by a RoleBinding in that namespace only. Empty means
 	// the operator's default (--catalyst-deployer-cluster-role, slipway-catalyst-deployer). The
 	// operator must be allowed to bind the ClusterRole (RBAC verb bind); it binds only its

@@ -51,8 +51,8 @@ Deployment slipway-operator runs every controller under .Values.serviceAccount.n
 {{/*
 The objects of one generated file under files/ (a copy of config/, written by `make manifests`),
 one per document, each with the chart's labels. Roles of the operator's namespace (slipway-system
-in config/) go to the release namespace, those of Catalyst's build namespace to its configured
-name; a webhook's Service reference to the release namespace.
+in config/) go to the release namespace, those of Catalyst's build and deployer namespaces to
+their configured names; a webhook's Service reference to the release namespace.
 */}}
 {{- define "slipway.generated" -}}
 {{ include "slipway.generatedFrom" (list (index . 0) ((index . 0).Files.Get (index . 1))) }}
@@ -69,6 +69,8 @@ name; a webhook's Service reference to the release namespace.
 {{- $_ := set $meta "namespace" $root.Release.Namespace }}
 {{- else if eq ($meta.namespace | default "") "slipway-builds" }}
 {{- $_ := set $meta "namespace" $root.Values.catalyst.buildNamespace.name }}
+{{- else if eq ($meta.namespace | default "") "slipway-catalyst-deployers" }}
+{{- $_ := set $meta "namespace" $root.Values.catalyst.deployerNamespace.name }}
 {{- end }}
 {{- $_ := set $meta "labels" (merge (dict) ($meta.labels | default dict) (include "slipway.labels" $root | fromYaml)) }}
 {{- range $w := ($o.webhooks | default list) }}

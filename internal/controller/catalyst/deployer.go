@@ -25,13 +25,14 @@ type (
 )
 
 // reservedObjects are the objects the controller keeps in an environment namespace besides its
-// guard rails: the Ingress, the deployer's ServiceAccount and RoleBinding, and the Secrets copied
-// from the Project. A deployment that brings one
-// of them is refused, so the two never fight over it.
+// guard rails: the Ingress, the deployer's RoleBinding, and the Secrets copied from the Project.
+// A deployment that brings one of them is refused, so the two never fight over it. The name of
+// the ServiceAccount earlier versions deployed as stays reserved too: a deployment cannot bring
+// back an object the operator deletes.
 func reservedObjects(project *catalystv1alpha1.Project) []deploy.Reserved {
 	out := []deploy.Reserved{
 		{GroupKind: schema.GroupKind{Group: networkingv1.GroupName, Kind: "Ingress"}, Name: IngressName},
-		{GroupKind: schema.GroupKind{Kind: "ServiceAccount"}, Name: DeployerServiceAccount},
+		{GroupKind: schema.GroupKind{Kind: "ServiceAccount"}, Name: LegacyDeployerServiceAccount},
 		{GroupKind: schema.GroupKind{Group: rbacv1.GroupName, Kind: "RoleBinding"}, Name: DeployerRoleBinding},
 	}
 	for _, c := range secretCopies(project) {
@@ -41,7 +42,7 @@ func reservedObjects(project *catalystv1alpha1.Project) []deploy.Reserved {
 }
 
 // newDeployer is the deploy engine. The operator's own credentials serve discovery; every
-// request about an environment's objects impersonates the environment's ServiceAccount.
+// request about an environment's objects impersonates the environment's deployer.
 func newDeployer(cfg *rest.Config, render deploy.RenderLimits) (Deployer, error) {
 	return deploy.New(cfg, deploy.Options{Render: render})
 }

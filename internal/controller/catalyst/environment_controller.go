@@ -80,9 +80,12 @@ type EnvironmentReconciler struct {
 
 	// Deployer deploys the repository at a commit into the namespace.
 	Deployer Deployer
-	// DeployerClusterRole is the ClusterRole an environment's deployer ServiceAccount is bound
-	// to when its Project names none (default DefaultDeployerClusterRole).
+	// DeployerClusterRole is the ClusterRole an environment's deployer is bound to when its
+	// Project names none (default DefaultDeployerClusterRole).
 	DeployerClusterRole string
+	// DeployerNamespace is the namespace of the deployers' ServiceAccount names (default
+	// DefaultDeployerNamespace): the operator impersonates them, nothing runs there.
+	DeployerNamespace string
 	// Logs reads a failed build's log.
 	Logs LogReader
 	// Registry makes registry clients; Limiter bounds registry operations in flight.
@@ -146,6 +149,9 @@ func (r *EnvironmentReconciler) defaults() {
 	}
 	if r.DeployerClusterRole == "" {
 		r.DeployerClusterRole = DefaultDeployerClusterRole
+	}
+	if r.DeployerNamespace == "" {
+		r.DeployerNamespace = DefaultDeployerNamespace
 	}
 	if r.ResyncPeriod == 0 {
 		r.ResyncPeriod = DefaultResyncPeriod
@@ -491,7 +497,7 @@ func (r *EnvironmentReconciler) deleteNamespace(ctx context.Context, s *envScope
 	}
 	if ns.DeletionTimestamp.IsZero() {
 		if r.Deployer != nil {
-			if err := r.Deployer.Uninstall(ctx, name, DeployerServiceAccount, releaseName(env)); err != nil {
+			if err := r.Deployer.Uninstall(ctx, name, r.deployer(name), releaseName(env)); err != nil {
 				// Deleting the namespace removes what the uninstall left.
 				s.eventf(true, "UninstallFailed", fmt.Sprintf("Uninstalling release %s from %s failed (the namespace is deleted anyway): %v", releaseName(env), name, err))
 			}

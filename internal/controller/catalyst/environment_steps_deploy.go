@@ -153,8 +153,8 @@ func (r *EnvironmentReconciler) deploy(ctx context.Context, s *envScope) (deploy
 		Labels:    ownerLabels(env, ComponentEnvironment),
 		Reserved:  reservedObjects(project),
 		// Everything the repository renders and applies is done as the environment's own
-		// ServiceAccount, never as the operator.
-		ServiceAccount: DeployerServiceAccount,
+		// deployer, never as the operator.
+		ServiceAccount: r.deployer(s.nsName),
 		Policy:         deployPolicy(project),
 	}
 	if reg := project.Spec.Registry; reg != nil {

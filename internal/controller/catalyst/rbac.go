@@ -4,16 +4,19 @@ package catalyst
 // in its rights table, which TestRights checks against the API server). `make manifests`
 // generates the roles slipway-catalyst from the markers of this file alone into
 // config/rbac/catalyst/role.yaml: a ClusterRole for what Catalyst does in namespaces it cannot
-// know in advance (Projects', environments'), and a Role in the build namespace
+// know in advance (Projects', environments'), a Role in the build namespace
 // (namespace=slipway-builds, the default of --catalyst-build-namespace; the chart writes its
-// catalyst.buildNamespace.name) for the build Jobs, which run nowhere else. They are installed
-// when --controllers runs catalyst.
+// catalyst.buildNamespace.name) for the build Jobs, which run nowhere else, and a Role in the
+// deployer namespace (namespace=slipway-catalyst-deployers, --catalyst-deployer-namespace; the
+// chart's catalyst.deployerNamespace.name) to impersonate the deployers. They are installed when
+// --controllers runs catalyst.
 //
 // What an application deploys into its environment namespace is not here: the deploy engine
-// renders and applies a pull request's chart, manifests or overlay as the environment's own
-// ServiceAccount (DeployerServiceAccount), bound in that namespace to the ClusterRole the Project
-// names (default slipway-catalyst-deployer, internal/controller/catalyst/deployerrole). The
-// operator only creates that ServiceAccount and its RoleBinding, and impersonates it.
+// renders and applies a pull request's chart, manifests or overlay as the environment's deployer
+// (system:serviceaccount:slipway-catalyst-deployers:<environment namespace>, a name no object
+// carries), bound in the environment namespace to the ClusterRole the Project names (default
+// slipway-catalyst-deployer, internal/controller/catalyst/deployerrole). The operator only
+// creates that RoleBinding, and impersonates the deployer.
 
 // Projects and Environments: read both; write Environment status, the finalizer and the TTL
 // annotation; delete expired Environments; write Project status.
@@ -39,12 +42,14 @@ package catalyst
 // Secrets in the build namespace. Every write is a create, a merge patch or a delete: no update.
 // +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;list;watch;create;patch;delete
 
-// The environment's deployer ServiceAccount (created in each environment namespace) and the
-// image pull Secret on the namespace's default ServiceAccount.
-// +kubebuilder:rbac:groups=core,resources=serviceaccounts,verbs=get;create;patch
+// The image pull Secret on an environment namespace's default ServiceAccount; the deletion of
+// the ServiceAccount catalyst-deployer earlier versions made in each environment namespace.
+// +kubebuilder:rbac:groups=core,resources=serviceaccounts,verbs=get;patch;delete
 
-// Deploy as the environment's ServiceAccount: impersonation of that one name only.
-// +kubebuilder:rbac:groups=core,resources=serviceaccounts,verbs=impersonate,resourceNames=catalyst-deployer
+// Deploy as an environment's deployer: impersonation of the ServiceAccount names of the deployer
+// namespace only, where nothing runs and no ServiceAccount object is made. (A ClusterRole cannot
+// narrow impersonation to a prefix of names; a Role narrows it to a namespace.)
+// +kubebuilder:rbac:groups=core,resources=serviceaccounts,verbs=impersonate,namespace=slipway-catalyst-deployers
 
 // The deployer's RoleBinding in each environment namespace (its roleRef cannot change: a Project
 // naming another ClusterRole deletes and creates it), to the one ClusterRole the operator may

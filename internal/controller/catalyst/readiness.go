@@ -173,7 +173,7 @@ func (r *EnvironmentReconciler) readDeployed(ctx context.Context, e inventoryEnt
 // use.
 func (r *EnvironmentReconciler) asDeployer(ns string, deployer *client.Reader) (client.Reader, error) {
 	if *deployer == nil {
-		d, err := r.Deployer.Reader(ns, DeployerServiceAccount)
+		d, err := r.Deployer.Reader(ns, r.deployer(ns))
 		if err != nil {
 			return nil, err
 		}

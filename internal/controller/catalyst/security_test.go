@@ -25,7 +25,6 @@ import (
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
-	"github.com/slipway-dev/slipway/internal/controller/catalyst"
 	"github.com/slipway-dev/slipway/internal/controller/catalyst/deploy"
 	"github.com/slipway-dev/slipway/internal/controlplane"
 	"github.com/slipway-dev/slipway/internal/gitsource/gittest"
@@ -47,11 +46,6 @@ func attackChart(t testing.TB, name string) gittest.Files {
 		files[path.Join("charts/app/templates", filepath.Base(o))] = gittest.Delete
 	}
 	return testdataFiles(t, filepath.Join("testdata", "attacks", name), "charts/app", files)
-}
-
-// deployerUser is the user an environment's deploy acts as.
-func deployerUser(ns string) string {
-	return "system:serviceaccount:" + ns + ":" + catalyst.DeployerServiceAccount
 }
 
 // absent asserts that obj (namespaced or not) does not exist.
@@ -220,20 +214,7 @@ func TestSecurity_HelmHooksAreDoneAsTheEnvironment(t *testing.T) {
 			e := f.createEnvironment(f.environment("hook", f.commit("a hook", attackChart(t, "hook-job"))))
 			if tc.ready {
 				got := f.waitReady(e)
-				var rb rbacv1.RoleBinding
-				if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: got.Status.Namespace, Name: catalyst.DeployerRoleBinding}, &rb); err != nil {
-					t.Fatal(err)
-				}
-				if rb.RoleRef.Name != catalyst.DefaultDeployerClusterRole || len(rb.Subjects) != 1 || rb.Subjects[0].Name != catalyst.DeployerServiceAccount {
-					t.Errorf("the deployer's RoleBinding: %+v", rb)
-				}
-				var sa corev1.ServiceAccount
-				if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: got.Status.Namespace, Name: catalyst.DeployerServiceAccount}, &sa); err != nil {
-					t.Fatal(err)
-				}
-				if sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
-					t.Errorf("the deployer's ServiceAccount mounts its token into pods: %+v", sa.AutomountServiceAccountToken)
-				}
+				f.checkDeployerBinding(got.Status.Namespace)
 				return
 			}
 			got := f.waitFailed(e)

@@ -32,6 +32,7 @@ type Config struct {
 	RegistryInFlight   int
 	CheckoutDir        string
 	DeployerRole       string
+	DeployerNamespace  string
 	RenderTimeout      time.Duration
 	RenderMaxBytes     int64
 	RenderMaxMemory    int64
@@ -56,7 +57,8 @@ func Controller() operator.Controller {
 			fs.DurationVar(&cfg.GitTimeout, "catalyst-git-timeout", DefaultGitTimeout, "bound of one git operation (resolving a branch, fetching a commit)")
 			fs.DurationVar(&cfg.ValidationInterval, "catalyst-project-validation-interval", DefaultValidationInterval, "how often a Project's branch head is checked (±10 %)")
 			fs.IntVar(&cfg.RegistryInFlight, "catalyst-registry-max-in-flight", DefaultRegistryInFlight, "registry operations in flight across all environments")
-			fs.StringVar(&cfg.DeployerRole, "catalyst-deployer-cluster-role", DefaultDeployerClusterRole, "ClusterRole an environment's own ServiceAccount is bound to in its namespace when its Project names none; the deployment is rendered and applied as that ServiceAccount, and the operator must be allowed to bind the role")
+			fs.StringVar(&cfg.DeployerRole, "catalyst-deployer-cluster-role", DefaultDeployerClusterRole, "ClusterRole an environment's deployer is bound to in its namespace when its Project names none; the deployment is rendered and applied as that deployer, and the operator must be allowed to bind the role")
+			fs.StringVar(&cfg.DeployerNamespace, "catalyst-deployer-namespace", DefaultDeployerNamespace, "namespace of the environments' deployers: each environment deploys as the ServiceAccount named after its namespace there, which the operator impersonates (its Role there allows it) and never creates; nothing may run in it")
 			fs.DurationVar(&cfg.RenderTimeout, "catalyst-render-timeout", deploy.DefaultRenderTimeout, "bound of rendering one Helm chart's templates or building one kustomization (in a child process); a longer render fails the deploy with RenderFailed")
 			fs.Int64Var(&cfg.RenderMaxBytes, "catalyst-render-max-bytes", deploy.DefaultRenderMaxBytes, "bound of one Helm chart's or kustomization's rendered output")
 			fs.Int64Var(&cfg.RenderMaxMemory, "catalyst-render-max-memory", deploy.DefaultRenderMaxMemory, "bound of the heap of the child process rendering one Helm chart or kustomization, in bytes")
@@ -85,6 +87,9 @@ func (cfg *Config) setup(ctx context.Context, mgr ctrl.Manager, opts operator.Op
 	if buildNS == "" {
 		return errors.New("--catalyst-build-namespace must not be empty")
 	}
+	if cfg.DeployerNamespace == "" {
+		return errors.New("--catalyst-deployer-namespace must not be empty")
+	}
 	deployer, err := newDeployer(mgr.GetConfig(), deploy.RenderLimits{Timeout: cfg.RenderTimeout, MaxBytes: cfg.RenderMaxBytes,
 		MaxMemory: cfg.RenderMaxMemory, Concurrency: cfg.RenderConcurrency})
 	if err != nil {
@@ -96,6 +101,7 @@ func (cfg *Config) setup(ctx context.Context, mgr ctrl.Manager, opts operator.Op
 		Recorder:            opts.EventRecorder(mgr, "catalyst-environment-controller"),
 		Deployer:            deployer,
 		DeployerClusterRole: cfg.DeployerRole,
+		DeployerNamespace:   cfg.DeployerNamespace,
 		Logs:                PodLogs{Clientset: cs},
 		Limiter:             registry.NewLimiter(cfg.RegistryInFlight),
 		PreviewDomain:       cfg.PreviewDomain,

@@ -86,7 +86,7 @@ func benchDeploy(b *testing.B, typ catalystv1alpha1.DeploymentType, dir string, 
 	}
 	request := func(ns, tag string) deploy.Request {
 		return deploy.Request{
-			Namespace: ns, Release: "pr-1", Type: typ, Source: src, Path: dir, ServiceAccount: deployerSA,
+			Namespace: ns, Release: "pr-1", Type: typ, Source: src, Path: dir, ServiceAccount: deployerOf(ns),
 			Image: deploy.Image{Repository: "registry.example.dev/org/app", Tag: tag},
 			Host:  "pr-1.preview.example.dev", Env: testEnv,
 			Labels: map[string]string{"catalyst.dev/environment": "pr-1"},

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -57,11 +58,13 @@ type Request struct {
 	// Reserved are objects of the namespace that belong to the caller (its Ingress, the Secrets
 	// it copies in): a deploy that renders one of them is refused rather than taking it over.
 	Reserved []Reserved
-	// ServiceAccount names the ServiceAccount of Namespace that the deploy acts as: everything
-	// the source renders and applies (Helm's install, upgrade, hooks and lookup, manifests,
-	// kustomize output, pruning) goes to the API server impersonating it, so the deploy can do
-	// no more than its RoleBinding in the namespace grants. Required.
-	ServiceAccount string
+	// ServiceAccount is the identity the deploy acts as (system:serviceaccount:<namespace>:<name>):
+	// everything the source renders and applies (Helm's install, upgrade, hooks and lookup,
+	// manifests, kustomize output, pruning) goes to the API server impersonating it, so the
+	// deploy can do no more than its RoleBinding in Namespace grants. It need not be of Namespace,
+	// nor exist as an object: impersonation asks the operator's RBAC, not the ServiceAccount.
+	// Required.
+	ServiceAccount types.NamespacedName
 	// Policy says which kinds the deploy may hold besides the built-in refusals.
 	Policy Policy
 }
@@ -135,12 +138,12 @@ type Deployer interface {
 	Deploy(ctx context.Context, req Request) (Result, error)
 	// Uninstall deletes what the release deployed, whatever its type: the Helm release (its
 	// objects and its release Secrets) and the inventory's objects and inventory, acting as the
-	// ServiceAccount serviceAccount of the namespace. It returns once the deletes are accepted;
-	// an absent release is not an error.
-	Uninstall(ctx context.Context, namespace, serviceAccount, release string) error
-	// Reader reads objects of the namespace as its ServiceAccount serviceAccount: what a deploy
-	// applied, for the caller's readiness checks, with no more rights than the deploy had.
-	Reader(namespace, serviceAccount string) (client.Reader, error)
+	// ServiceAccount as (Request.ServiceAccount). It returns once the deletes are accepted; an
+	// absent release is not an error.
+	Uninstall(ctx context.Context, namespace string, as types.NamespacedName, release string) error
+	// Reader reads objects of the namespace as the ServiceAccount as: what a deploy applied, for
+	// the caller's readiness checks, with no more rights than the deploy had.
+	Reader(namespace string, as types.NamespacedName) (client.Reader, error)
 }
 
 // Defaults of Options.
@@ -289,7 +292,7 @@ func (e *Engine) Deploy(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	defer func() { _ = root.Close() }()
-	as, err := e.impersonating(req.Namespace, req.ServiceAccount)
+	as, err := e.impersonating(req.ServiceAccount)
 	if err != nil {
 		return Result{}, err
 	}
@@ -303,11 +306,14 @@ func (e *Engine) Deploy(ctx context.Context, req Request) (Result, error) {
 }
 
 // Uninstall implements Deployer.
-func (e *Engine) Uninstall(ctx context.Context, namespace, serviceAccount, release string) error {
-	if namespace == "" || release == "" || serviceAccount == "" {
-		return fmt.Errorf("%w: namespace, ServiceAccount and release are required", ErrInvalidRequest)
+func (e *Engine) Uninstall(ctx context.Context, namespace string, sa types.NamespacedName, release string) error {
+	if namespace == "" || release == "" {
+		return fmt.Errorf("%w: namespace and release are required", ErrInvalidRequest)
 	}
-	as, err := e.impersonating(namespace, serviceAccount)
+	if err := validServiceAccount(sa); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	as, err := e.impersonating(sa)
 	if err != nil {
 		return err
 	}
@@ -315,15 +321,25 @@ func (e *Engine) Uninstall(ctx context.Context, namespace, serviceAccount, relea
 }
 
 // Reader implements Deployer.
-func (e *Engine) Reader(namespace, serviceAccount string) (client.Reader, error) {
-	if errs := validation.IsDNS1123Subdomain(serviceAccount); len(errs) > 0 {
-		return nil, fmt.Errorf("%w: ServiceAccount %q: %s", ErrInvalidRequest, serviceAccount, strings.Join(errs, "; "))
+func (e *Engine) Reader(namespace string, sa types.NamespacedName) (client.Reader, error) {
+	if err := validServiceAccount(sa); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
-	as, err := e.impersonating(namespace, serviceAccount)
+	as, err := e.impersonating(sa)
 	if err != nil {
 		return nil, err
 	}
 	return as.client, nil
+}
+
+// validServiceAccount checks the name of a ServiceAccount to act as.
+func validServiceAccount(sa types.NamespacedName) error {
+	errs := validation.IsDNS1123Label(sa.Namespace)
+	errs = append(errs, validation.IsDNS1123Subdomain(sa.Name)...)
+	if len(errs) > 0 {
+		return fmt.Errorf("ServiceAccount %q to act as: %s", sa, strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // maxReleaseName is Helm's bound on release names.
@@ -348,8 +364,8 @@ func (r *Request) validate() error {
 	if r.Source == "" {
 		problems = append(problems, "no source directory")
 	}
-	if errs := validation.IsDNS1123Subdomain(r.ServiceAccount); len(errs) > 0 {
-		problems = append(problems, fmt.Sprintf("ServiceAccount %q to deploy as: %s", r.ServiceAccount, strings.Join(errs, "; ")))
+	if err := validServiceAccount(r.ServiceAccount); err != nil {
+		problems = append(problems, err.Error())
 	}
 	if _, err := cleanRepoPath(r.Path); err != nil {
 		problems = append(problems, err.Error())

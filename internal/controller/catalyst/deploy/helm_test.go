@@ -197,7 +197,7 @@ func TestUninstall_HelmRemovesObjectsAndReleaseSecrets(t *testing.T) {
 	f := newFixture(t)
 	f.deploy(f.request(helmType, f.commit(chartWithHost()), "charts/app"))
 
-	if err := f.engine.Uninstall(f.ctx, f.ns, deployerSA, "pr-1"); err != nil {
+	if err := f.engine.Uninstall(f.ctx, f.ns, deployerOf(f.ns), "pr-1"); err != nil {
 		t.Fatal(err)
 	}
 	f.gone("app", &appsv1.Deployment{})
@@ -207,7 +207,7 @@ func TestUninstall_HelmRemovesObjectsAndReleaseSecrets(t *testing.T) {
 	if n := f.count(&secrets, map[string]string{"owner": "helm"}); n != 0 {
 		t.Errorf("%d Helm release Secrets left", n)
 	}
-	if err := f.engine.Uninstall(f.ctx, f.ns, deployerSA, "pr-1"); err != nil {
+	if err := f.engine.Uninstall(f.ctx, f.ns, deployerOf(f.ns), "pr-1"); err != nil {
 		t.Errorf("second Uninstall: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/kube"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
@@ -17,13 +18,14 @@ import (
 )
 
 // impersonating returns a copy of the Engine whose every request about objects goes to the API
-// server as the ServiceAccount sa of namespace (impersonation: the operator's RBAC allows it for
-// that one ServiceAccount name only). Discovery, the REST mapper and the capabilities stay the
-// Engine's: they are the same for every identity. The copy shares the HTTP transport of New's
+// server as the ServiceAccount sa (impersonation: the operator's RBAC allows it for the
+// ServiceAccount names of one namespace only, where nothing runs and no ServiceAccount object
+// exists; the API server does not look an impersonated ServiceAccount up). Discovery, the REST
+// mapper and the capabilities stay the Engine's: they are the same for every identity. The copy shares the HTTP transport of New's
 // config (client-go caches it by TLS configuration); building it costs no request.
-func (e *Engine) impersonating(namespace, sa string) (*Engine, error) {
+func (e *Engine) impersonating(sa types.NamespacedName) (*Engine, error) {
 	cfg := rest.CopyConfig(e.config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceaccount.MakeUsername(namespace, sa)}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceaccount.MakeUsername(sa.Namespace, sa.Name)}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err

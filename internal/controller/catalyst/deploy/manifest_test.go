@@ -263,7 +263,7 @@ func TestUninstall_ManifestRemovesObjectsAndInventory(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := f.engine.Uninstall(f.ctx, f.ns, deployerSA, "pr-1"); err != nil {
+	if err := f.engine.Uninstall(f.ctx, f.ns, deployerOf(f.ns), "pr-1"); err != nil {
 		t.Fatal(err)
 	}
 	f.gone("app", &appsv1.Deployment{})

@@ -175,7 +175,7 @@ func (g *lookupGate) openAll() { g.openOnce.Do(func() { close(g.open) }) }
 func waitBound(ctx context.Context, t *testing.T, ns string) {
 	t.Helper()
 	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate.UserName = serviceaccount.MakeUsername(ns, deployerSA)
+	cfg.Impersonate.UserName = serviceaccount.MakeUsername(deployerNS, ns)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

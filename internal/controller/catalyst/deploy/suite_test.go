@@ -16,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -119,7 +120,7 @@ func (f *fixture) commit(files gittest.Files) string {
 // request is a deploy of release "pr-1" into the fixture's namespace with the test injections.
 func (f *fixture) request(typ catalystv1alpha1.DeploymentType, source, path string) deploy.Request {
 	return deploy.Request{
-		Namespace: f.ns, Release: "pr-1", Type: typ, Source: source, Path: path, ServiceAccount: deployerSA,
+		Namespace: f.ns, Release: "pr-1", Type: typ, Source: source, Path: path, ServiceAccount: deployerOf(f.ns),
 		Image: testImage, Host: "pr-1.preview.example.dev", Env: testEnv,
 		Labels: map[string]string{"catalyst.dev/environment": "pr-1", "catalyst.dev/project": "app"},
 	}
@@ -209,29 +210,33 @@ func refNames(refs []deploy.ObjectRef) []string {
 	return out
 }
 
-// The environment's identity in these tests: the ServiceAccount every deploy acts as, bound in
-// the fixture's namespace to the shipped deployer ClusterRole, as the Environment controller
-// binds it.
+// The environment's identity in these tests, as the Environment controller makes it: the
+// ServiceAccount named after the fixture's namespace in the deployer namespace, which no object
+// carries (impersonation does not look it up), bound in the fixture's namespace to the shipped
+// deployer ClusterRole.
 const (
-	deployerSA   = "deployer"
+	deployerNS   = "slipway-catalyst-deployers"
 	deployerRole = "slipway-catalyst-deployer"
 )
 
+// deployerOf is the identity the deploys into ns act as.
+func deployerOf(ns string) types.NamespacedName {
+	return types.NamespacedName{Namespace: deployerNS, Name: ns}
+}
+
 var installRoleOnce sync.Once
 
-// bindDeployer creates the ServiceAccount deployerSA in ns and binds it there to clusterRole
-// (the shipped deployer ClusterRole is installed first).
+// bindDeployer binds deployerOf(ns) in ns to clusterRole (the shipped deployer ClusterRole is
+// installed first). No ServiceAccount object is made.
 func bindDeployer(ctx context.Context, t testing.TB, c client.Client, ns, clusterRole string) {
 	t.Helper()
 	installRoleOnce.Do(func() { installDeployerRole(ctx, t, c) })
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: deployerSA, Namespace: ns}}
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: deployerSA, Namespace: ns},
+	as := deployerOf(ns)
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "catalyst-deployer", Namespace: ns},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: deployerSA, Namespace: ns}}}
-	for _, o := range []client.Object{sa, rb} {
-		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: as.Name, Namespace: as.Namespace}}}
+	if err := c.Create(ctx, rb); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
 	}
 }
 
