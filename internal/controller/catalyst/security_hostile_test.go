@@ -69,8 +69,9 @@ var hostileAttacks = []hostileAttack{
 const hostileReader = "preview-reader-hostile"
 
 // TestSecurity_HostilePullRequestsAreRefusedByTheAPIServer deploys one hostile pull request per
-// Environment (hostileAttacks), all at once, under a Project at Pod Security baseline (where
-// node-mounted volumes must still be refused): each object passes the engine's own checks and is
+// Environment (hostileAttacks), all at once, with environment namespaces at Pod Security baseline
+// (--catalyst-pod-security-level, where node-mounted volumes must still be refused by the
+// policies, since baseline admits nfs and gitRepo): each object passes the engine's own checks and is
 // refused by the API server's admission policies at the deploy's dry run, so the Environment fails
 // with ObjectRefused naming the object, its template, the policy and its rule, in
 // DeploymentReady and in a Warning Event, and nothing is left (no object of the attack, no Helm
