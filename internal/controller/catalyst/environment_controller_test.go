@@ -90,6 +90,13 @@ func TestEnvironment_ExistingImageIsDeployedWithoutBuild(t *testing.T) {
 	if ns.Annotations[naming.AnnotationBranch] != "feature/Login_v2" {
 		t.Errorf("branch annotation %q", ns.Annotations[naming.AnnotationBranch])
 	}
+	// The admission parameters: the derived host, the Project's defaults.
+	for k, v := range map[string]string{catalyst.PolicyHost: "pr-123." + previewDomain, catalyst.PolicySubHosts: "false",
+		catalyst.PolicyServiceTypes: "", catalyst.PolicyPriorityClasses: "", catalyst.PolicyClusterRoles: ""} {
+		if got, ok := ns.Annotations[k]; !ok || got != v {
+			t.Errorf("namespace annotation %s = %q (present %t), want %q", k, got, ok, v)
+		}
+	}
 	var quota corev1.ResourceQuota
 	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: nsName, Name: catalyst.QuotaName}, &quota); err != nil {
 		t.Fatal(err)
