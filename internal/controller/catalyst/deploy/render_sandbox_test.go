@@ -1,14 +1,20 @@
 package deploy_test
 
 import (
+	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
 // The test binary, started with sandboxProbeEnv set, runs deploy.SandboxProbe instead of tests.
@@ -80,4 +86,68 @@ func TestRender_TheRendererCannotOpenASocketOrExec(t *testing.T) {
 	if n := conns.Load() - before; n != 0 {
 		t.Errorf("the confined probe made %d connections", n)
 	}
+}
+
+// TestRender_TheRendererIsConfinedBeforeItReadsItsRequest: the renderer itself (this binary
+// started as the operator starts it) has, while it waits for its request, no_new_privs and the
+// seccomp filter on every one of its threads, so nothing of the request runs unconfined.
+func TestRender_TheRendererIsConfinedBeforeItReadsItsRequest(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = []string{"SLIPWAY_CATALYST_RENDERER=1", "GOMAXPROCS=1", "GOTRACEBACK=single"}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	task := "/proc/" + strconv.Itoa(cmd.Process.Pid) + "/task"
+	// The renderer's filter comes on top of any this process runs under (a container's profile).
+	self, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"NoNewPrivs:\t1", "Seccomp:\t2"}
+	if n, ok := statusField(string(self), "Seccomp_filters"); ok {
+		want = append(want, "Seccomp_filters:\t"+strconv.Itoa(n+1))
+	} else if m, _ := statusField(string(self), "Seccomp"); m != 0 {
+		t.Fatalf("this process runs under a seccomp filter and the kernel does not count them: nothing would show the renderer's")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	testenv.Eventually(ctx, t, "every thread of the renderer confined", func() (bool, error) {
+		threads, err := os.ReadDir(task)
+		if err != nil {
+			return false, err
+		}
+		for _, th := range threads {
+			status, err := os.ReadFile(task + "/" + th.Name() + "/status")
+			if err != nil {
+				return false, err
+			}
+			for _, want := range want {
+				if !strings.Contains(string(status), want+"\n") {
+					return false, fmt.Errorf("thread %s of %d: no %q", th.Name(), len(threads), want)
+				}
+			}
+		}
+		return len(threads) > 1, fmt.Errorf("%d threads", len(threads))
+	})
+	_ = stdin.Close() // no request: the renderer answers so and ends
+	if err := cmd.Wait(); err == nil || !strings.Contains(out.String(), "reading the render request") {
+		t.Errorf("the renderer ended with %v, answering %q; want it to say it read no request", err, out.String())
+	}
+}
+
+// statusField is the number of field in a /proc/<pid>/status.
+func statusField(status, field string) (int, bool) {
+	for _, l := range strings.Split(status, "\n") {
+		if v, ok := strings.CutPrefix(l, field+":\t"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			return n, err == nil
+		}
+	}
+	return 0, false
 }
