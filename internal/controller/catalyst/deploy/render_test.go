@@ -218,7 +218,7 @@ func TestRender_BeyondTheConcurrencyLimitRendersWait(t *testing.T) {
 		}
 		bindDeployer(f.ctx, t, f.c, ns, deployerRole)
 		reqs[i] = f.request(helmType, src, "charts/app")
-		reqs[i].Namespace = ns
+		reqs[i].Namespace, reqs[i].ServiceAccount = ns, deployerOf(ns)
 	}
 	for _, req := range reqs {
 		waitBound(f.ctx, t, req.Namespace)
