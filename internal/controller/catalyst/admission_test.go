@@ -40,7 +40,7 @@ const (
 	admissionHost   = "pr-1.preview.example.dev"
 	allowedGateway  = "gateways/shared"
 	allowedStorage  = "standard"
-	deployersNS     = "slipway-catalyst-deployers"
+	deployersNS     = catalyst.DefaultDeployerNamespace
 	copiedSecret    = "registry-push"
 	deployerBinding = "catalyst-deployer"
 )
@@ -222,7 +222,7 @@ func (w *admissionWorld) identities(ctx context.Context) []identity {
 	tokenCfg := rest.AnonymousClientConfig(env.Config)
 	tokenCfg.BearerToken = tr.Status.Token
 	deployerCfg := rest.CopyConfig(env.Config)
-	deployerCfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + deployersNS + ":" + w.ns,
+	deployerCfg.Impersonate = rest.ImpersonationConfig{UserName: catalyst.DeployerUser(deployersNS, w.ns),
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + deployersNS, "system:authenticated"}}
 	return []identity{
 		{name: "human admin", c: user("alice")},

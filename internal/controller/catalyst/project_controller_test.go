@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
+	"github.com/slipway-dev/slipway/internal/controller/catalyst"
 	"github.com/slipway-dev/slipway/internal/gitsource/gittest"
 )
 
@@ -110,6 +111,7 @@ func TestProject_CountsEnvironmentsAndRedeploysThemOnChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	got.Spec.Deployment.Path = "deploy/v2"
+	got.Spec.Deployment.AllowedServiceTypes = []string{"NodePort"}
 	if err := f.c.Update(f.ctx, got); err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +125,14 @@ func TestProject_CountsEnvironmentsAndRedeploysThemOnChange(t *testing.T) {
 		}
 		if dep.Labels["example.dev/version"] != "v2" {
 			t.Errorf("%s: the Deployment was not redeployed from deploy/v2: labels %v", e.Name, dep.Labels)
+		}
+		// The admission parameters follow the Project's lists.
+		var ns corev1.Namespace
+		if err := f.c.Get(f.ctx, client.ObjectKey{Name: now.Status.Namespace}, &ns); err != nil {
+			t.Fatal(err)
+		}
+		if v := ns.Annotations[catalyst.PolicyServiceTypes]; v != "NodePort" {
+			t.Errorf("%s: namespace annotation %s = %q, want NodePort", e.Name, catalyst.PolicyServiceTypes, v)
 		}
 	}
 
