@@ -37,9 +37,10 @@ import (
 // and sending them together keeps a deploy's added time near one request's.
 const dryRunConcurrency = 8
 
-// admit dry-runs ms (prepared for req.Namespace) as the deployer with field manager manager.
-// It returns ErrRefusedObject listing every refused object, or the first transient error.
-func (e *Engine) admit(ctx context.Context, namespace, manager string, ms []manifest) error {
+// admit dry-runs ms (prepared for req.Namespace) as the deployer with field manager manager; helm
+// says they are a chart's, whose hooks Helm creates anew. It returns ErrRefusedObject listing
+// every refused object, or the first transient error.
+func (e *Engine) admit(ctx context.Context, namespace, manager string, ms []manifest, helm bool) error {
 	verdicts := make([]error, len(ms))
 	sem := make(chan struct{}, dryRunConcurrency)
 	var wg sync.WaitGroup
@@ -50,8 +51,7 @@ func (e *Engine) admit(ctx context.Context, namespace, manager string, ms []mani
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			verdicts[i] = e.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(m.obj.DeepCopy()),
-				client.FieldOwner(manager), client.ForceOwnership, client.DryRunAll)
+			verdicts[i] = e.dryRun(ctx, m.obj, manager, helm && m.obj.GetAnnotations()[helmHookAnnotation] != "")
 		})
 	}
 	wg.Wait()
@@ -70,6 +70,29 @@ func (e *Engine) admit(ctx context.Context, namespace, manager string, ms []mani
 		return nil
 	}
 	return serverRefusal{refusedError(namespace, refused)}
+}
+
+// helmHookAnnotation marks a Helm hook.
+const helmHookAnnotation = "helm.sh/hook"
+
+// dryRun sends obj to the API server with dryRun=All: with server-side apply, as the deploy
+// writes it, or for a Helm hook (hook) as a new object. Helm deletes the previous revision's hook
+// before it creates the new one (hook-delete-policy before-hook-creation, its default), so the
+// hook is judged as created, not as a change of the old one (which a Job's immutable template
+// would refuse); while the old one exists, under a name the API server generates from its own.
+func (e *Engine) dryRun(ctx context.Context, obj *unstructured.Unstructured, manager string, hook bool) error {
+	if !hook {
+		return e.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj.DeepCopy()),
+			client.FieldOwner(manager), client.ForceOwnership, client.DryRunAll)
+	}
+	err := e.client.Create(ctx, obj.DeepCopy(), client.FieldOwner(manager), client.DryRunAll)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	renamed := obj.DeepCopy()
+	renamed.SetName("")
+	renamed.SetGenerateName(obj.GetName() + "-")
+	return e.client.Create(ctx, renamed, client.FieldOwner(manager), client.DryRunAll)
 }
 
 // serverRefusal is a refusal by the API server: ErrRefusedObject for the condition's reason, and
@@ -207,7 +230,7 @@ func (e *Engine) admitChart(ctx context.Context, req Request, rendered map[strin
 	if _, err := prepare(ms, req, e.namespaced, prepareOptions{injectEnv: true}); err != nil {
 		return nil, err
 	}
-	return ms, e.admit(ctx, req.Namespace, helmFieldManager(), ms)
+	return ms, e.admit(ctx, req.Namespace, helmFieldManager(), ms, true)
 }
 
 // sameKind compares a kind with what an API status names: the kind, or its resource (plural).

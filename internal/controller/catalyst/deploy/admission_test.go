@@ -293,3 +293,31 @@ func TestAdmission_ARefusalAtTheWriteIsReportedLikeTheDryRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmission_AHookIsJudgedAsHelmWritesIt: Helm deletes the previous revision's hook before it
+// creates the new one (its default delete policy), so the dry run judges a hook as a new object:
+// an upgrade whose hook changes a field that cannot change (an immutable ConfigMap's data, a Job's
+// template) deploys, and the hook holds the new revision's data.
+func TestAdmission_AHookIsJudgedAsHelmWritesIt(t *testing.T) {
+	f := newFixture(t)
+	src := f.commit(gittest.Merge(gittest.HelmChart("charts/app", "app"), gittest.Files{
+		"charts/app/templates/hook.yaml": []byte(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: migration
+  annotations: {helm.sh/hook: "pre-install,pre-upgrade"}
+immutable: true
+data: {tag: {{ .Values.image.tag | quote }}}
+`)}))
+	req := f.request(helmType, src, "charts/app")
+	f.deploy(req)
+	req.Image.Tag = "fedcba9876543210fedcba9876543210fedcba98"
+	if res := f.deploy(req); res.Revision != "2" {
+		t.Errorf("revision %s", res.Revision)
+	}
+	var cm corev1.ConfigMap
+	f.get("migration", &cm)
+	if cm.Data["tag"] != req.Image.Tag {
+		t.Errorf("the hook holds %v, want the new tag", cm.Data)
+	}
+}

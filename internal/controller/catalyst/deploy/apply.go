@@ -89,7 +89,7 @@ func (e *Engine) deployObjects(ctx context.Context, req Request, root *os.Root) 
 	}
 	// After the type change above (its objects, which may share names, are gone) and before the
 	// first write of this deploy.
-	if err := e.admit(ctx, req.Namespace, e.opts.FieldOwner, ms); err != nil {
+	if err := e.admit(ctx, req.Namespace, e.opts.FieldOwner, ms, false); err != nil {
 		return Result{}, err
 	}
 	res, err := e.applyAndPrune(ctx, req, ms, inv)
