@@ -49,6 +49,8 @@ func TestParse_RefusesWhatTheOperatorWouldNotRunWith(t *testing.T) {
 		{"unknown flag", []string{"--leader-elect=true", "--catalyst-build-ns=x"}, "flag provided but not defined"},
 		{"bad duration", []string{"--leader-election-lease-duration=15"}, "invalid value"},
 		{"bad number", []string{"--kube-api-burst=1e+06"}, "invalid value"},
+		{"a lookup with no time limit", []string{"--catalyst-render-lookup-timeout=0s"}, "invalid value \"0s\" for flag -catalyst-render-lookup-timeout: 0s is not a positive duration"},
+		{"a lookup with no size limit", []string{"--catalyst-render-lookup-max-bytes=-1"}, "invalid value \"-1\" for flag -catalyst-render-lookup-max-bytes: -1 is not a positive number of bytes"},
 		{"bad log level", []string{"--zap-log-level=loud"}, "invalid value"},
 		{"an argument that is not a flag hides the rest", []string{"--leader-elect=true", "slipway", "--bogus"}, `argument "slipway" is not a flag`},
 	} {
