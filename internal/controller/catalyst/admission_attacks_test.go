@@ -3,6 +3,7 @@
 package catalyst_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -372,7 +374,9 @@ func (w *admissionWorld) tenantWritesValidObjects(id identity) {
 		service(w.ns, "web", corev1.ServiceTypeClusterIP),
 		claim(w.ns, "data", allowedStorage),
 		roleBinding(w.ns, "web-view", "view", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: w.ns}),
-		deploymentWith(w.ns, "web", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}, nil),
+		deploymentWith(w.ns, "web", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}, func(s *corev1.PodSpec) {
+			s.PriorityClassName = previewPriority
+		}),
 	} {
 		by := id
 		if _, ok := o.(*unstructured.Unstructured); ok {
@@ -385,23 +389,83 @@ func (w *admissionWorld) tenantWritesValidObjects(id identity) {
 }
 
 // controlPlaneStillWorks: the Deployment's pods are created by the control plane (its template
-// passed the policies), and the namespace, claims with their protection finalizer included,
-// deletes cleanly although its guard rails may be deleted by no one but the operator.
+// passed the policies); once the Project's list no longer holds the template's priority class,
+// the Deployment can still be scaled (by the tenant, then the deployment controller updating its
+// ReplicaSet), while a change of its template is judged by the narrowed list; and the namespace,
+// claims with their protection finalizer included, deletes cleanly although its guard rails may
+// be deleted by no one but the operator.
 func (w *admissionWorld) controlPlaneStillWorks() {
 	w.t.Helper()
-	testenv.Eventually(w.ctx, w.t, "the Deployment's pod is created", func() (bool, error) {
-		pods := &corev1.PodList{}
-		if err := env.Client.List(w.ctx, pods, client.InNamespace(w.ns), client.MatchingLabels{"app": "web"}); err != nil {
+	w.waitPods("web", 1)
+
+	live := &corev1.Namespace{}
+	if err := w.operator.Get(w.ctx, client.ObjectKey{Name: w.ns}, live); err != nil {
+		w.t.Fatal(err)
+	}
+	base := live.DeepCopy()
+	live.Annotations[catalyst.PolicyPriorityClasses] = ""
+	if err := w.operator.Patch(w.ctx, live, client.MergeFrom(base)); err != nil {
+		w.t.Fatal(err)
+	}
+	tenant, strict := w.attackers[0], w.attackers[len(w.attackers)-1]
+	testenv.Eventually(w.ctx, w.t, "the narrowed list is enforced", func() (bool, error) {
+		d := deploymentWith(w.ns, "probe", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}, func(s *corev1.PodSpec) { s.PriorityClassName = previewPriority })
+		err := strict.c.Create(w.ctx, d, client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "(rule pod-priority-class)"), nil
+	})
+	dep := &appsv1.Deployment{}
+	if err := env.Client.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: "web"}, dep); err != nil {
+		w.t.Fatal(err)
+	}
+	dep.Spec.Replicas = ptr.To[int32](2)
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: "web"}, dep); err != nil {
+			return err
+		}
+		dep.Spec.Replicas = ptr.To[int32](2)
+		return tenant.c.Update(w.ctx, dep)
+	}); err != nil {
+		w.t.Fatalf("scaling a Deployment whose template the rules admitted: %v", err)
+	}
+	// The deployment controller scales the ReplicaSet by updating it: admitted, its template is
+	// unchanged. The pod it then creates is new, and refused under the narrowed list.
+	testenv.Eventually(w.ctx, w.t, "the deployment controller scales the ReplicaSet to 2", func() (bool, error) {
+		rss := &appsv1.ReplicaSetList{}
+		if err := env.Client.List(w.ctx, rss, client.InNamespace(w.ns), client.MatchingLabels{"app": "web"}); err != nil {
 			return false, err
 		}
-		return len(pods.Items) > 0, nil
+		return len(rss.Items) == 1 && ptr.Deref(rss.Items[0].Spec.Replicas, 0) == 2, nil
 	})
+	// The deployment controller keeps writing the status (the refused pod): retry on conflicts.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: "web"}, dep); err != nil {
+			return err
+		}
+		dep.Spec.Template.Annotations = map[string]string{"changed": "true"}
+		return tenant.c.Update(w.ctx, dep)
+	})
+	if err == nil || !strings.Contains(err.Error(), "(rule pod-priority-class)") {
+		w.t.Errorf("a template change under the narrowed list: %v, want rule pod-priority-class", err)
+	}
+
 	if err := env.Client.Delete(w.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ns}}); err != nil {
 		w.t.Fatal(err)
 	}
 	testenv.Eventually(w.ctx, w.t, "namespace "+w.ns+" is deleted", func() (bool, error) {
 		err := env.Client.Get(w.ctx, client.ObjectKey{Name: w.ns}, &corev1.Namespace{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+}
+
+// waitPods waits until the control plane has created n pods of app.
+func (w *admissionWorld) waitPods(app string, n int) {
+	w.t.Helper()
+	testenv.Eventually(w.ctx, w.t, fmt.Sprintf("%d pods of %s", n, app), func() (bool, error) {
+		pods := &corev1.PodList{}
+		if err := env.Client.List(w.ctx, pods, client.InNamespace(w.ns), client.MatchingLabels{"app": app}); err != nil {
+			return false, err
+		}
+		return len(pods.Items) >= n, nil
 	})
 }
 

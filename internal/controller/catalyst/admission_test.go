@@ -15,6 +15,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +44,7 @@ const (
 	deployersNS     = catalyst.DefaultDeployerNamespace
 	copiedSecret    = "registry-push"
 	deployerBinding = "catalyst-deployer"
+	previewPriority = "catalyst-admission-low"
 )
 
 // admissionProject is the Project whose lists the namespace's parameters carry: an ingress class
@@ -55,6 +57,7 @@ func admissionProject() *catalystv1alpha1.Project {
 	p.Spec.Deployment.AllowedGateways = []catalystv1alpha1.GatewayReference{{Namespace: "gateways", Name: "shared"}}
 	p.Spec.Deployment.AllowedStorageClasses = []string{allowedStorage}
 	p.Spec.Deployment.AllowedClusterRoles = []string{"view"}
+	p.Spec.Deployment.AllowedPriorityClasses = []string{previewPriority}
 	return p
 }
 
@@ -126,6 +129,10 @@ func newAdmissionWorld(t *testing.T) *admissionWorld {
 	w := &admissionWorld{t: t, ctx: ctx, ns: "adm-" + rand.String(6)}
 	var err error
 	if w.operator, err = client.New(opCfg, client.Options{Scheme: scheme.New()}); err != nil {
+		t.Fatal(err)
+	}
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: previewPriority}, Value: 10}
+	if err := env.Client.Create(ctx, pc); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	w.admin(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ns}})
