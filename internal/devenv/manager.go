@@ -252,10 +252,10 @@ func (e *Env) runManager(ctx context.Context, step func(string, ...any)) error {
 }
 
 // deploySample installs the sample operator's release at SampleInstalledVersion as make dev's
-// record of the operator it runs (adopting the RBAC make dev installed for it), waits until the
-// samples' custom resources are Ready, then submits a Direct deployment, health checks on, of
-// SampleDeploymentVersion to the dev cluster: an upgrade, whose rollback goes back to the
-// installed revision instead of uninstalling the operator's RBAC. The manager's database is new
+// record of the operator it runs (adopting the RBAC and admission policies make dev installed for
+// it), waits until the samples' custom resources are Ready, then submits a Direct deployment,
+// health checks on, of SampleDeploymentVersion to the dev cluster: an upgrade, whose rollback goes
+// back to the installed revision instead of uninstalling the operator's RBAC. The manager's database is new
 // on every start, so the deployment is submitted afresh each time; the status view follows it.
 func (e *Env) deploySample(ctx context.Context, chartDir string, step func(string, ...any)) error {
 	values := sampleDeploymentValues()
@@ -263,7 +263,7 @@ func (e *Env) deploySample(ctx context.Context, chartDir string, step func(strin
 	if err != nil {
 		return err
 	}
-	step("Installed release %s/%s %s (revision %d; %d RBAC objects of the operator adopted into it)", SampleOperatorNamespace,
+	step("Installed release %s/%s %s (revision %d; adopted %d objects make dev installed for the operator: RBAC and Catalyst's admission policies)", SampleOperatorNamespace,
 		SampleOperator, SampleInstalledVersion, rev, adopted)
 	if notReady := e.waitSamplesReady(ctx, 3*time.Minute); notReady != "" {
 		step("Sample not Ready yet (%s): the deployment's health check will see it", notReady)

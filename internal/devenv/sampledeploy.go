@@ -214,7 +214,8 @@ func adoptIntoRelease(ctx context.Context, c client.Client, objs []*unstructured
 func namespacedKind(kind string) bool {
 	switch kind {
 	case "Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
-		"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "PriorityClass":
+		"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "PriorityClass",
+		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 		return false
 	}
 	return true
