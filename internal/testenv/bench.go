@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -72,6 +73,20 @@ func Until(ctx context.Context, tb testing.TB, what string, cond func() bool) ti
 	return time.Now()
 }
 
+// HasLabels reports whether the series m carries every label pair of match.
+func HasLabels(m *dto.Metric, match map[string]string) bool {
+	labels := make(map[string]string, len(m.GetLabel()))
+	for _, l := range m.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	for k, v := range match {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
 // MetricSum adds up the counter or gauge family name in controller-runtime's registry, over the
 // series whose labels include every pair of match.
 func MetricSum(tb testing.TB, name string, match map[string]string) float64 {
@@ -85,16 +100,9 @@ func MetricSum(tb testing.TB, name string, match map[string]string) float64 {
 		if f.GetName() != name {
 			continue
 		}
-	series:
 		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			for k, v := range match {
-				if labels[k] != v {
-					continue series
-				}
+			if !HasLabels(m, match) {
+				continue
 			}
 			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}

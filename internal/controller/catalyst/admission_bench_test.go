@@ -192,18 +192,10 @@ func series(f *dto.MetricFamily, match map[string]string) *dto.Metric {
 	if f == nil {
 		return nil
 	}
-next:
 	for _, m := range f.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
+		if testenv.HasLabels(m, match) {
+			return m
 		}
-		for k, v := range match {
-			if labels[k] != v {
-				continue next
-			}
-		}
-		return m
 	}
 	return nil
 }

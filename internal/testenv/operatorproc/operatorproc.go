@@ -538,16 +538,9 @@ func Sum(families map[string]*dto.MetricFamily, name string, match map[string]st
 		return 0
 	}
 	sum := 0.0
-series:
 	for _, m := range f.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		for k, v := range match {
-			if labels[k] != v {
-				continue series
-			}
+		if !testenv.HasLabels(m, match) {
+			continue
 		}
 		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue() +
 			float64(m.GetHistogram().GetSampleCount())
