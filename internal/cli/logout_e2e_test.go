@@ -87,8 +87,9 @@ func TestLogout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, tok := range map[string]string{"lena": lena, "lena-copy": lena, "nina": legacy, "mick": mick} {
-		cfg.Upsert(config.Context{Name: name, Server: m.URL, CertificateAuthority: m.CAFile}, config.User{Name: name, Token: tok})
+	// In this order in the file (a map's order would vary), which logout names its users in.
+	for _, u := range []config.User{{Name: "lena", Token: lena}, {Name: "lena-copy", Token: lena}, {Name: "nina", Token: legacy}, {Name: "mick", Token: mick}} {
+		cfg.Upsert(config.Context{Name: u.Name, Server: m.URL, CertificateAuthority: m.CAFile}, u)
 	}
 	cfg.Upsert(config.Context{Name: "nowhere", Server: "https://127.0.0.1:1"}, config.User{Name: "nowhere", Token: "x"})
 	if err := cfg.Save(); err != nil {
