@@ -18,6 +18,8 @@ set -euo pipefail
 # nodejs, npm: build and test the manager's web UI (web/; make ui, run by test, dev and build).
 # chromium: the browser the web UI's tests drive headless (internal/manager/ui/browsertest).
 # zsh, fish: the shells the slipway CLI's completion scripts are loaded into by its tests.
+# prometheus: the real Prometheus server the analysis tests start and query
+# (internal/manager/analysis/promtest).
 # SLIPWAY_DEPS_PACKAGES replaces the list (the script's own tests use it).
 PACKAGES=${SLIPWAY_DEPS_PACKAGES:-'
 git              git                 test dev ci
@@ -31,6 +33,7 @@ npm              npm                 test dev ci
 chromium         chromium            test dev ci
 zsh              zsh                 test ci
 fish             fish                test ci
+prometheus       prometheus          test ci
 '}
 
 usage() {
