@@ -354,22 +354,12 @@ func (opts *DeployOptions) setValues(req *request.Request) error {
 	return nil
 }
 
-// checkConfig resolves the strategy's config as the manager will, so that a bad setting is
+// checkConfig resolves the strategy's config as the manager will (request.ResolveSettings), so that a bad setting is
 // refused before anything is sent; a message about a field names its flag when the flags built
 // the request.
 func (opts *DeployOptions) checkConfig() error {
 	r := opts.Request
-	var err error
-	switch r.Strategy {
-	case request.StrategyCanary:
-		_, err = r.CanaryConfig.Resolve()
-	case request.StrategyBlueGreen:
-		_, err = r.BlueGreenConfig.Resolve()
-	case request.StrategyRolling:
-		_, err = r.RollingConfig.Resolve()
-	case request.StrategyDirect:
-		_, err = r.DirectConfig.Resolve()
-	}
+	_, err := request.ResolveSettings(r)
 	if err == nil {
 		return nil
 	}

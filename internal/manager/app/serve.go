@@ -208,8 +208,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{MaxBodyBytes: o.maxBodyBytes, RequestTimeout: o.requestTimeout, UI: uiConfig,
-		SwitchMonitor: o.rollout.switchMonitor}, server.Deps{
+	srv, err := server.New(server.Config{MaxBodyBytes: o.maxBodyBytes, RequestTimeout: o.requestTimeout, UI: uiConfig}, server.Deps{
 		Store: st, Clusters: cm, Charts: charts, Verifier: verifier, Limiter: ratelimit.New(rules, time.Now), Logger: log, Notifications: notes,
 		Rollouts: eng, Refresher: refresher, UI: uiHandler, SessionSecret: sessionSecret,
 	})

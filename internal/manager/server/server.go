@@ -28,6 +28,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
 	rolloutengine "github.com/slipway-dev/slipway/internal/manager/rollout/engine"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
+	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
@@ -45,9 +46,6 @@ type Config struct {
 	EventHeartbeat time.Duration
 	// UI is how the web UI signs in (GET /api/v1/ui/config, POST /api/v1/session).
 	UI UIConfig
-	// SwitchMonitor is the rollout engine's BlueGreen switch monitor (engine.Config.SwitchMonitor):
-	// the hold a deployment's waiting reason counts down after a switch (0: the engine's default).
-	SwitchMonitor time.Duration
 }
 
 // DefaultConfig is the shipped configuration.
@@ -67,6 +65,9 @@ type Rollouts interface {
 	Pause(ctx context.Context, id, by, reason string) (*store.Deployment, error)
 	Resume(ctx context.Context, id, by string) (*store.Deployment, error)
 	Wake()
+	// PlanOptions are the engine's plan settings: a deployment's waiting reason re-plans it with
+	// them (strategy.PlanOf), so its stages and holds are the engine's.
+	PlanOptions() strategy.Options
 }
 
 // Deps are the services the API calls.

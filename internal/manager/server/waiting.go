@@ -34,14 +34,19 @@ type Waiting struct {
 	Role    string     `json:"role,omitempty" description:"the role an approval needs (Admin, EnvironmentOwner:Production)"`
 }
 
-// waitContext is what the deployments of one answer share: one approvals read and one queue read
-// for a whole page, done only when a deployment of the page needs them.
+// waitContext is what the deployments of one answer share: one approvals read, one queue read
+// and one operators read for a whole page, done only when a deployment of the page needs them.
 type waitContext struct {
-	now           time.Time
-	switchMonitor time.Duration
-	approvals     map[string][]*store.Approval // pending, by deployment id
-	running       int                          // deployments admitted and not finished
-	queued        []*store.Deployment          // Queued, newest first
+	now time.Time
+	// plan are the rollout engine's plan options (its switch monitor, its hold scale): a
+	// deployment's stages and holds are the engine's (strategy.PlanOf).
+	plan strategy.Options
+	// namespaces are the operators' namespaces by operator id (BlueGreen's default blue), read
+	// when a BlueGreen deployment of the page is deploying.
+	namespaces map[string]string
+	approvals  map[string][]*store.Approval // pending, by deployment id
+	running    int                          // deployments admitted and not finished
+	queued     []*store.Deployment          // Queued, newest first
 }
 
 // deploymentsOut is ds with what each waits for.
@@ -59,19 +64,27 @@ func (s *Server) deploymentsOut(ctx context.Context, ds []*store.Deployment) ([]
 }
 
 func (s *Server) waitContextFor(ctx context.Context, ds []*store.Deployment) (*waitContext, error) {
-	wc := &waitContext{now: s.now(), switchMonitor: s.cfg.SwitchMonitor, approvals: map[string][]*store.Approval{}}
+	wc := &waitContext{now: s.now(), plan: s.rollouts.PlanOptions(), approvals: map[string][]*store.Approval{}}
 	need := map[string]bool{}
-	queued := false
+	queued, blueGreen := false, false
 	for _, d := range ds {
 		switch d.Status {
 		case store.DeploymentWaitingApproval:
 			need[d.ID] = true
 		case store.DeploymentQueued:
 			queued = true
+		case store.DeploymentDeploying, store.DeploymentValidating:
+			blueGreen = blueGreen || d.Strategy == string(request.StrategyBlueGreen)
 		}
 	}
 	if err := s.pendingApprovals(ctx, need, wc.approvals); err != nil {
 		return nil, err
+	}
+	if blueGreen {
+		var err error
+		if wc.namespaces, err = s.operatorNamespaces(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if !queued {
 		return wc, nil
@@ -85,6 +98,25 @@ func (s *Server) waitContextFor(ctx context.Context, ds []*store.Deployment) (*w
 	}
 	wc.queued, err = s.store.DeploymentList(ctx, &store.DeploymentListParams{Status: store.DeploymentQueued, Limit: store.MaxLimit})
 	return wc, err
+}
+
+// operatorNamespaces are every operator's namespace by operator id, in pages of store.MaxLimit.
+func (s *Server) operatorNamespaces(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	after := ""
+	for {
+		page, err := s.store.OperatorList(ctx, &store.OperatorListParams{After: after, Limit: store.MaxLimit})
+		if err != nil {
+			return nil, err
+		}
+		for _, op := range page {
+			out[op.ID] = op.Namespace
+		}
+		if len(page) < store.MaxLimit {
+			return out, nil
+		}
+		after = page[len(page)-1].Name
+	}
 }
 
 // pendingApprovals reads the pending approvals of the deployments in need into out: pages of
@@ -217,7 +249,9 @@ func approverOf(role string, n int) string {
 // stageWait is what a deploying deployment waits for in its current stage: the BlueGreen switch,
 // the stage's hold, or the pause before the stage.
 func (wc *waitContext) stageWait(d *store.Deployment, clusters map[string]string) (*Waiting, map[string]string) {
-	plan, err := planOf(d, wc.switchMonitor)
+	opts := wc.plan
+	opts.OperatorNamespace = wc.namespaces[d.OperatorID]
+	plan, _, err := strategy.PlanOf(d, &opts)
 	if err != nil || d.Stage >= len(plan.Stages) {
 		return nil, clusters
 	}
@@ -272,33 +306,6 @@ func holdName(s request.Strategy, st strategy.Stage) string {
 		return "evaluation period"
 	}
 	return "validation period"
-}
-
-// planOf re-plans a stored deployment as the engine does (plans are deterministic): its strategy
-// config, its clusters, and a Canary's stored stages.
-func planOf(d *store.Deployment, switchMonitor time.Duration) (*strategy.Plan, error) {
-	req := &request.Request{Operator: d.OperatorName, Version: d.Version, Strategy: request.Strategy(d.Strategy)}
-	if err := req.SetConfigJSON(d.Config); err != nil {
-		return nil, err
-	}
-	targets := make([]request.Target, 0, len(d.Clusters))
-	stored := make(map[string]int, len(d.Clusters))
-	namespace := "default"
-	for _, c := range d.Clusters {
-		targets = append(targets, request.Target{Name: c.ClusterName, Environment: string(c.Environment)})
-		stored[c.ClusterName] = c.Stage
-		if c.BlueNamespace != "" {
-			namespace = c.BlueNamespace // the operator's namespace, which only BlueGreen's namespaces need
-		}
-	}
-	plan, err := strategy.NewPlan(req, targets, &strategy.Options{OperatorNamespace: namespace, SwitchMonitor: switchMonitor})
-	if err != nil {
-		return nil, err
-	}
-	if _, err := plan.Restage(stored); err != nil {
-		return nil, err
-	}
-	return plan, nil
 }
 
 // left is a duration for people: "3 m 10 s", "1 h 5 m", "40 s".

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slipway-dev/slipway/internal/manager/auth"
+	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
@@ -23,7 +24,7 @@ func TestLeft(t *testing.T) {
 }
 
 func storedDeployment(strategy, config string, clusters ...*store.DeploymentCluster) *store.Deployment {
-	return &store.Deployment{ID: "d1", OperatorName: "widgets", Version: "1.1.0", Strategy: strategy, Config: json.RawMessage(config),
+	return &store.Deployment{ID: "d1", OperatorID: "op-1", OperatorName: "widgets", Version: "1.1.0", Strategy: strategy, Config: json.RawMessage(config),
 		Status: store.DeploymentDeploying, Clusters: clusters}
 }
 
@@ -34,7 +35,7 @@ func dc(name string, env store.Environment, stage int, status store.ClusterStatu
 // The reasons a plan gives, from stored deployments as the engine leaves them.
 func TestWaitingFromThePlan(t *testing.T) {
 	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
-	wc := &waitContext{now: now}
+	wc := &waitContext{now: now, namespaces: map[string]string{"op-1": "widgets"}}
 	started := now.Add(-110 * time.Second)
 
 	canary := storedDeployment("Canary", `{"evaluationPeriod": "PT5M", "stages": [50, 100]}`,
@@ -87,6 +88,30 @@ func TestWaitingFromThePlan(t *testing.T) {
 	bg.Status = store.DeploymentCompleted
 	if w, clusters := wc.of(bg); w != nil || len(clusters) != 0 {
 		t.Fatalf("completed: %+v %v", w, clusters)
+	}
+}
+
+// TestWaitingPlansAsTheEngine: the waiting reason re-plans a deployment with the engine's plan
+// options and the operator's namespace from the store, as the engine's steps do
+// (strategy.PlanOf): holds scaled as the engine scales them, and a BlueGreen whose blue runs
+// outside the operator's namespace, with greenNamespace set to blue's, still waits for its
+// switch (planned from where blue runs, green would be blue).
+func TestWaitingPlansAsTheEngine(t *testing.T) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	wc := &waitContext{now: now, plan: strategy.Options{HoldScale: 0.5}, namespaces: map[string]string{"op-1": "ops"}}
+	rolling := storedDeployment("Rolling", `{"validationPeriod": "PT1M"}`,
+		dc("dev-1", store.EnvironmentDev, 0, store.ClusterValidating), dc("dev-2", store.EnvironmentDev, 1, store.ClusterPending))
+	rolling.StageStartedAt = new(now.Add(-20 * time.Second))
+	if w, _ := wc.of(rolling); w == nil || w.Reason != WaitEvaluation || w.Message != "validation period, 10 s left" {
+		t.Fatalf("rolling hold, scaled by half: %+v", w)
+	}
+
+	bg := storedDeployment("BlueGreen", `{"greenNamespace": "legacy", "autoSwitch": false}`,
+		dc("dev-1", store.EnvironmentDev, 0, store.ClusterHealthy))
+	bg.Clusters[0].BlueNamespace, bg.Clusters[0].Namespace = "legacy", "ops"
+	bg.Stage = 1
+	if w, _ := wc.of(bg); w == nil || w.Reason != WaitSwitch {
+		t.Fatalf("blue-green outside the operator's namespace: %+v", w)
 	}
 }
 

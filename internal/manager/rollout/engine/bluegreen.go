@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/slipway-dev/slipway/internal/manager/install"
+	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/words"
@@ -146,11 +147,11 @@ func (e *Engine) restoreOntoGreen(ctx context.Context, cfg *rest.Config, d *stor
 			c.BlueNamespace, c.BlueRelease)
 	}
 	back := restoredRelease{namespace: c.Namespace, release: c.Release, version: prev.Version}
-	req, err := requestOf(prev)
+	spec, err := request.FromDeployment(prev)
 	if err != nil {
 		return "", back, err
 	}
-	values, err := e.valuesFor(ctx, prev, req, string(c.Environment))
+	values, err := e.valuesFor(ctx, prev, spec, string(c.Environment))
 	if err != nil {
 		return "", back, err
 	}

@@ -78,11 +78,13 @@ func BenchmarkCanaryDesign(b *testing.B) {
 		d = h.awaitCompleted(d.ID)
 		measured += time.Since(start)
 		h.checkCanaryStages(d)
-		plan, req, err := h.eng.planOf(d, op)
+		opts := h.eng.planOptions(op)
+		plan, spec, err := strategy.PlanOf(d, opts)
 		if err != nil {
 			b.Fatal(err)
 		}
-		unscaled, err := strategy.NewPlan(req, plan.Targets, h.eng.planOptions(op))
+		opts.HoldScale = 0
+		unscaled, err := strategy.NewPlan(spec, opts)
 		if err != nil {
 			b.Fatal(err)
 		}

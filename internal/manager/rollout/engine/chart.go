@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -10,8 +9,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/slipway-dev/slipway/internal/manager/operators"
-	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
-	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
@@ -82,42 +79,4 @@ func (e *Engine) chartOf(ctx context.Context, op *store.Operator, version string
 	}
 	e.charts.put(key, f)
 	return f, nil
-}
-
-// requestOf rebuilds the request a stored deployment came from (what planning and values need).
-func requestOf(d *store.Deployment) (*request.Request, error) {
-	req := &request.Request{Operator: d.OperatorName, Version: d.Version, Strategy: request.Strategy(d.Strategy), Values: d.Values}
-	if err := req.SetConfigJSON(d.Config); err != nil {
-		return nil, fmt.Errorf("deployment %s: stored config: %w", d.ID, err)
-	}
-	if len(d.ValuesByEnvironment) > 0 {
-		if err := json.Unmarshal(d.ValuesByEnvironment, &req.ValuesByEnvironment); err != nil {
-			return nil, fmt.Errorf("deployment %s: stored valuesByEnvironment: %w", d.ID, err)
-		}
-	}
-	return req, nil
-}
-
-// planOf re-plans a stored deployment (plans are deterministic, so every replica gets the same).
-func (e *Engine) planOf(d *store.Deployment, op *store.Operator) (*strategy.Plan, *request.Request, error) {
-	req, err := requestOf(d)
-	if err != nil {
-		return nil, nil, err
-	}
-	targets := make([]request.Target, 0, len(d.Clusters))
-	stored := make(map[string]int, len(d.Clusters))
-	for _, c := range d.Clusters {
-		targets = append(targets, request.Target{Name: c.ClusterName, Environment: string(c.Environment)})
-		stored[c.ClusterName] = c.Stage
-	}
-	plan, err := strategy.NewPlan(req, targets, e.planOptions(op))
-	if err != nil {
-		return nil, nil, fmt.Errorf("deployment %s: planning: %w", d.ID, err)
-	}
-	// A Canary created by an older manager keeps the stages it was created with.
-	if _, err := plan.Restage(stored); err != nil {
-		return nil, nil, fmt.Errorf("deployment %s: its stored stages: %w", d.ID, err)
-	}
-	e.scaleHolds(plan)
-	return plan, req, nil
 }

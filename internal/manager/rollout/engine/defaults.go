@@ -8,11 +8,11 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
-// valuesFor is what a cluster of env is installed with: req's values for env merged over the
+// valuesFor is what a cluster of env is installed with: spec's values for env merged over the
 // operator's default values (the deployment's values win). The deployment keeps its own values
 // as requested.
-func (e *Engine) valuesFor(ctx context.Context, d *store.Deployment, req *request.Request, env string) (map[string]any, error) {
-	values, err := req.ValuesFor(env)
+func (e *Engine) valuesFor(ctx context.Context, d *store.Deployment, spec *request.Spec, env string) (map[string]any, error) {
+	values, err := spec.ValuesFor(env)
 	if err != nil {
 		return nil, err
 	}

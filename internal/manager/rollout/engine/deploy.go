@@ -25,7 +25,7 @@ func (e *Engine) deploying(ctx context.Context, d *store.Deployment) (time.Durat
 	if err != nil {
 		return 0, err
 	}
-	plan, req, err := e.planOf(d, op)
+	plan, spec, err := strategy.PlanOf(d, e.planOptions(op))
 	if err != nil {
 		return e.fail(ctx, d, "install", err.Error())
 	}
@@ -50,7 +50,7 @@ func (e *Engine) deploying(ctx context.Context, d *store.Deployment) (time.Durat
 		}
 	}
 	if len(todo) > 0 {
-		if failed := e.installAll(ctx, d, op, req, st, todo); len(failed) > 0 {
+		if failed := e.installAll(ctx, d, op, spec, st, todo); len(failed) > 0 {
 			if ctx.Err() != nil {
 				return 0, ctx.Err()
 			}
@@ -62,7 +62,7 @@ func (e *Engine) deploying(ctx context.Context, d *store.Deployment) (time.Durat
 }
 
 // installAll installs the stage's clusters, st.Parallel at a time, and returns the failures.
-func (e *Engine) installAll(ctx context.Context, d *store.Deployment, op *store.Operator, req *request.Request, st *strategy.Stage, todo []*store.DeploymentCluster) []string {
+func (e *Engine) installAll(ctx context.Context, d *store.Deployment, op *store.Operator, spec *request.Spec, st *strategy.Stage, todo []*store.DeploymentCluster) []string {
 	ch, err := e.chartOf(ctx, op, d.Version)
 	if err != nil {
 		return []string{err.Error()}
@@ -79,7 +79,7 @@ func (e *Engine) installAll(ctx context.Context, d *store.Deployment, op *store.
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := e.installOne(ctx, d, req, ch, st, c); err != nil {
+			if err := e.installOne(ctx, d, spec, ch, st, c); err != nil {
 				mu.Lock()
 				failed = append(failed, fmt.Sprintf("%s: %v", c.ClusterName, err))
 				mu.Unlock()
@@ -94,7 +94,7 @@ func (e *Engine) installAll(ctx context.Context, d *store.Deployment, op *store.
 // release was before (so a rollback knows its target even if this replica dies mid-install);
 // on a repeated attempt it adopts a release the previous attempt completed instead of
 // installing twice.
-func (e *Engine) installOne(ctx context.Context, d *store.Deployment, req *request.Request, ch *fetched, st *strategy.Stage, c *store.DeploymentCluster) error {
+func (e *Engine) installOne(ctx context.Context, d *store.Deployment, spec *request.Spec, ch *fetched, st *strategy.Stage, c *store.DeploymentCluster) error {
 	ctx = clusterContext(ctx, c.ClusterName)
 	cfg, err := e.cfg.Clusters.RESTConfig(ctx, c.ClusterName)
 	if err != nil {
@@ -122,7 +122,7 @@ func (e *Engine) installOne(ctx context.Context, d *store.Deployment, req *reque
 		return err
 	}
 	e.clusterEvent(ctx, d, c, "cluster.installing", fmt.Sprintf("installing %s into %s/%s (attempt %d)", d.Version, c.Namespace, c.Release, c.InstallAttempts))
-	values, err := e.valuesFor(ctx, d, req, string(c.Environment))
+	values, err := e.valuesFor(ctx, d, spec, string(c.Environment))
 	if err != nil {
 		return e.clusterFailed(ctx, d, c, nil, err)
 	}

@@ -112,16 +112,12 @@ func (e *Engine) DryRun(ctx context.Context, req *request.Request, requestedBy, 
 	parent := trace.SpanFromContext(ctx)
 	ctx, span := telemetry.Tracer().Start(ctx, telemetry.SpanOperatorValidate)
 	defer span.End()
-	a, err := e.assess(ctx, parent, p.deployment, p.op)
+	a, err := e.assess(ctx, parent, p.deployment, p.op, p.plan, p.spec)
 	if err != nil {
 		return nil, err
 	}
-	plan := a.plan
-	if plan == nil {
-		plan = p.plan
-	}
-	out := &DryRun{DryRun: true, Operator: p.op.Name, Version: req.Version, Strategy: string(req.Strategy),
-		Config: p.deployment.Config, Stages: stagesOf(plan), AlreadyRunning: []string{}, Approvals: []DryRunApproval{},
+	out := &DryRun{DryRun: true, Operator: p.op.Name, Version: p.spec.Version, Strategy: string(p.spec.Strategy),
+		Config: p.deployment.Config, Stages: stagesOf(p.plan), AlreadyRunning: []string{}, Approvals: []DryRunApproval{},
 		WouldFail: a.failure, Events: sink.dryRun()}
 	if len(out.Config) == 0 {
 		out.Config = json.RawMessage("{}")
@@ -131,7 +127,7 @@ func (e *Engine) DryRun(ctx context.Context, req *request.Request, requestedBy, 
 			Release: c.Release, BlueNamespace: c.BlueNamespace, BlueRelease: c.BlueRelease, Problem: a.problems[c.ClusterName],
 			CRDs: crdsOf(a.crds[c.ClusterName], a.approvedCRDs)}
 		if r := p.live[c.ClusterName]; r != nil {
-			dc.InstalledVersion, dc.RunsVersion = r.Version, r.Version == req.Version
+			dc.InstalledVersion, dc.RunsVersion = r.Version, r.Version == p.spec.Version
 		}
 		if dc.RunsVersion {
 			out.AlreadyRunning = append(out.AlreadyRunning, c.ClusterName)

@@ -194,6 +194,15 @@ func greenOf(blue location, op *store.Operator, plan *strategy.Plan) location {
 	return location{ns, rel}
 }
 
+// PlanOptions are the engine's settings that shape every plan (strategy.PlanOf), but the
+// operator's namespace: the API plans a stored deployment with them, as the engine does.
+func (e *Engine) PlanOptions() strategy.Options {
+	return strategy.Options{SwitchMonitor: e.cfg.SwitchMonitor, HoldScale: e.cfg.TestHoldScale}
+}
+
+// planOptions are PlanOptions for a deployment of op.
 func (e *Engine) planOptions(op *store.Operator) *strategy.Options {
-	return &strategy.Options{OperatorNamespace: op.Namespace, SwitchMonitor: e.cfg.SwitchMonitor}
+	o := e.PlanOptions()
+	o.OperatorNamespace = op.Namespace
+	return &o
 }

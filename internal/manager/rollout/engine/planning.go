@@ -54,7 +54,12 @@ func (e *Engine) planning(ctx context.Context, d *store.Deployment) (time.Durati
 	if err != nil {
 		return 0, err
 	}
-	a, err := e.assess(ctx, deploySpan, d, op)
+	plan, spec, err := strategy.PlanOf(d, e.planOptions(op))
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		return e.fail(ctx, d, "planning", err.Error())
+	}
+	a, err := e.assess(ctx, deploySpan, d, op, plan, spec)
 	if err != nil {
 		return 0, err
 	}
@@ -93,13 +98,10 @@ type assessment struct {
 }
 
 // assess is planning without its writes: the plan, the chart, every cluster, the CRD changes,
-// BlueGreen's blue and the approvals. planning acts on it; DryRun answers it (the events it
-// records are collected there, not stored). deploySpan is the parent of cluster.connect.
-func (e *Engine) assess(ctx context.Context, deploySpan trace.Span, d *store.Deployment, op *store.Operator) (*assessment, error) {
-	plan, req, err := e.planOf(d, op)
-	if err != nil {
-		return &assessment{failure: err.Error()}, nil
-	}
+// BlueGreen's blue and the approvals, for d planned as plan from spec. planning acts on it;
+// DryRun answers it (the events it records are collected there, not stored). deploySpan is the
+// parent of cluster.connect.
+func (e *Engine) assess(ctx context.Context, deploySpan trace.Span, d *store.Deployment, op *store.Operator, plan *strategy.Plan, spec *request.Spec) (*assessment, error) {
 	a := &assessment{plan: plan, problems: map[string]string{}, crds: map[string][]crdCheck{}}
 	ch, err := e.chartOf(ctx, op, d.Version)
 	if err != nil {
@@ -149,7 +151,7 @@ func (e *Engine) assess(ctx context.Context, deploySpan trace.Span, d *store.Dep
 			breaking[n] = append(breaking[n], change)
 		}
 		if plan.Strategy == request.StrategyBlueGreen {
-			if msg := e.blueProblem(ctx, op, req, c, live[c.ClusterName]); msg != "" {
+			if msg := e.blueProblem(ctx, op, spec, c, live[c.ClusterName]); msg != "" {
 				blue = append(blue, msg)
 				a.problems[c.ClusterName] = msg
 			}
@@ -222,11 +224,11 @@ func (e *Engine) storedHealth(ctx context.Context, name string) (string, error) 
 // run there (a live release the manager deployed, whose Helm release is deployed in the
 // cluster), in blueGreenConfig.blueNamespace when the request gives it, and where the request
 // recorded blue.
-func (e *Engine) blueProblem(ctx context.Context, op *store.Operator, req *request.Request, c *store.DeploymentCluster, r *store.LiveRelease) string {
+func (e *Engine) blueProblem(ctx context.Context, op *store.Operator, spec *request.Spec, c *store.DeploymentCluster, r *store.LiveRelease) string {
 	if r == nil {
 		return fmt.Sprintf("%s is not installed on cluster %s: install it first with a Direct deployment, then switch versions with BlueGreen", op.Name, c.ClusterName)
 	}
-	if want := blueNamespaceOf(req); want != "" && r.Namespace != want {
+	if want := spec.BlueGreen.BlueNamespace; want != "" && r.Namespace != want {
 		return fmt.Sprintf("on cluster %s %s runs in namespace %s (release %s), not in blueGreenConfig.blueNamespace %q: give the namespace it runs in, or leave blueNamespace out",
 			c.ClusterName, op.Name, r.Namespace, r.Release, want)
 	}
@@ -252,14 +254,6 @@ func (e *Engine) blueProblem(ctx context.Context, op *store.Operator, req *reque
 			c.ClusterName, c.BlueNamespace, c.BlueRelease, rel.Status)
 	}
 	return ""
-}
-
-// blueNamespaceOf is blueGreenConfig.blueNamespace as the request gives it ("" when left out).
-func blueNamespaceOf(req *request.Request) string {
-	if req.BlueGreenConfig == nil {
-		return ""
-	}
-	return req.BlueGreenConfig.BlueNamespace
 }
 
 // crdChange is a breaking CRD change on one cluster: from the definition of the version the

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -30,8 +29,8 @@ func conflict(format string, args ...any) error {
 	return &ConflictError{Message: fmt.Sprintf(format, args...)}
 }
 
-// Submit validates req against the registered clusters and the operator's known versions, plans
-// it (a plan that does not resolve is the request's error), and stores it Queued: the engine
+// Submit resolves req against the registered clusters (request.Resolve, once) and checks it
+// against the operator's known versions, plans it, and stores it Queued: the engine
 // admits it within the concurrency limit, plans it against the clusters and deploys it. Bad
 // input is *invalid.Error naming the field; an operator already being deployed to one of the
 // clusters is a *ConflictError. The validation and the plan are prepare's, which DryRun shares.
@@ -48,32 +47,34 @@ func (e *Engine) Submit(ctx context.Context, req *request.Request, requestedBy, 
 		return nil, err
 	}
 	e.event(ctx, created.ID, "created", "", fmt.Sprintf("%s %s to %s by %s, requested by %s",
-		p.op.Name, req.Version, words.Count(len(p.plan.Targets), "cluster"), req.Strategy, requestedBy), map[string]any{"plan": p.plan.String()})
+		p.op.Name, p.spec.Version, words.Count(len(p.plan.Targets), "cluster"), p.spec.Strategy, requestedBy), map[string]any{"plan": p.plan.String()})
 	e.Wake()
 	return created, nil
 }
 
-// prepared is a request validated and planned, and the deployment Submit stores for it.
+// prepared is a request resolved and planned, and the deployment Submit stores for it.
 type prepared struct {
 	op         *store.Operator
+	spec       *request.Spec
 	plan       *strategy.Plan
 	live       liveSet
 	deployment *store.Deployment
 }
 
-// prepare validates req and plans it without writing anything: what Submit stores and DryRun
+// prepare resolves req and plans it without writing anything: what Submit stores and DryRun
 // answers. Its errors are Submit's: *invalid.Error, *ConflictError, or a store's.
 func (e *Engine) prepare(ctx context.Context, req *request.Request, requestedBy, requestID string) (*prepared, error) {
 	known, err := e.knownTargets(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := request.Validate(req, known); err != nil {
+	spec, err := request.Resolve(req, known)
+	if err != nil {
 		return nil, err
 	}
-	op, err := e.cfg.Store.OperatorGetByName(ctx, req.Operator)
+	op, err := e.cfg.Store.OperatorGetByName(ctx, spec.Operator)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, invalid.Reasoned("operator", "notFound", nil, "no registered operator %q", req.Operator)
+		return nil, invalid.Reasoned("operator", "notFound", nil, "no registered operator %q", spec.Operator)
 	}
 	if err != nil {
 		return nil, err
@@ -82,18 +83,14 @@ func (e *Engine) prepare(ctx context.Context, req *request.Request, requestedBy,
 	if err != nil {
 		return nil, err
 	}
-	if err := deployable(op, versions, req.Version); err != nil {
-		return nil, err
-	}
-	targets, err := req.Targets(known)
-	if err != nil {
+	if err := deployable(op, versions, spec.Version); err != nil {
 		return nil, err
 	}
 	live, err := e.liveReleases(ctx, op)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := strategy.NewPlan(req, targets, e.planOptions(op))
+	plan, err := strategy.NewPlan(spec, e.planOptions(op))
 	if err != nil {
 		return nil, err
 	}
@@ -102,37 +99,30 @@ func (e *Engine) prepare(ctx context.Context, req *request.Request, requestedBy,
 			return nil, err
 		}
 	}
-	if err := e.busyOn(ctx, op, targets); err != nil {
+	if err := e.busyOn(ctx, op, spec.Targets); err != nil {
 		return nil, err
 	}
-	d, err := e.deploymentOf(ctx, req, op, plan, live, requestedBy, requestID)
+	d, err := e.deploymentOf(ctx, spec, op, plan, live, requestedBy, requestID)
 	if err != nil {
 		return nil, err
 	}
-	return &prepared{op: op, plan: plan, live: live, deployment: d}, nil
+	return &prepared{op: op, spec: spec, plan: plan, live: live, deployment: d}, nil
 }
 
 // deploymentOf is the Queued deployment of a planned request, each cluster with the release it
 // installs (BlueGreen: green, beside blue's).
-func (e *Engine) deploymentOf(ctx context.Context, req *request.Request, op *store.Operator, plan *strategy.Plan, live liveSet, requestedBy, requestID string) (*store.Deployment, error) {
-	cfgJSON, err := req.ConfigJSON()
-	if err != nil {
-		return nil, err
-	}
-	var byEnv json.RawMessage
-	if len(req.ValuesByEnvironment) > 0 {
-		if byEnv, err = json.Marshal(req.ValuesByEnvironment); err != nil {
-			return nil, err
-		}
-	}
+func (e *Engine) deploymentOf(ctx context.Context, spec *request.Spec, op *store.Operator, plan *strategy.Plan, live liveSet, requestedBy, requestID string) (*store.Deployment, error) {
 	now := e.now()
 	d := &store.Deployment{
-		OperatorID: op.ID, OperatorName: op.Name, Version: req.Version, Strategy: string(req.Strategy),
-		Config: cfgJSON, Values: req.Values, ValuesByEnvironment: byEnv, Status: store.DeploymentQueued,
+		OperatorID: op.ID, Status: store.DeploymentQueued,
 		Reason: fmt.Sprintf("queued: at most %d deployments run at once", e.cfg.MaxConcurrent), RequestedBy: requestedBy, RequestID: requestID,
 		TraceContext: telemetry.TraceContext(ctx), // every step's operator.deploy is a child of the request's span
 		CreatedAt:    now,                         // not due: admission (DeploymentAdmit) makes it due when a slot is free
 	}
+	if err := spec.StoreInto(d); err != nil {
+		return nil, err
+	}
+	d.OperatorName = op.Name
 	for _, t := range plan.Targets {
 		loc := live.at(t.Name, op)
 		c := &store.DeploymentCluster{

@@ -260,7 +260,7 @@ func (b BlueGreen) Namespaces(operatorNamespace string) (blue, green string, err
 }
 
 // Resolve applies the defaults and checks the periods; c may be nil. ClusterOrder is checked
-// against the targets by Validate. Errors name "rollingConfig.<field>".
+// against the targets by Resolve. Errors name "rollingConfig.<field>".
 func (c *RollingConfig) Resolve() (Rolling, error) {
 	out := Rolling{ValidationPeriod: DefaultValidationPeriod}
 	if c == nil {

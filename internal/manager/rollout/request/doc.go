@@ -8,9 +8,11 @@
 //	 "canaryConfig": {"initialPercentage": 10, "incrementPercentage": 20,
 //	                  "evaluationPeriod": "PT5M", "successThreshold": 95}}
 //
-// Decode reads it strictly (unknown fields are errors), Validate checks it against the registered
-// clusters, and the Resolve methods turn each strategy config into settings with defaults applied
-// and periods as time.Duration, for package strategy's plans. Every error a caller can fix is an
+// Decode reads it strictly (unknown fields are errors); Resolve checks it against the registered
+// clusters and resolves it once into a Spec: the targets, the strategy's settings with defaults
+// applied and periods as time.Duration (each config's Resolve method, called by ResolveSettings
+// only), the values per environment. Package strategy plans a Spec; FromDeployment rebuilds the
+// same Spec from a stored deployment, for the engine's steps and the API. Every error a caller can fix is an
 // *invalid.Error naming the JSON path ("canaryConfig.initialPercentage",
 // "rollingConfig.clusterOrder[2]", "environments[0]").
 package request

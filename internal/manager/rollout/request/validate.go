@@ -45,30 +45,6 @@ const (
 	maxNameLength = 253
 )
 
-// Validate checks req against the registered clusters (known): the operator and version,
-// the targets, the values, the strategy and its config (the one matching the strategy only; its
-// periods, percentages, namespaces and clusterOrder). The first problem found is returned as an
-// *invalid.Error naming its JSON path; nil means Targets and the strategy's Resolve succeed.
-func Validate(req *Request, known []Target) error {
-	if req == nil {
-		return &invalid.Error{Reason: "required", Message: "the request body is empty: send a JSON object"}
-	}
-	if err := name("operator", req.Operator); err != nil {
-		return err
-	}
-	if err := name("version", req.Version); err != nil {
-		return err
-	}
-	targets, err := req.Targets(known)
-	if err != nil {
-		return err
-	}
-	if err := validateValues(req); err != nil {
-		return err
-	}
-	return validateStrategy(req, targets)
-}
-
 // Targets resolves the request's clusters against known: the named clusters, or every known
 // cluster of the named environments, sorted by environment then name. Errors: both or neither
 // of clusters and environments, an empty list, an unknown or repeated name, an unknown
@@ -174,45 +150,6 @@ func object(field string, raw json.RawMessage) error {
 		return nil
 	}
 	return invalid.Reasoned(field, "format", nil, "must be a JSON object of Helm values")
-}
-
-func validateStrategy(r *Request, targets []Target) error {
-	if r.Strategy == "" {
-		return &invalid.Error{Field: "strategy", Reason: "required", Message: "required: one of Canary, BlueGreen, Rolling, Direct"}
-	}
-	if !r.Strategy.Valid() {
-		return invalid.Reasoned("strategy", "invalid", nil, "must be one of Canary, BlueGreen, Rolling, Direct, not %q", clip(string(r.Strategy)))
-	}
-	configs := []struct {
-		field   string
-		s       Strategy
-		present bool
-	}{
-		{"canaryConfig", StrategyCanary, r.CanaryConfig != nil},
-		{"blueGreenConfig", StrategyBlueGreen, r.BlueGreenConfig != nil},
-		{"rollingConfig", StrategyRolling, r.RollingConfig != nil},
-		{"directConfig", StrategyDirect, r.DirectConfig != nil},
-	}
-	for _, c := range configs {
-		if c.present && c.s != r.Strategy {
-			return invalid.Reasoned(c.field, "conflict", nil, "belongs to strategy %s, but the strategy is %s", c.s, r.Strategy)
-		}
-	}
-	var err error
-	switch r.Strategy {
-	case StrategyCanary:
-		_, err = r.CanaryConfig.Resolve()
-	case StrategyBlueGreen:
-		_, err = r.BlueGreenConfig.Resolve()
-	case StrategyRolling:
-		var rc Rolling
-		if rc, err = r.RollingConfig.Resolve(); err == nil {
-			_, err = ClusterOrder(rc.ClusterOrder, targets)
-		}
-	case StrategyDirect:
-		_, err = r.DirectConfig.Resolve()
-	}
-	return err
 }
 
 // ClusterOrder is the Rolling order over targets: the clusters order names first, in its order,

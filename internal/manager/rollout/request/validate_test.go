@@ -38,22 +38,15 @@ func TestDesignRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Validate(req, fleet); err != nil {
-		t.Fatal(err)
-	}
-	targets, err := req.Targets(fleet)
+	spec, err := Resolve(req, fleet)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Target{{"dev-1", "Dev"}, {"dev-2", "Dev"}, {"stage-1", "Staging"}, {"prod-eu", "Production"}, {"prod-us", "Production"}}
-	if !reflect.DeepEqual(targets, want) {
-		t.Errorf("targets = %v, want %v", targets, want)
+	if !reflect.DeepEqual(spec.Targets, want) {
+		t.Errorf("targets = %v, want %v", spec.Targets, want)
 	}
-	c, err := req.CanaryConfig.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(c, Canary{10, 20, 5 * time.Minute, 0.95, []float64{10, 30, 100}}) {
+	if c := spec.Canary; c == nil || !reflect.DeepEqual(*c, Canary{10, 20, 5 * time.Minute, 0.95, []float64{10, 30, 100}}) {
 		t.Errorf("canary = %+v", c)
 	}
 	// The request encodes back to the same JSON (field names as the design writes them).
@@ -89,7 +82,7 @@ func TestStrategyConfigsAsDesignWritesThem(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", body, err)
 		}
-		if err := Validate(req, fleet); err != nil {
+		if err := resolveErr(req, fleet); err != nil {
 			t.Errorf("%s: %v", body, err)
 		}
 	}
@@ -97,21 +90,29 @@ func TestStrategyConfigsAsDesignWritesThem(t *testing.T) {
 
 func TestResolveDefaults(t *testing.T) {
 	t.Parallel()
-	c, err := (*CanaryConfig)(nil).Resolve()
-	if err != nil || !reflect.DeepEqual(c, Canary{10, 20, 5 * time.Minute, 0.95, []float64{10, 30, 100}}) {
-		t.Errorf("canary defaults = %+v, %v", c, err)
+	settings := func(r *Request) Settings {
+		t.Helper()
+		s, err := ResolveSettings(r)
+		if err != nil {
+			t.Fatalf("%+v: %v", r, err)
+		}
+		return s
 	}
-	c, err = (&CanaryConfig{SuccessThreshold: ptr(1.0)}).Resolve()
-	if err != nil || c.SuccessThreshold != 1 || c.InitialPercentage != 10 {
-		t.Errorf("successThreshold 1 = %+v, %v", c, err)
+	c := settings(&Request{Strategy: StrategyCanary}).Canary
+	if !reflect.DeepEqual(*c, Canary{10, 20, 5 * time.Minute, 0.95, []float64{10, 30, 100}}) {
+		t.Errorf("canary defaults = %+v", c)
 	}
-	c, err = (&CanaryConfig{SuccessThreshold: ptr(100.0)}).Resolve()
-	if err != nil || c.SuccessThreshold != 1 {
-		t.Errorf("successThreshold 100 = %+v, %v", c, err)
+	c = settings(&Request{Strategy: StrategyCanary, CanaryConfig: &CanaryConfig{SuccessThreshold: ptr(1.0)}}).Canary
+	if c.SuccessThreshold != 1 || c.InitialPercentage != 10 {
+		t.Errorf("successThreshold 1 = %+v", c)
 	}
-	bg, err := (*BlueGreenConfig)(nil).Resolve()
-	if err != nil || bg != (BlueGreen{ValidationPeriod: 5 * time.Minute, AutoSwitch: true}) {
-		t.Errorf("blueGreen defaults = %+v, %v", bg, err)
+	c = settings(&Request{Strategy: StrategyCanary, CanaryConfig: &CanaryConfig{SuccessThreshold: ptr(100.0)}}).Canary
+	if c.SuccessThreshold != 1 {
+		t.Errorf("successThreshold 100 = %+v", c)
+	}
+	bg := *settings(&Request{Strategy: StrategyBlueGreen}).BlueGreen
+	if bg != (BlueGreen{ValidationPeriod: 5 * time.Minute, AutoSwitch: true}) {
+		t.Errorf("blueGreen defaults = %+v", bg)
 	}
 	blue, green, err := bg.Namespaces("cert-manager")
 	if err != nil || blue != "cert-manager" || green != "cert-manager-green" {
@@ -125,14 +126,19 @@ func TestResolveDefaults(t *testing.T) {
 	if _, _, err := (BlueGreen{GreenNamespace: "ops"}).Namespaces("ops"); fieldOf(err) != "blueGreenConfig.greenNamespace" {
 		t.Errorf("green = operator namespace: %v", err)
 	}
-	r, err := (*RollingConfig)(nil).Resolve()
-	if err != nil || r.ValidationPeriod != 5*time.Minute || r.PauseBetweenClusters != 0 || r.ClusterOrder != nil {
-		t.Errorf("rolling defaults = %+v, %v", r, err)
+	r := settings(&Request{Strategy: StrategyRolling}).Rolling
+	if r.ValidationPeriod != 5*time.Minute || r.PauseBetweenClusters != 0 || r.ClusterOrder != nil {
+		t.Errorf("rolling defaults = %+v", r)
 	}
-	d, err := (*DirectConfig)(nil).Resolve()
-	if err != nil || d != (Direct{}) {
-		t.Errorf("direct defaults = %+v, %v", d, err)
+	if d := settings(&Request{Strategy: StrategyDirect}).Direct; *d != (Direct{}) {
+		t.Errorf("direct defaults = %+v", d)
 	}
+}
+
+// resolveErr is Resolve's error.
+func resolveErr(req *Request, known []Target) error {
+	_, err := Resolve(req, known)
+	return err
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -245,7 +251,7 @@ func TestValidate(t *testing.T) {
 			t.Parallel()
 			req, err := Decode([]byte(tc.body))
 			if err == nil {
-				err = Validate(req, fleet)
+				err = resolveErr(req, fleet)
 			}
 			e, ok := invalid.As(err)
 			if !ok {
@@ -282,16 +288,17 @@ func TestCanaryStages(t *testing.T) {
 		{`"initialPercentage":100,"stages":[100]`, []float64{100}},
 	} {
 		req, err := Decode([]byte(canary(tc.cfg)))
+		var spec *Spec
 		if err == nil {
-			err = Validate(req, fleet)
+			spec, err = Resolve(req, fleet)
 		}
 		if err != nil {
 			t.Errorf("%s: %v", tc.cfg, err)
 			continue
 		}
-		c, err := req.CanaryConfig.Resolve()
-		if err != nil || !reflect.DeepEqual(c.Stages, tc.want) {
-			t.Errorf("%s: stages %v (%v), want %v", tc.cfg, c.Stages, err, tc.want)
+		c := spec.Canary
+		if !reflect.DeepEqual(c.Stages, tc.want) {
+			t.Errorf("%s: stages %v, want %v", tc.cfg, c.Stages, tc.want)
 		}
 		if c.InitialPercentage != tc.want[0] {
 			t.Errorf("%s: initial %v, want %v", tc.cfg, c.InitialPercentage, tc.want[0])
@@ -315,10 +322,10 @@ func direct(cfg string) string {
 	return `{"operator":"op","version":"1","environments":["Dev"],"strategy":"Direct","directConfig":{` + cfg + `}}`
 }
 
-func TestValidateNil(t *testing.T) {
+func TestResolveNil(t *testing.T) {
 	t.Parallel()
-	if e, ok := invalid.As(Validate(nil, fleet)); !ok || e.Reason != "required" {
-		t.Errorf("Validate(nil) = %v", e)
+	if e, ok := invalid.As(resolveErr(nil, fleet)); !ok || e.Reason != "required" {
+		t.Errorf("Resolve(nil) = %v", e)
 	}
 	if _, err := Decode(make([]byte, MaxBody+1)); fieldOf(err) != "" {
 		t.Errorf("oversized body: %v", err)

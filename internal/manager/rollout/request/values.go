@@ -8,13 +8,13 @@ import (
 // ValuesFor returns the Helm values for clusters of env: values, with valuesByEnvironment[env]
 // merged over them as Helm merges a second values file (objects merge key by key, recursively;
 // anything else replaces; a null removes the key). Numbers decode as float64, as Helm reads a
-// values file. The request must have passed Validate.
-func (r *Request) ValuesFor(env string) (map[string]any, error) {
-	base, err := decodeObject(r.Values)
+// values file.
+func (s *Spec) ValuesFor(env string) (map[string]any, error) {
+	base, err := decodeObject(s.Values)
 	if err != nil {
 		return nil, fmt.Errorf("values: %w", err)
 	}
-	over, err := decodeObject(r.ValuesByEnvironment[env])
+	over, err := decodeObject(s.ValuesByEnvironment[env])
 	if err != nil {
 		return nil, fmt.Errorf("valuesByEnvironment.%s: %w", env, err)
 	}

@@ -8,7 +8,7 @@ import (
 
 func TestValuesFor(t *testing.T) {
 	t.Parallel()
-	req := &Request{
+	req := &Spec{
 		Values: json.RawMessage(`{"replicaCount": 2, "image": {"tag": "v1", "pullPolicy": "IfNotPresent"}, "webhook": {"enabled": true}, "debug": true}`),
 		ValuesByEnvironment: map[string]json.RawMessage{
 			"Production": json.RawMessage(`{"replicaCount": 3, "image": {"tag": "v1-hardened"}, "debug": null, "extra": {"a": 1, "b": null}}`),
@@ -37,7 +37,7 @@ func TestValuesFor(t *testing.T) {
 			t.Errorf("%s values = %v", env, got)
 		}
 	}
-	empty, err := (&Request{}).ValuesFor("Dev")
+	empty, err := (&Spec{}).ValuesFor("Dev")
 	if err != nil || len(empty) != 0 || empty == nil {
 		t.Errorf("no values = %v, %v", empty, err)
 	}

@@ -30,7 +30,7 @@ func fleetOf(dev, staging, prod int) []Target {
 // designRequest is the design's Canary JSON (testdata/design-canary.json, copied from the
 // design's "Canary Deployment" section) as the body of a deployment of op 2.0.0 to the
 // environments Dev, Staging and Production.
-func designRequest(t testing.TB, known []Target) *request.Request {
+func designRequest(t testing.TB, known []Target) *request.Spec {
 	t.Helper()
 	raw, err := os.ReadFile("testdata/design-canary.json")
 	if err != nil {
@@ -49,10 +49,11 @@ func designRequest(t testing.TB, known []Target) *request.Request {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := request.Validate(req, known); err != nil {
+	spec, err := request.Resolve(req, known)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return req
+	return spec
 }
 
 // TestCanary_DesignJSONPlansThreeStages: the design's Canary JSON on 10 clusters of Dev, Staging
@@ -80,16 +81,12 @@ func TestCanary_DesignJSONPlansThreeStages(t *testing.T) {
 		t.Run(fmt.Sprintf("%d-%d-%d", tc.dev, tc.staging, tc.prod), func(t *testing.T) {
 			t.Parallel()
 			fleet := fleetOf(tc.dev, tc.staging, tc.prod)
-			req := designRequest(t, fleet)
-			targets, err := req.Targets(fleet)
+			spec := designRequest(t, fleet)
+			p, err := NewPlan(spec, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := NewPlan(req, targets, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkPlan(t, req, targets, p)
+			checkPlan(t, spec, fleet, p)
 			var got [][]string
 			for _, s := range p.Stages {
 				got = append(got, s.Clusters)

@@ -1,8 +1,9 @@
-// Package strategy turns a validated deployment request (package request) and its target
-// clusters into a Plan: the stages the rollout engine walks, each a set of clusters installed
+// Package strategy turns a resolved deployment request (request.Spec: its target clusters and
+// its strategy's settings) into a Plan: the stages the rollout engine walks, each a set of clusters installed
 // together (Parallel at a time), held for a period, judged by health against a threshold, then
 // paused before the next. It is pure and deterministic: the same request and targets give the
-// same plan, whatever the order of the targets.
+// same plan, whatever the order of the targets. PlanOf plans a stored deployment; the engine's
+// steps and the API's waiting reasons both use it.
 //
 //   - Canary: clusters sorted by environment (Dev → Staging → Production) then name, cut into
 //     the design's three stages: initialPercentage, initialPercentage + incrementPercentage,

@@ -7,8 +7,8 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 )
 
-// FuzzDecodeValidatePlan: any body either fails Decode or Validate with an *invalid.Error, or
-// resolves its targets and plans without error into a plan that keeps checkPlan's invariants.
+// FuzzDecodeValidatePlan: any body either fails Decode or Resolve with an *invalid.Error, or
+// plans without error into a plan that keeps checkPlan's invariants.
 func FuzzDecodeValidatePlan(f *testing.F) {
 	for _, s := range []string{
 		`{"operator":"op","version":"1","environments":["Dev","Staging","Production"],"strategy":"Canary","canaryConfig":{"initialPercentage":10,"incrementPercentage":20,"evaluationPeriod":"PT5M","successThreshold":95}}`,
@@ -29,8 +29,9 @@ func FuzzDecodeValidatePlan(f *testing.F) {
 	fleet := append(append([]Target(nil), ten...), Target{Name: "edge", Environment: "Dev"}, Target{Name: "unknown-env", Environment: "Lab"})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := request.Decode(body)
+		var spec *request.Spec
 		if err == nil {
-			err = request.Validate(req, fleet)
+			spec, err = request.Resolve(req, fleet)
 		}
 		if err != nil {
 			if _, ok := invalid.As(err); !ok {
@@ -38,17 +39,13 @@ func FuzzDecodeValidatePlan(f *testing.F) {
 			}
 			return
 		}
-		targets, err := req.Targets(fleet)
-		if err != nil {
-			t.Fatalf("%q: valid, but Targets: %v", body, err)
-		}
-		p, err := NewPlan(req, targets, &Options{OperatorNamespace: "ops"})
+		p, err := NewPlan(spec, &Options{OperatorNamespace: "ops"})
 		if err != nil {
 			t.Fatalf("%q: valid, but NewPlan: %v", body, err)
 		}
-		checkPlan(t, req, targets, p)
+		checkPlan(t, spec, spec.Targets, p)
 		for _, env := range request.Environments {
-			if _, err := req.ValuesFor(env); err != nil {
+			if _, err := spec.ValuesFor(env); err != nil {
 				t.Fatalf("%q: valid, but ValuesFor(%s): %v", body, env, err)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
+	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
 // Target is a cluster of the deployment and its environment.
@@ -86,37 +87,40 @@ type Options struct {
 	OperatorNamespace string
 	// SwitchMonitor is the hold of BlueGreen's switch stage; 0 means DefaultSwitchMonitor.
 	SwitchMonitor time.Duration
+	// HoldScale multiplies every hold and pause (the engine's TestHoldScale, for tests and
+	// benchmarks only); 0 and 1 leave them as planned.
+	HoldScale float64
 }
 
-// NewPlan plans req over targets (request.Targets' result). req must have passed
-// request.Validate; a config that does not resolve, no targets or a repeated target is an error.
-func NewPlan(req *request.Request, targets []Target, opts *Options) (*Plan, error) {
+// NewPlan plans spec (request.Resolve's or request.FromDeployment's). No targets, a repeated
+// target or settings missing for the strategy are errors.
+func NewPlan(spec *request.Spec, opts *Options) (*Plan, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	if len(targets) == 0 {
+	if len(spec.Targets) == 0 {
 		return nil, &invalid.Error{Field: "clusters", Reason: "required", Message: "no target clusters"}
 	}
-	sorted := append([]Target(nil), targets...)
+	sorted := append([]Target(nil), spec.Targets...)
 	request.SortTargets(sorted)
 	for i := 1; i < len(sorted); i++ {
 		if sorted[i].Name == sorted[i-1].Name {
 			return nil, invalid.Reasoned("clusters", "duplicate", nil, "cluster %q is a target twice", sorted[i].Name)
 		}
 	}
-	p := &Plan{Strategy: req.Strategy, Targets: sorted}
+	p := &Plan{Strategy: spec.Strategy, Targets: sorted}
 	var err error
-	switch req.Strategy {
-	case request.StrategyCanary:
-		err = p.canary(req.CanaryConfig)
-	case request.StrategyRolling:
-		err = p.rolling(req.RollingConfig)
-	case request.StrategyDirect:
-		err = p.direct(req.DirectConfig)
-	case request.StrategyBlueGreen:
-		err = p.blueGreen(req.BlueGreenConfig, opts)
+	switch s := spec.Settings; {
+	case s.Strategy == request.StrategyCanary && s.Canary != nil:
+		p.canary(s.Canary)
+	case s.Strategy == request.StrategyRolling && s.Rolling != nil:
+		err = p.rolling(s.Rolling)
+	case s.Strategy == request.StrategyDirect && s.Direct != nil:
+		p.direct(s.Direct)
+	case s.Strategy == request.StrategyBlueGreen && s.BlueGreen != nil:
+		err = p.blueGreen(s.BlueGreen, opts)
 	default:
-		err = invalid.Reasoned("strategy", "invalid", nil, "must be one of Canary, BlueGreen, Rolling, Direct, not %q", req.Strategy)
+		err = invalid.Reasoned("strategy", "invalid", nil, "no resolved settings for strategy %q", s.Strategy)
 	}
 	if err != nil {
 		return nil, err
@@ -124,7 +128,43 @@ func NewPlan(req *request.Request, targets []Target, opts *Options) (*Plan, erro
 	for i := range p.Stages {
 		p.Stages[i].Index = i
 	}
+	p.scaleHolds(opts.HoldScale)
 	return p, nil
+}
+
+// PlanOf plans a stored deployment (plans are deterministic, so every replica, every engine step
+// and the API get the same): its Spec as request.FromDeployment rebuilds it, planned with opts,
+// a Canary keeping the stages it was stored with (Restage). The engine and the API both call it,
+// with the engine's Options, so that they never disagree on a deployment's stages and holds.
+func PlanOf(d *store.Deployment, opts *Options) (*Plan, *request.Spec, error) {
+	spec, err := request.FromDeployment(d)
+	if err != nil {
+		return nil, nil, err
+	}
+	plan, err := NewPlan(spec, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("deployment %s: planning: %w", d.ID, err)
+	}
+	stored := make(map[string]int, len(d.Clusters))
+	for _, c := range d.Clusters {
+		stored[c.ClusterName] = c.Stage
+	}
+	// A Canary created by an older manager keeps the stages it was created with.
+	if _, err := plan.Restage(stored); err != nil {
+		return nil, nil, fmt.Errorf("deployment %s: its stored stages: %w", d.ID, err)
+	}
+	return plan, spec, nil
+}
+
+// scaleHolds multiplies the holds and pauses by s (Options.HoldScale; 0 and 1 leave them).
+func (p *Plan) scaleHolds(s float64) {
+	if s == 0 || s == 1 {
+		return
+	}
+	for i := range p.Stages {
+		p.Stages[i].Hold = time.Duration(float64(p.Stages[i].Hold) * s)
+		p.Stages[i].Pause = time.Duration(float64(p.Stages[i].Pause) * s)
+	}
 }
 
 // StageOf returns the index of the install stage that deploys cluster, or -1.

@@ -171,7 +171,7 @@ func TestNewPlan(t *testing.T) {
 			// Deterministic: the reversed targets give the same plan.
 			rev := slices.Clone(tc.targets)
 			slices.Reverse(rev)
-			again, err := NewPlan(req, rev, tc.opts)
+			again, err := NewPlan(&request.Spec{Targets: rev, Settings: req.Settings}, tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -183,7 +183,7 @@ func TestNewPlan(t *testing.T) {
 }
 
 // plan decodes and validates a request with body's strategy part over targets, and plans it.
-func plan(t testing.TB, body string, targets []Target, opts *Options) (*request.Request, *Plan) {
+func plan(t testing.TB, body string, targets []Target, opts *Options) (*request.Spec, *Plan) {
 	t.Helper()
 	var ns []string
 	for _, tg := range targets {
@@ -194,14 +194,15 @@ func plan(t testing.TB, body string, targets []Target, opts *Options) (*request.
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := request.Validate(req, targets); err != nil {
-		t.Fatal(err)
-	}
-	p, err := NewPlan(req, targets, opts)
+	spec, err := request.Resolve(req, targets)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return req, p
+	p, err := NewPlan(spec, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec, p
 }
 
 // checkPlan asserts what holds for every plan: each target is installed by exactly one install
@@ -210,7 +211,7 @@ func plan(t testing.TB, body string, targets []Target, opts *Options) (*request.
 // BlueGreen stages never mix environments; Canary and BlueGreen visit them in promotion order
 // (Canary: the sorted targets, cut into stages); the switch stage comes last and covers every
 // cluster.
-func checkPlan(t testing.TB, req *request.Request, targets []Target, p *Plan) {
+func checkPlan(t testing.TB, req *request.Spec, targets []Target, p *Plan) {
 	t.Helper()
 	env := map[string]string{}
 	for _, tg := range targets {
@@ -313,21 +314,21 @@ func TestPlanDurations(t *testing.T) {
 
 func TestNewPlanErrors(t *testing.T) {
 	t.Parallel()
-	req := &request.Request{Strategy: request.StrategyDirect}
+	direct := request.Settings{Strategy: request.StrategyDirect, Direct: &request.Direct{}}
 	for _, tc := range []struct {
-		name    string
-		req     *request.Request
-		targets []Target
-		field   string
+		name     string
+		settings request.Settings
+		targets  []Target
+		field    string
 	}{
-		{"no targets", req, nil, "clusters"},
-		{"target twice", req, []Target{{Name: "a", Environment: "Dev"}, {Name: "a", Environment: "Dev"}}, "clusters"},
-		{"unknown strategy", &request.Request{Strategy: "Big"}, one, "strategy"},
-		{"bad config", &request.Request{Strategy: request.StrategyCanary, CanaryConfig: &request.CanaryConfig{EvaluationPeriod: "soon"}}, one, "canaryConfig.evaluationPeriod"},
-		{"clusterOrder outside targets", &request.Request{Strategy: request.StrategyRolling, RollingConfig: &request.RollingConfig{ClusterOrder: []string{"x"}}}, one, "rollingConfig.clusterOrder[0]"},
-		{"green is blue", &request.Request{Strategy: request.StrategyBlueGreen, BlueGreenConfig: &request.BlueGreenConfig{GreenNamespace: "ops"}}, one, "blueGreenConfig.greenNamespace"},
+		{"no targets", direct, nil, "clusters"},
+		{"target twice", direct, []Target{{Name: "a", Environment: "Dev"}, {Name: "a", Environment: "Dev"}}, "clusters"},
+		{"unknown strategy", request.Settings{Strategy: "Big"}, one, "strategy"},
+		{"settings of another strategy", request.Settings{Strategy: request.StrategyCanary, Direct: &request.Direct{}}, one, "strategy"},
+		{"clusterOrder outside targets", request.Settings{Strategy: request.StrategyRolling, Rolling: &request.Rolling{ClusterOrder: []string{"x"}}}, one, "rollingConfig.clusterOrder[0]"},
+		{"green is blue", request.Settings{Strategy: request.StrategyBlueGreen, BlueGreen: &request.BlueGreen{GreenNamespace: "ops"}}, one, "blueGreenConfig.greenNamespace"},
 	} {
-		_, err := NewPlan(tc.req, tc.targets, &Options{OperatorNamespace: "ops"})
+		_, err := NewPlan(&request.Spec{Targets: tc.targets, Settings: tc.settings}, &Options{OperatorNamespace: "ops"})
 		if e, ok := invalid.As(err); !ok || e.Field != tc.field {
 			t.Errorf("%s: error %v, want *invalid.Error on %q", tc.name, err, tc.field)
 		}
@@ -346,11 +347,11 @@ func BenchmarkNewPlan(b *testing.B) {
 	req := &request.Request{Operator: "op", Version: "1", Clusters: names, Strategy: request.StrategyCanary,
 		CanaryConfig: &request.CanaryConfig{InitialPercentage: ptr(1.0), IncrementPercentage: ptr(1.0)}}
 	for b.Loop() {
-		if err := request.Validate(req, targets); err != nil {
+		spec, err := request.Resolve(req, targets)
+		if err != nil {
 			b.Fatal(err)
 		}
-		ts, _ := req.Targets(targets)
-		if _, err := NewPlan(req, ts, nil); err != nil {
+		if _, err := NewPlan(spec, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

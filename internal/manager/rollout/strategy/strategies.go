@@ -10,11 +10,7 @@ import (
 // ends at ceil(p_k·N/100) clusters, at least one; a stage that would add no cluster is merged
 // into the next one (it disappears: its percentage is reached with the next stage's clusters).
 // Stages may span environments: the design's 30 % stage is "Dev + Staging".
-func (p *Plan) canary(cfg *request.CanaryConfig) error {
-	c, err := cfg.Resolve()
-	if err != nil {
-		return err
-	}
+func (p *Plan) canary(c *request.Canary) {
 	n := len(p.Targets)
 	start := 0
 	for _, end := range canaryCuts(c.Stages, n) {
@@ -26,7 +22,6 @@ func (p *Plan) canary(cfg *request.CanaryConfig) error {
 		})
 		start = end
 	}
-	return nil
 }
 
 // canaryCuts returns the cumulative cluster counts of the stages at the percentages pcts
@@ -49,11 +44,7 @@ func canaryCuts(pcts []float64, n int) []int {
 	return cuts
 }
 
-func (p *Plan) rolling(cfg *request.RollingConfig) error {
-	r, err := cfg.Resolve()
-	if err != nil {
-		return err
-	}
+func (p *Plan) rolling(r *request.Rolling) error {
 	order, err := request.ClusterOrder(r.ClusterOrder, p.Targets)
 	if err != nil {
 		return err
@@ -72,11 +63,7 @@ func (p *Plan) rolling(cfg *request.RollingConfig) error {
 	return nil
 }
 
-func (p *Plan) direct(cfg *request.DirectConfig) error {
-	d, err := cfg.Resolve()
-	if err != nil {
-		return err
-	}
+func (p *Plan) direct(d *request.Direct) {
 	parallel := len(p.Targets)
 	if d.ParallelClusters > 0 && d.ParallelClusters < parallel {
 		parallel = d.ParallelClusters
@@ -85,14 +72,10 @@ func (p *Plan) direct(cfg *request.DirectConfig) error {
 		Kind: StageInstall, Environment: environmentOf(p.Targets), Clusters: names(p.Targets), Parallel: parallel,
 		Percentage: 100, HealthChecks: !d.SkipHealthChecks, SuccessThreshold: 1,
 	})
-	return nil
 }
 
-func (p *Plan) blueGreen(cfg *request.BlueGreenConfig, opts *Options) error {
-	bg, err := cfg.Resolve()
-	if err != nil {
-		return err
-	}
+func (p *Plan) blueGreen(bg *request.BlueGreen, opts *Options) error {
+	var err error
 	if p.BlueNamespace, p.GreenNamespace, err = bg.Namespaces(opts.OperatorNamespace); err != nil {
 		return err
 	}

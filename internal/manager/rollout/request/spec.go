@@ -1,0 +1,184 @@
+package request
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/slipway-dev/slipway/internal/manager/invalid"
+	"github.com/slipway-dev/slipway/internal/manager/store"
+)
+
+// Settings are a strategy and its config resolved: defaults applied, periods parsed. Exactly the
+// field of Strategy is set.
+type Settings struct {
+	Strategy  Strategy
+	Canary    *Canary
+	BlueGreen *BlueGreen
+	Rolling   *Rolling
+	Direct    *Direct
+}
+
+// Spec is a deployment request resolved once, at the edge or from the store, into what planning,
+// the engine and the API use: the operator and version, the target clusters (sorted by
+// environment, then name), the strategy's settings, the values and the strategy config as the
+// store keeps them. Resolve builds it from a request, FromDeployment from a stored deployment;
+// both give the same Spec for the same deployment.
+type Spec struct {
+	Operator string
+	Version  string
+	Targets  []Target
+	Settings
+	// Config is the strategy's config object as the request gave it (Request.ConfigJSON,
+	// store.Deployment.Config): {} when it gave none.
+	Config json.RawMessage
+	// Values are Helm values (a JSON object, or empty); ValuesByEnvironment override them per
+	// environment (ValuesFor).
+	Values              json.RawMessage
+	ValuesByEnvironment map[string]json.RawMessage
+}
+
+// Resolve checks req against the registered clusters (known) and resolves it: the operator and
+// version, the targets, the values, the strategy and its config (the one matching the strategy
+// only; its periods, percentages, namespaces and clusterOrder). The first problem found is
+// returned as an *invalid.Error naming its JSON path.
+func Resolve(req *Request, known []Target) (*Spec, error) {
+	if req == nil {
+		return nil, &invalid.Error{Reason: "required", Message: "the request body is empty: send a JSON object"}
+	}
+	if err := name("operator", req.Operator); err != nil {
+		return nil, err
+	}
+	if err := name("version", req.Version); err != nil {
+		return nil, err
+	}
+	targets, err := req.Targets(known)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateValues(req); err != nil {
+		return nil, err
+	}
+	settings, err := ResolveSettings(req)
+	if err != nil {
+		return nil, err
+	}
+	if settings.Rolling != nil {
+		if _, err := ClusterOrder(settings.Rolling.ClusterOrder, targets); err != nil {
+			return nil, err
+		}
+	}
+	return specOf(req, targets, settings)
+}
+
+// ResolveSettings checks the strategy and resolves its config: a config of another strategy is a
+// conflict. It is the part of Resolve that needs no clusters (the CLI checks a request with it
+// before sending it); rollingConfig.clusterOrder is checked against the targets by Resolve.
+func ResolveSettings(r *Request) (Settings, error) {
+	s := Settings{Strategy: r.Strategy}
+	if r.Strategy == "" {
+		return s, &invalid.Error{Field: "strategy", Reason: "required", Message: "required: one of Canary, BlueGreen, Rolling, Direct"}
+	}
+	if !r.Strategy.Valid() {
+		return s, invalid.Reasoned("strategy", "invalid", nil, "must be one of Canary, BlueGreen, Rolling, Direct, not %q", clip(string(r.Strategy)))
+	}
+	for _, c := range []struct {
+		field   string
+		s       Strategy
+		present bool
+	}{
+		{"canaryConfig", StrategyCanary, r.CanaryConfig != nil},
+		{"blueGreenConfig", StrategyBlueGreen, r.BlueGreenConfig != nil},
+		{"rollingConfig", StrategyRolling, r.RollingConfig != nil},
+		{"directConfig", StrategyDirect, r.DirectConfig != nil},
+	} {
+		if c.present && c.s != r.Strategy {
+			return s, invalid.Reasoned(c.field, "conflict", nil, "belongs to strategy %s, but the strategy is %s", c.s, r.Strategy)
+		}
+	}
+	var err error
+	switch r.Strategy {
+	case StrategyCanary:
+		s.Canary, err = resolved(r.CanaryConfig.Resolve())
+	case StrategyBlueGreen:
+		s.BlueGreen, err = resolved(r.BlueGreenConfig.Resolve())
+	case StrategyRolling:
+		s.Rolling, err = resolved(r.RollingConfig.Resolve())
+	case StrategyDirect:
+		s.Direct, err = resolved(r.DirectConfig.Resolve())
+	}
+	return s, err
+}
+
+func resolved[T any](v T, err error) (*T, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// FromDeployment rebuilds the Spec of a stored deployment: its strategy config, values and
+// clusters, as Resolve made them when it was requested. It is the one reader of the request JSON
+// the store keeps, so every replica, every engine step and the API re-plan a deployment alike.
+func FromDeployment(d *store.Deployment) (*Spec, error) {
+	req := &Request{Operator: d.OperatorName, Version: d.Version, Strategy: Strategy(d.Strategy), Values: d.Values}
+	if err := req.SetConfigJSON(d.Config); err != nil {
+		return nil, fmt.Errorf("deployment %s: stored config: %w", d.ID, err)
+	}
+	if len(d.ValuesByEnvironment) > 0 {
+		if err := json.Unmarshal(d.ValuesByEnvironment, &req.ValuesByEnvironment); err != nil {
+			return nil, fmt.Errorf("deployment %s: stored valuesByEnvironment: %w", d.ID, err)
+		}
+	}
+	settings, err := ResolveSettings(req)
+	if err != nil {
+		return nil, fmt.Errorf("deployment %s: stored config: %w", d.ID, err)
+	}
+	targets := make([]Target, 0, len(d.Clusters))
+	for _, c := range d.Clusters {
+		targets = append(targets, Target{Name: c.ClusterName, Environment: string(c.Environment)})
+	}
+	SortTargets(targets)
+	return specOf(req, targets, settings)
+}
+
+func specOf(req *Request, targets []Target, settings Settings) (*Spec, error) {
+	cfg, err := req.ConfigJSON()
+	if err != nil {
+		return nil, err
+	}
+	s := &Spec{Operator: req.Operator, Version: req.Version, Targets: targets, Settings: settings, Config: cfg,
+		Values: compactJSON(req.Values)}
+	for env, raw := range req.ValuesByEnvironment {
+		if s.ValuesByEnvironment == nil {
+			s.ValuesByEnvironment = map[string]json.RawMessage{}
+		}
+		s.ValuesByEnvironment[env] = compactJSON(raw)
+	}
+	return s, nil
+}
+
+// compactJSON is raw without insignificant space, nil when it is empty or null: a Spec reads the
+// same from a request and from the store.
+func compactJSON(raw json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil || b.Len() == 0 || b.String() == "null" {
+		return nil
+	}
+	return b.Bytes()
+}
+
+// StoreInto sets the fields of a deployment that keep the request (strategy, config, values), as
+// FromDeployment reads them back.
+func (s *Spec) StoreInto(d *store.Deployment) error {
+	d.OperatorName, d.Version, d.Strategy, d.Config, d.Values = s.Operator, s.Version, string(s.Strategy), s.Config, s.Values
+	d.ValuesByEnvironment = nil
+	if len(s.ValuesByEnvironment) > 0 {
+		b, err := json.Marshal(s.ValuesByEnvironment)
+		if err != nil {
+			return err
+		}
+		d.ValuesByEnvironment = b
+	}
+	return nil
+}
