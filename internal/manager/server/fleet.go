@@ -11,6 +11,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/slipway-dev/slipway/internal/manager/health"
+	rolloutengine "github.com/slipway-dev/slipway/internal/manager/rollout/engine"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
@@ -45,6 +46,11 @@ type FleetCell struct {
 	DeploymentID  string     `json:"deploymentId" description:"the deployment that put this version here"`
 	HelmRevision  int        `json:"helmRevision"`
 	CheckedAt     *time.Time `json:"checkedAt,omitempty"`
+	// OnUnhealthy is what failed checks here do now: roll the deployment back (while it is in its
+	// bake window, until RollbackUntil) or alert only (why in AlertReason).
+	OnUnhealthy   string     `json:"onUnhealthy" enum:"rollback,alert" description:"what failed health checks here do now: rollback (the deployment is within its bake window) or alert (operator.unhealthy, no rollback)"`
+	RollbackUntil *time.Time `json:"rollbackUntil,omitempty" description:"the end of the deployment's bake window: until then failed checks roll it back"`
+	AlertReason   string     `json:"alertReason,omitempty" description:"why failed checks here are an alert, not a rollback"`
 }
 
 // Fleet is GET /api/v1/fleet: operators × clusters.
@@ -80,7 +86,7 @@ func (s *Server) getFleet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := Fleet{Operators: ops, Clusters: clusters, Cells: fleetCells(lives, checks, latest, clusters)}
+	out := Fleet{Operators: ops, Clusters: clusters, Cells: fleetCells(lives, checks, latest, clusters, s.now())}
 	writeJSON(ctx, s.log, w, http.StatusOK, out)
 	return nil
 }
@@ -150,7 +156,7 @@ func environmentRank(env string) int {
 
 // fleetCells joins the live releases of the listed operators on the listed clusters with the
 // latest health checks.
-func fleetCells(lives []*store.LiveRelease, checks []*store.OperatorHealth, latest map[string]string, clusters []FleetCluster) []FleetCell {
+func fleetCells(lives []*store.LiveRelease, checks []*store.OperatorHealth, latest map[string]string, clusters []FleetCluster, now time.Time) []FleetCell {
 	type key struct{ op, cluster string }
 	byKey := make(map[key]*store.OperatorHealth, len(checks))
 	for _, c := range checks {
@@ -168,7 +174,12 @@ func fleetCells(lives []*store.LiveRelease, checks []*store.OperatorHealth, late
 		}
 		cell := FleetCell{Operator: l.OperatorName, Cluster: l.ClusterName, Environment: string(l.Environment), Version: l.Version,
 			LatestVersion: newest, Drift: drift(l.Version, newest), Health: string(healthUnknown), DeploymentID: l.DeploymentID,
-			HelmRevision: l.HelmRevision}
+			HelmRevision: l.HelmRevision, OnUnhealthy: "rollback"}
+		if until, why := rolloutengine.RollbackScope(l, now); why != "" {
+			cell.OnUnhealthy, cell.AlertReason = "alert", why
+		} else {
+			cell.RollbackUntil = &until
+		}
 		if c := byKey[key{l.OperatorName, l.ClusterName}]; c != nil {
 			at := c.CheckedAt
 			cell.Health, cell.CheckedAt = c.Health, &at

@@ -43,8 +43,14 @@ func seedCluster(tb testing.TB, st store.Executor, name string, env store.Enviro
 // the engine leaves one: where the version runs.
 func seedLive(tb testing.TB, st store.Executor, op *store.Operator, version string, clusters map[string]store.Environment) string {
 	tb.Helper()
+	return seedLiveAt(tb, st, op, version, clusters, time.Now().UTC())
+}
+
+// seedLiveAt is seedLive of a deployment that completed at finished.
+func seedLiveAt(tb testing.TB, st store.Executor, op *store.Operator, version string, clusters map[string]store.Environment, finished time.Time) string {
+	tb.Helper()
 	d := &store.Deployment{OperatorID: op.ID, OperatorName: op.Name, Version: version, Strategy: "Direct",
-		Status: store.DeploymentCompleted, Reason: "completed", RequestedBy: "setup", CreatedAt: time.Now()}
+		Status: store.DeploymentCompleted, Reason: "completed", RequestedBy: "setup", CreatedAt: finished.Add(-time.Minute), FinishedAt: &finished}
 	for name, env := range clusters {
 		d.Clusters = append(d.Clusters, &store.DeploymentCluster{ClusterName: name, Environment: env,
 			Status: store.ClusterHealthy, HelmRevision: 2, Namespace: op.Namespace, Release: op.Name})
@@ -99,7 +105,8 @@ func testFleet(t *testing.T, engine string) {
 	b.addOperator("idle", "idle-system", "3.0.0")
 	current := seedLive(t, b.store, widgets, "1.10.0", map[string]store.Environment{"dev-a": store.EnvironmentDev})
 	old := seedLive(t, b.store, widgets, "1.2.0", map[string]store.Environment{"stage-1": store.EnvironmentStaging, "prod-1": store.EnvironmentProduction})
-	seedLive(t, b.store, gadgets, "2.0.0", map[string]store.Environment{"dev-b": store.EnvironmentDev})
+	completed := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
+	seedLiveAt(t, b.store, gadgets, "2.0.0", map[string]store.Environment{"dev-b": store.EnvironmentDev}, completed)
 	seedHealth(t, b.store, "widgets", "dev-a", current, health.Healthy, "")
 	seedHealth(t, b.store, "widgets", "prod-1", old, health.Unhealthy, "0 of 1 controller pods ready: CrashLoopBackOff")
 
@@ -135,6 +142,13 @@ func testFleet(t *testing.T, engine string) {
 	}
 	if gd.Drift != "current" || gd.Health != "Unknown" {
 		t.Errorf("gadgets on dev-b: %+v", gd)
+	}
+	// Failed checks roll back within the bake window (15 minutes after completion), alert after it.
+	if wp.OnUnhealthy != "rollback" || wp.RollbackUntil == nil || time.Until(*wp.RollbackUntil) < 14*time.Minute || wp.AlertReason != "" {
+		t.Errorf("widgets on prod-1, completed just now: on unhealthy %q until %v (%q), want a rollback for 15 minutes", wp.OnUnhealthy, wp.RollbackUntil, wp.AlertReason)
+	}
+	if gd.OnUnhealthy != "alert" || gd.RollbackUntil != nil || !strings.Contains(gd.AlertReason, "past its bake window (15m0s after it completed at "+completed.Format(time.RFC3339)+")") {
+		t.Errorf("gadgets on dev-b, completed an hour ago: on unhealthy %q until %v (%q), want an alert past the bake window", gd.OnUnhealthy, gd.RollbackUntil, gd.AlertReason)
 	}
 
 	r = b.do("GET", "/api/v1/fleet?environment=Production", b.viewer(), nil)

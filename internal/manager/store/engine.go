@@ -88,6 +88,13 @@ type LiveRelease struct {
 	Namespace        string
 	Release          string
 	HelmRevision     int
+	// DeploymentFinishedAt is when the deployment ended (nil while it runs): its bake window,
+	// during which an Unhealthy check still rolls it back, starts then.
+	DeploymentFinishedAt *time.Time
+	// Superseded: a newer deployment of the operator has been on this cluster since (it failed
+	// or was rolled back there, restoring this release). The health loop never rolls a superseded
+	// deployment back: that would go past the version the newer one replaced.
+	Superseded bool
 }
 
 // OperatorHealth is the latest health check of an operator on a cluster.

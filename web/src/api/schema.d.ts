@@ -4441,6 +4441,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         cells?: {
+                            /** @description why failed checks here are an alert, not a rollback */
+                            alertReason?: string;
                             /** Format: date-time */
                             checkedAt?: string | null;
                             cluster?: string;
@@ -4461,7 +4463,17 @@ export interface operations {
                             healthReason?: string;
                             helmRevision?: number;
                             latestVersion?: string;
+                            /**
+                             * @description what failed health checks here do now: rollback (the deployment is within its bake window) or alert (operator.unhealthy, no rollback)
+                             * @enum {string}
+                             */
+                            onUnhealthy?: "rollback" | "alert";
                             operator?: string;
+                            /**
+                             * Format: date-time
+                             * @description the end of the deployment's bake window: until then failed checks roll it back
+                             */
+                            rollbackUntil?: string | null;
                             version?: string;
                         }[];
                         clusters?: {

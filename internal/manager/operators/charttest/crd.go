@@ -52,6 +52,9 @@ func NewCRD(plural, kind string, level Level) *apiextensionsv1.CustomResourceDef
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
 				Name: "v1alpha1", Served: true, Storage: true,
 				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: Schema(level)},
+				// The status is the controller's (written through /status, which does not bump
+				// the generation), as a real operator's CRD has it: health checks read it.
+				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
 			}},
 		},
 	}
@@ -104,7 +107,11 @@ func Schema(level Level) *apiextensionsv1.JSONSchemaProps {
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{
 			"spec": {Type: "object", Required: []string{"size"}, Properties: spec},
 			"status": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
-				"ready": {Type: "boolean"},
+				"ready":              {Type: "boolean"},
+				"observedGeneration": {Type: "integer"},
+				"conditions": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr(true),
+				}}},
 			}},
 		},
 	}

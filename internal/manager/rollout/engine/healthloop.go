@@ -184,9 +184,16 @@ func (e *Engine) checkLive(ctx context.Context, op *store.Operator, r *store.Liv
 	if res.failures < e.cfg.FailureThreshold {
 		return
 	}
+	if _, why := RollbackScope(r, e.now()); why != "" {
+		if res.failures == e.cfg.FailureThreshold { // once: when a rollback would have been due
+			e.event(ctx, r.DeploymentID, "healthcheck.alert", r.ClusterName, fmt.Sprintf("%s %s is Unhealthy on %s (%s in a row: %s); no automatic rollback: %s",
+				op.Name, r.Version, r.ClusterName, words.Count(res.failures, "failed check"), summary(res.health), why), nil)
+		}
+		return
+	}
 	reason := fmt.Sprintf("health check: %s failed %d checks in a row: %s", r.ClusterName, res.failures, summary(res.health))
 	rolled, err := e.cfg.Store.DeploymentUpdate(ctx, r.DeploymentID, func(d *store.Deployment) error {
-		if d.RollbackRequested || d.Status == store.DeploymentRollingBack || (d.Status.Terminal() && d.Status != store.DeploymentCompleted) {
+		if d.RollbackRequested || d.Status != store.DeploymentCompleted {
 			return errNothingToDo
 		}
 		now := e.now()

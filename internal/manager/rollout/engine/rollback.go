@@ -68,7 +68,7 @@ func (e *Engine) rollingBack(ctx context.Context, d *store.Deployment) (time.Dur
 	if err != nil {
 		return 0, err
 	}
-	var failed, notChecked []string
+	var failed, notChecked, baseline []string
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, checkConcurrency)
@@ -89,13 +89,16 @@ func (e *Engine) rollingBack(ctx context.Context, d *store.Deployment) (time.Dur
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			checked, err := e.restore(ctx, d, op, c)
+			checked, unhealthyBefore, err := e.restore(ctx, d, op, c)
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
+			switch {
+			case err != nil:
 				failed = append(failed, c.ClusterName+": "+err.Error())
-			} else if !checked {
+			case !checked:
 				notChecked = append(notChecked, c.ClusterName)
+			case unhealthyBefore:
+				baseline = append(baseline, c.ClusterName)
 			}
 		})
 	}
@@ -112,36 +115,50 @@ func (e *Engine) rollingBack(ctx context.Context, d *store.Deployment) (time.Dur
 		sort.Strings(notChecked)
 		reason += "; health of the restored release not checked on " + strings.Join(notChecked, ", ")
 	}
+	if len(baseline) > 0 {
+		sort.Strings(baseline)
+		reason += "; baseline unhealthy on " + strings.Join(baseline, ", ") + ": the version restored there fails the same checks, so the failure is not this version's (the manager goes no further back)"
+	}
 	return e.finishRollback(ctx, d, store.DeploymentRolledBack, reason)
 }
 
 // restore puts one cluster back and checks the restored release. checked is false when that
 // check could not run within --install-timeout: the cluster is rolled back, its health not
 // checked (message and a rollback.notChecked event say so).
-func (e *Engine) restore(ctx context.Context, d *store.Deployment, op *store.Operator, c *store.DeploymentCluster) (checked bool, err error) {
+//
+// When the restored release is Unhealthy by the same signals that failed the new version, the
+// rollback stops there (baseline is true): the cluster is RolledBack with a message saying the
+// failure is not the version's, and nothing goes further back.
+func (e *Engine) restore(ctx context.Context, d *store.Deployment, op *store.Operator, c *store.DeploymentCluster) (checked, baseline bool, err error) {
 	ctx = clusterContext(ctx, c.ClusterName)
 	cfg, err := e.cfg.Clusters.RESTConfig(ctx, c.ClusterName)
 	if err != nil {
-		return false, e.restoreFailed(ctx, d, c, err)
+		return false, false, e.restoreFailed(ctx, d, c, err)
 	}
 	msg, back, err := e.putBack(ctx, cfg, d, op, c)
 	if err != nil {
 		if ctx.Err() != nil {
-			return false, ctx.Err()
+			return false, false, ctx.Err()
 		}
-		return false, e.restoreFailed(ctx, d, c, err)
+		return false, false, e.restoreFailed(ctx, d, c, err)
 	}
 	checked = true
 	if back.release != "" {
 		h, ran, why, err := e.checkRestored(ctx, cfg, op, c.ClusterName, back)
 		switch {
 		case err != nil:
-			return false, err
+			return false, false, err
 		case !ran:
 			checked = false
 			msg += "; health not checked: " + why
 		case h.Health == health.Unhealthy:
-			return false, e.restoreFailed(ctx, d, c, fmt.Errorf("%s, but the restored release is unhealthy: %s", msg, summary(h)))
+			same := e.sameFailure(ctx, d, c.ClusterName, h)
+			if len(same) == 0 {
+				return false, false, e.restoreFailed(ctx, d, c, fmt.Errorf("%s, but the restored release is unhealthy: %s", msg, summary(h)))
+			}
+			msg += fmt.Sprintf("; %s %s is Unhealthy too, by the same signals that failed %s (%s): the failure is not the version's (baseline unhealthy)",
+				d.OperatorName, back.version, d.Version, strings.Join(same, ", "))
+			baseline = true
 		}
 	}
 	_, err = e.update(ctx, d.ID, func(d *store.Deployment) error {
@@ -150,14 +167,17 @@ func (e *Engine) restore(ctx context.Context, d *store.Deployment, op *store.Ope
 		return nil
 	})
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	if !checked {
 		e.clusterEvent(ctx, d, c, "rollback.notChecked", fmt.Sprintf("%s/%s (%s) restored, but its health could not be checked: it is not known to be healthy",
 			back.namespace, back.release, back.version))
 	}
+	if baseline {
+		e.clusterEvent(ctx, d, c, "rollback.baselineUnhealthy", msg)
+	}
 	e.clusterEvent(ctx, d, c, "cluster.rolledBack", msg)
-	return checked, nil
+	return checked, baseline, nil
 }
 
 // putBack does one cluster's Helm work of a rollback, in a slot of --max-parallel-installs and

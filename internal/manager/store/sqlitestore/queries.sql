@@ -348,15 +348,23 @@ RETURNING id, created_at;
 
 -- name: LiveReleaseList
 -- Per (operator, cluster), the newest deployment's (created_at, id) healthy cluster row (or one a
--- cancel stopped while validating).
+-- cancel stopped while validating), with when that deployment finished and whether a newer
+-- deployment of the operator has installed on the cluster since (superseded: it failed or was
+-- rolled back there, and this release is what it restored).
 -- Columns: operator_id, operator_name, cluster_name, environment, deployment_id,
--- deployment_status, version, namespace, release, helm_revision.
+-- deployment_status, version, namespace, release, helm_revision, finished_at, superseded.
 SELECT operator_id, operator_name, cluster_name, environment, deployment_id, deployment_status,
-    version, namespace, release, helm_revision
+    version, namespace, release, helm_revision, finished_at,
+    CASE WHEN EXISTS (
+        SELECT 1 FROM deployment_clusters nc JOIN deployments nd ON nd.id = nc.deployment_id
+        WHERE nc.operator_id = live.operator_id AND nc.cluster_name = live.cluster_name
+            AND (nc.install_attempts > 0 OR nc.helm_revision > 0)
+            AND (nd.created_at > live.created_at OR (nd.created_at = live.created_at AND nd.id > live.deployment_id))
+    ) THEN 1 ELSE 0 END AS superseded
 FROM (
     SELECT o.id AS operator_id, o.name AS operator_name, c.cluster_name, c.environment,
         d.id AS deployment_id, d.status AS deployment_status, d.version, c.namespace, c.release,
-        c.helm_revision,
+        c.helm_revision, d.finished_at, d.created_at,
         row_number() OVER (PARTITION BY c.operator_id, c.cluster_name
             ORDER BY d.created_at DESC, d.id DESC) AS newest
     FROM deployment_clusters c

@@ -133,7 +133,8 @@ func (e *executor) DeploymentAdmit(ctx context.Context, p *store.DeploymentAdmit
 func scanLiveRelease(row scanner) (*store.LiveRelease, error) {
 	var r store.LiveRelease
 	err := row.Scan(&r.OperatorID, &r.OperatorName, &r.ClusterName, &r.Environment, &r.DeploymentID,
-		&r.DeploymentStatus, &r.Version, &r.Namespace, &r.Release, &r.HelmRevision)
+		&r.DeploymentStatus, &r.Version, &r.Namespace, &r.Release, &r.HelmRevision,
+		nullTimeDest{&r.DeploymentFinishedAt}, &r.Superseded)
 	if err != nil {
 		return nil, err
 	}

@@ -31,13 +31,14 @@ func rollout(t *testing.T, b *testBundle, op *store.Operator, version string, cr
 	return d
 }
 
-// live is the LiveRelease d's cluster is.
-func live(d *store.Deployment, cluster string) *store.LiveRelease {
+// live is the LiveRelease d's cluster is; superseded when a newer deployment installed there.
+func live(d *store.Deployment, cluster string, superseded bool) *store.LiveRelease {
 	for _, c := range d.Clusters {
 		if c.ClusterName == cluster {
 			return &store.LiveRelease{OperatorID: d.OperatorID, OperatorName: d.OperatorName, ClusterName: cluster,
 				Environment: c.Environment, DeploymentID: d.ID, DeploymentStatus: d.Status, Version: d.Version,
-				Namespace: c.Namespace, Release: c.Release, HelmRevision: c.HelmRevision}
+				Namespace: c.Namespace, Release: c.Release, HelmRevision: c.HelmRevision,
+				DeploymentFinishedAt: d.FinishedAt, Superseded: superseded}
 		}
 	}
 	panic("no cluster " + cluster)
@@ -57,7 +58,26 @@ var liveReleaseCases = []testCase{
 			map[string]store.ClusterStatus{"c2": store.ClusterValidating}, "c2")
 		got, err := b.store.LiveReleaseList(b.ctx, &store.LiveReleaseListParams{OperatorName: "x"})
 		requireOK(t, err, "list")
-		requireEqual(t, got, []*store.LiveRelease{live(v2, "c1"), live(v1, "c2")}, "live after a cancel")
+		// v1 on c2 is superseded: 1.2.0 installs there (v2 skipped c2 but, in this data, at a revision).
+		requireEqual(t, got, []*store.LiveRelease{live(v2, "c1", false), live(v1, "c2", true)}, "live after a cancel")
+	}},
+	{"SupersededOnlyByAnInstall", func(t *testing.T, b *testBundle) {
+		x := Operator(b.ctx, t, b.store, &OperatorOpts{Name: "x"})
+		t0 := b.now.Add(-time.Hour)
+		v1 := rollout(t, b, x, "1.0.0", t0, store.DeploymentCompleted, 1, map[string]store.ClusterStatus{"c1": store.ClusterHealthy}, "c1")
+		// A newer deployment cancelled before it installed anything on c1 leaves v1 as it was.
+		rollout(t, b, x, "1.1.0", t0.Add(time.Minute), store.DeploymentCancelled, 0, map[string]store.ClusterStatus{"c1": store.ClusterSkipped}, "c1")
+		got, err := b.store.LiveReleaseList(b.ctx, &store.LiveReleaseListParams{OperatorName: "x"})
+		requireOK(t, err, "list")
+		requireEqual(t, got, []*store.LiveRelease{live(v1, "c1", false)}, "not superseded by a deployment that installed nothing")
+		if got[0].DeploymentFinishedAt == nil {
+			t.Fatal("a Completed deployment's live release has no DeploymentFinishedAt")
+		}
+		// One that installed and was rolled back supersedes it.
+		rollout(t, b, x, "2.0.0", t0.Add(2*time.Minute), store.DeploymentRolledBack, 2, map[string]store.ClusterStatus{"c1": store.ClusterRolledBack}, "c1")
+		got, err = b.store.LiveReleaseList(b.ctx, &store.LiveReleaseListParams{OperatorName: "x"})
+		requireOK(t, err, "list")
+		requireEqual(t, got, []*store.LiveRelease{live(v1, "c1", true)}, "superseded by a rolled-back install")
 	}},
 	{"NewestHealthyWins", func(t *testing.T, b *testBundle) {
 		x := Operator(b.ctx, t, b.store, &OperatorOpts{Name: "x"})
@@ -88,7 +108,8 @@ var liveReleaseCases = []testCase{
 			tied = append(tied, d)
 		}
 
-		all := []*store.LiveRelease{live(tied[1], "c1"), live(v2, "c1"), live(v1, "c2"), live(v3, "c3")}
+		// 2.0.0 installed on c1 and c2 and was rolled back: what it restored there is superseded.
+		all := []*store.LiveRelease{live(tied[1], "c1", false), live(v2, "c1", true), live(v1, "c2", true), live(v3, "c3", false)}
 		for _, tc := range []struct {
 			name string
 			p    store.LiveReleaseListParams

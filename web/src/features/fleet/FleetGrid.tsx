@@ -7,7 +7,7 @@ import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { Link } from 'react-router';
 import type { FleetCell, FleetCluster } from '../../api/types';
 import { healthTone } from '../../components/HealthBadge';
-import { cellLabel, groupLabel, type FleetModel } from './model';
+import { cellLabel, groupLabel, isAlert, type FleetModel } from './model';
 import './fleet.css';
 
 export const ROW_H = 56;
@@ -262,11 +262,13 @@ function Cell({ r, c, left, op, cluster, cell, active, onFocus }: CellProps) {
       data-cluster={cluster.name}
       data-health={cell.health || 'Unknown'}
       data-drift={cell.drift}
+      data-on-unhealthy={cell.onUnhealthy}
     >
       <Link to={to} {...common} className="fleet-cell-body">
         <span className="fleet-version">{cell.version || '?'}</span>
         <span className="fleet-health">
           <span aria-hidden="true">{SYMBOL[tone]}</span> {cell.health || 'Unknown'}
+          {isAlert(cell) && <span className="fleet-alert"> alert</span>}
         </span>
         {cell.drift === 'behind' && <span className="fleet-drift">↑ {cell.latestVersion}</span>}
       </Link>

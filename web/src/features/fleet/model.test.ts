@@ -51,6 +51,10 @@ describe('cellLabel', () => {
     expect(cellLabel('op', 'c', smallFleet.cells![3])).toBe('op on c: 0.2.0, Unhealthy, 0.3.0 is the latest, CrashLoopBackOff');
     expect(cellLabel('op', 'c', { ...smallFleet.cells![3]!, drift: 'current', health: 'Healthy', healthReason: '' })).toBe('op on c: 0.2.0, Healthy, current');
     expect(cellLabel('op', 'c', undefined)).toBe('op is not installed on c');
+    const alerting = { ...smallFleet.cells![3]!, onUnhealthy: 'alert' as const, alertReason: 'past its bake window (15m0s after it completed at 2026-11-29T06:00:00Z)' };
+    expect(cellLabel('op', 'c', alerting)).toBe(
+      'op on c: 0.2.0, Unhealthy, alert, no automatic rollback: past its bake window (15m0s after it completed at 2026-11-29T06:00:00Z), 0.3.0 is the latest, CrashLoopBackOff',
+    );
   });
 });
 

@@ -115,14 +115,23 @@ export function buildFleet(fleet: Fleet | undefined, f: FleetFilters): FleetMode
 
 /**
  * The words a screen reader says for a cell (and its title): where it is, then what the cell shows
- * in the order it shows it (version, health, the newer latest), so its visible text is a run of
+ * in the order it shows it (version, health, an alert, the newer latest), so its visible text is a run of
  * the name's words (WCAG 2.5.3, label in name: speech input users say what they see), then why it
  * is not healthy.
  */
 export function cellLabel(op: string | undefined, cluster: string | undefined, c: FleetCell | undefined): string {
   if (!c) return `${op} is not installed on ${cluster}`;
   const parts = [`${op} on ${cluster}: ${c.version || '?'}`, c.health || 'Unknown'];
+  if (isAlert(c)) parts.push(`alert, no automatic rollback: ${c.alertReason ?? ''}`.replace(/: $/, ''));
   parts.push(c.drift === 'behind' ? `${c.latestVersion ?? ''} is the latest`.trim() : 'current');
   if (c.healthReason) parts.push(c.healthReason);
   return parts.join(', ');
+}
+
+/**
+ * An Unhealthy operator whose failed checks alert and no longer roll its deployment back (past the
+ * bake window, or what a rollback restored): the cell says so.
+ */
+export function isAlert(c: FleetCell): boolean {
+  return c.health === 'Unhealthy' && c.onUnhealthy === 'alert';
 }
