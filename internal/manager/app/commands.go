@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slipway-dev/slipway/internal/manager/auth"
+	"github.com/slipway-dev/slipway/internal/manager/analysis"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
 	"github.com/slipway-dev/slipway/internal/manager/notifications"
 	"github.com/slipway-dev/slipway/internal/manager/operators/sourceauth"
@@ -111,6 +112,10 @@ func runRotateKey(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	fmt.Fprintf(stdout, "re-sealed the chart source credentials of %d operators under key %s\n", n, keyring.Primary())
+	if n, err = analysis.RotateKeys(ctx, st, keyring); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "re-sealed the Prometheus credentials of %d clusters under key %s\n", n, keyring.Primary())
 	return nil
 }
 

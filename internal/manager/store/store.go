@@ -32,6 +32,7 @@ type Executor interface {
 	OperatorConfigExecutor
 	LoginTicketExecutor
 	TokenRevocationExecutor
+	AnalysisExecutor
 
 	ClusterCreate(ctx context.Context, p *ClusterCreateParams) (*Cluster, error)
 	ClusterGetByName(ctx context.Context, name string) (*Cluster, error)

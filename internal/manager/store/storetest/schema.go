@@ -35,7 +35,7 @@ type SchemaEngine struct {
 }
 
 // LatestVersion is the schema version this binary's migrations end at (the newest of them).
-const LatestVersion = 12
+const LatestVersion = 14
 
 // futureMigration is a version no binary knows: a database migrated by a newer manager.
 const futureMigration = "99999_future.sql"
