@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/analysis"
+	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
 	"github.com/slipway-dev/slipway/internal/manager/notifications"
 	"github.com/slipway-dev/slipway/internal/manager/operators/sourceauth"
