@@ -44,7 +44,7 @@ func BenchmarkHealthChecks(b *testing.B) {
 			return s.Health, s.Messages
 		}},
 		{"crd-reconciliation", func(*testing.B) (Health, []string) {
-			s := c.runCRDs(ctx, cl, target)
+			s, _ := c.runCRDs(ctx, cl, target)
 			return s.Health, s.Messages
 		}},
 		{"full-operator", func(b *testing.B) (Health, []string) {

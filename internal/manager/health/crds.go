@@ -5,146 +5,159 @@ import (
 	"fmt"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// resourceState is one custom resource's reconciliation state.
+// resourceState is one custom resource's reconciliation state, and who it blames.
 type resourceState int
 
 const (
-	stateReady resourceState = iota
-	stateFailing
-	stateStale
-	statePending
+	stateReady   resourceState = iota // Ready=True, or reconciled without a Ready condition
+	statePending                      // being reconciled within the grace period
+	// the operator's failures
+	stateNotReconciling // the operator is not reconciling it (see judge)
+	stateNewlyFailing   // Ready in the baseline, unchanged by its user, not Ready now
+	// the tenant's failures: Ready=False while the operator reconciles it
+	stateFailingBefore     // failing in the baseline already
+	stateFailingReconciled // failing, created or changed by its user since the baseline (or no baseline)
+	nStates
 )
 
-// checkCRDs lists the custom resources of every CRD of the target and judges their Ready
-// conditions.
-func (c *Checker) checkCRDs(ctx context.Context, cl *clients, t Target) CRDStatus {
-	st := CRDStatus{Health: Healthy, Messages: []string{}}
+// The words of ResourceExample.Why, by state.
+var stateWhy = [nStates]string{"", "", "notReconciling", "newlyFailing", "failingBefore", "failingReconciled"}
+
+// verdict is the judgement of one resource: its state, the reason it reports (and reported in
+// the baseline), and for a resource not reconciled, why.
+type verdict struct {
+	state              resourceState
+	reason, baseReason string
+	detail             string
+	ready              bool
+	generation         int64
+	name, uid          string
+}
+
+// maxExamples bounds the examples per CRD and state in the health detail.
+const maxExamples = 3
+
+// checkCRDs lists the custom resources of every CRD of the target and judges each against the
+// target's baseline (see judge).
+func (c *Checker) checkCRDs(ctx context.Context, cl *clients, t Target) (CRDStatus, map[string][]BaselineResource) {
+	st := CRDStatus{Health: Healthy, Messages: []string{}, Examples: []ResourceExample{}, Baseline: t.Baseline.Summary()}
 	if len(t.CRDs) == 0 {
 		st.Messages = append(st.Messages, "the operator has no CRDs: nothing to reconcile")
-		return st
+		return st, map[string][]BaselineResource{}
 	}
+	seen := map[string][]BaselineResource{}
+	complete := true
 	now := c.cfg.Now()
 	for _, name := range t.CRDs {
 		crd, err := cl.apiext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			st.Health = Degraded
+			st.Health, complete = Degraded, false
 			st.Messages = append(st.Messages, notChecked(fmt.Sprintf("CRD %s: %v", name, err)))
 			continue
 		}
 		st.CRDs++
 		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: storageVersion(crd), Resource: crd.Spec.Names.Plural}
-		var counts [4]int
-		var examples [4][]string
+		var counts [nStates]int
 		cont := ""
 		for {
 			list, err := cl.dynamic.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 500, Continue: cont})
 			if err != nil {
-				st.Health = Degraded
+				st.Health, complete = Degraded, false
 				st.Messages = append(st.Messages, notChecked(fmt.Sprintf("listing %s: %v", name, err)))
 				break
 			}
 			for i := range list.Items {
-				s := c.classify(&list.Items[i], now)
-				counts[s]++
-				if len(examples[s]) < 3 {
-					examples[s] = append(examples[s], objectName(&list.Items[i]))
+				v := c.judge(&list.Items[i], now, t.Baseline)
+				counts[v.state]++
+				seen[name] = append(seen[name], BaselineResource{Name: v.name, UID: v.uid, Generation: v.generation, Ready: v.ready, Reason: v.reason})
+				if v.state > statePending && st.examples(name, v.state) < maxExamples {
+					st.Examples = append(st.Examples, v.example(name))
 				}
 			}
 			if cont = list.GetContinue(); cont == "" {
 				break
 			}
 		}
-		st.Resources += counts[stateReady] + counts[stateFailing] + counts[stateStale] + counts[statePending]
-		st.Ready += counts[stateReady]
-		st.Failing += counts[stateFailing]
-		st.Stale += counts[stateStale]
-		st.Pending += counts[statePending]
-		if n := counts[stateFailing]; n > 0 {
-			st.Messages = append(st.Messages, fmt.Sprintf("%s: %d Ready=False (%v)", name, n, examples[stateFailing]))
-		}
-		if n := counts[stateStale]; n > 0 {
-			st.Messages = append(st.Messages, fmt.Sprintf("%s: %d not reconciled within %s (%v)", name, n, c.cfg.FreshFor, examples[stateStale]))
-		}
+		st.add(name, counts, c.cfg.FreshFor)
 	}
-	if st.Resources > 0 {
-		st.ErrorRate = float64(st.Failing) / float64(st.Resources)
-		staleRate := float64(st.Stale) / float64(st.Resources)
-		switch {
-		case st.ErrorRate >= c.cfg.MaxErrorRate || staleRate >= c.cfg.MaxErrorRate:
-			st.Health = Unhealthy
-		case st.Failing > 0 || st.Stale > 0:
-			st.Health = worst(st.Health, Degraded)
-		}
+	st.judge(c.cfg.MaxErrorRate, t.Baseline == nil)
+	if !complete {
+		seen = nil
 	}
-	return st
+	return st, seen
 }
 
-// classify judges one custom resource at now: Failing when Ready=False; Ready when Ready=True and
-// fresh (observedGeneration, top-level or the condition's, equals metadata.generation, or the
-// condition changed within FreshFor); Pending when it has no Ready condition yet but was created
-// within FreshFor, or Ready=Unknown and fresh; Stale otherwise.
-func (c *Checker) classify(u *unstructured.Unstructured, now time.Time) resourceState {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	var ready map[string]any
-	for _, x := range conds {
-		if m, ok := x.(map[string]any); ok && m["type"] == "Ready" {
-			ready = m
-		}
+// add counts one CRD's resources and says what counts against the operator.
+func (st *CRDStatus) add(crd string, counts [nStates]int, grace time.Duration) {
+	for _, n := range counts {
+		st.Resources += n
 	}
-	recent := func(t time.Time) bool { return !t.IsZero() && now.Sub(t) <= c.cfg.FreshFor }
-	if ready == nil {
-		if recent(u.GetCreationTimestamp().Time) {
-			return statePending
-		}
-		return stateStale
+	st.Ready += counts[stateReady]
+	st.Pending += counts[statePending]
+	st.Stale += counts[stateNotReconciling]
+	st.Failing += counts[stateNewlyFailing] + counts[stateFailingBefore] + counts[stateFailingReconciled]
+	st.OperatorFailures.NotReconciling += counts[stateNotReconciling]
+	st.OperatorFailures.NewlyFailing += counts[stateNewlyFailing]
+	st.TenantFailures.FailingBefore += counts[stateFailingBefore]
+	st.TenantFailures.FailingReconciled += counts[stateFailingReconciled]
+	if n := counts[stateNotReconciling]; n > 0 {
+		st.Messages = append(st.Messages, fmt.Sprintf("%s: %d not reconciled within %s (%v)", crd, n, grace, st.names(crd, stateNotReconciling)))
 	}
-	if ready["status"] == "False" {
-		return stateFailing
+	if n := counts[stateNewlyFailing]; n > 0 {
+		st.Messages = append(st.Messages, fmt.Sprintf("%s: %d Ready before, not Ready now (%v)", crd, n, st.names(crd, stateNewlyFailing)))
 	}
-	gen := u.GetGeneration()
-	observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
-	if og, ok := ready["observedGeneration"].(int64); ok && og > observed {
-		observed = og
+	if n := counts[stateFailingBefore] + counts[stateFailingReconciled]; n > 0 {
+		st.Messages = append(st.Messages, fmt.Sprintf("%s: %d Ready=False while reconciled: the tenants' (%d failing before, %d since)",
+			crd, n, counts[stateFailingBefore], counts[stateFailingReconciled]))
 	}
-	var ltt time.Time
-	if s, ok := ready["lastTransitionTime"].(string); ok {
-		ltt, _ = time.Parse(time.RFC3339, s)
+}
+
+// judge sets the part's health from the operator's failures only: the tenants' never count.
+func (st *CRDStatus) judge(maxRate float64, noBaseline bool) {
+	if noBaseline {
+		st.Messages = append(st.Messages, "no baseline: resources Ready=False while reconciled count as the tenants', none as newly failing")
 	}
-	fresh := (observed != 0 && observed == gen) || recent(ltt)
+	if st.Resources == 0 {
+		return
+	}
+	ops := st.OperatorFailures.NotReconciling + st.OperatorFailures.NewlyFailing
+	st.ErrorRate = float64(ops) / float64(st.Resources)
 	switch {
-	case !fresh:
-		return stateStale
-	case ready["status"] == "True":
-		return stateReady
-	default:
-		return statePending
+	case st.ErrorRate >= maxRate:
+		st.Health = Unhealthy
+	case ops > 0:
+		st.Health = worst(st.Health, Degraded)
 	}
 }
 
-// storageVersion is the CRD's storage version (the first served one if none is marked).
-func storageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
-	for _, v := range crd.Spec.Versions {
-		if v.Storage {
-			return v.Name
+func (st *CRDStatus) examples(crd string, s resourceState) int {
+	n := 0
+	for _, e := range st.Examples {
+		if e.CRD == crd && e.Why == stateWhy[s] {
+			n++
 		}
 	}
-	for _, v := range crd.Spec.Versions {
-		if v.Served {
-			return v.Name
-		}
-	}
-	return ""
+	return n
 }
 
-func objectName(u *unstructured.Unstructured) string {
-	if ns := u.GetNamespace(); ns != "" {
-		return ns + "/" + u.GetName()
+func (st *CRDStatus) names(crd string, s resourceState) []string {
+	var out []string
+	for _, e := range st.Examples {
+		if e.CRD == crd && e.Why == stateWhy[s] {
+			out = append(out, e.Name)
+		}
 	}
-	return u.GetName()
+	return out
+}
+
+func (v verdict) example(crd string) ResourceExample {
+	blame := BlameTenant
+	if v.state == stateNotReconciling || v.state == stateNewlyFailing {
+		blame = BlameOperator
+	}
+	return ResourceExample{CRD: crd, Name: v.name, Blame: blame, Why: stateWhy[v.state], Reason: v.reason, BaselineReason: v.baseReason, Detail: v.detail}
 }

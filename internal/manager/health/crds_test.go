@@ -3,11 +3,13 @@ package health
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -38,7 +40,16 @@ func installGizmoCRD(t testing.TB) {
 	if err := env.Client.Create(context.Background(), crd); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), crd) })
+	// Deleted and gone before the next test installs it again.
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), crd)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		testenv.Eventually(ctx, t, "the Gizmo CRD gone", func() (bool, error) {
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{})
+			return apierrors.IsNotFound(err), err
+		})
+	})
 	testenv.Eventually(testCtx(t), t, "the Gizmo CRD served", func() (bool, error) {
 		err := env.Client.List(context.Background(), gizmoList(), client.InNamespace("default"))
 		return err == nil, err
@@ -148,16 +159,17 @@ func TestCRDReconciliation(t *testing.T) {
 		t.Fatalf("all reconciled: %+v, want Healthy", got)
 	}
 
-	op.setFailing("g00")
-	got = crds(func(s CRDStatus) bool { return s.Failing == 1 })
-	if got.Health != Degraded || got.ErrorRate != 1.0/n || !hasMessage(got.Messages, "1 Ready=False ([health-") || got.State() != ReconciliationFailing {
-		t.Fatalf("1 of 40 failing (2.5 %%): %+v, want Degraded", got)
+	// Resources Ready=False while reconciled (observedGeneration current) are their tenants':
+	// without a baseline none counts against the operator, whatever their share.
+	op.setFailing("g00", "g01", "g02", "g03")
+	got = crds(func(s CRDStatus) bool { return s.Failing == 4 })
+	if got.Health != Healthy || got.ErrorRate != 0 || got.State() != ReconciliationActive || got.Baseline != nil ||
+		got.TenantFailures.FailingReconciled != 4 || got.OperatorFailures != (OperatorFailures{}) ||
+		!hasMessage(got.Messages, "4 Ready=False while reconciled: the tenants'") || !hasMessage(got.Messages, "no baseline") {
+		t.Fatalf("4 of 40 failing for their tenants (10 %%): %+v, want Healthy", got)
 	}
-
-	op.setFailing("g00", "g01")
-	got = crds(func(s CRDStatus) bool { return s.Failing == 2 })
-	if got.Health != Unhealthy || got.ErrorRate != 0.05 {
-		t.Fatalf("2 of 40 failing (5 %%): %+v, want Unhealthy", got)
+	if len(got.Examples) != maxExamples || got.Examples[0].Blame != BlameTenant || got.Examples[0].Reason != "Reconciled" {
+		t.Fatalf("examples: %+v, want %d of the tenants' with their reasons", got.Examples, maxExamples)
 	}
 
 	// The operator stops; the resources change. Their Ready conditions changed moments ago, so
@@ -175,12 +187,14 @@ func TestCRDReconciliation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got = checkOnce(t, c, target).CRDs; got.Health != Healthy || got.Ready != n {
-		t.Fatalf("just changed: %+v, want still Healthy", got)
+	if got = checkOnce(t, c, target).CRDs; got.Health != Healthy || got.Pending != n {
+		t.Fatalf("just changed: %+v, want still Healthy, 40 pending", got)
 	}
 	late := NewChecker(Config{Now: func() time.Time { return time.Now().Add(6 * time.Minute) }})
 	got = checkOnce(t, late, target).CRDs
-	if got.Health != Unhealthy || got.Stale != n || !hasMessage(got.Messages, "40 not reconciled within 5m0s") || got.State() != ReconciliationStale {
+	if got.Health != Unhealthy || got.Stale != n || got.OperatorFailures.NotReconciling != n || got.ErrorRate != 1 ||
+		!hasMessage(got.Messages, "40 not reconciled within 5m0s") || got.State() != ReconciliationStale ||
+		got.Examples[0].Blame != BlameOperator || !strings.Contains(got.Examples[0].Detail, "observedGeneration 1 behind generation 2") {
 		t.Fatalf("six minutes after a change nobody reconciled: %+v, want Unhealthy, 40 stale", got)
 	}
 
@@ -188,8 +202,8 @@ func TestCRDReconciliation(t *testing.T) {
 	if err := env.Client.Create(context.Background(), gizmo(ns, "new")); err != nil {
 		t.Fatal(err)
 	}
-	if got = checkOnce(t, c, target).CRDs; got.Pending != 1 || got.Resources != n+1 || got.State() != ReconciliationActive {
-		t.Fatalf("a new resource: %+v, want 1 pending, Active", got)
+	if got = checkOnce(t, c, target).CRDs; got.Pending != n+1 || got.Resources != n+1 || got.State() != ReconciliationActive {
+		t.Fatalf("a new resource: %+v, want it pending too, Active", got)
 	}
 }
 

@@ -10,8 +10,14 @@
 //     release-namespace annotations) and the conversion webhooks of its CRDs each answer a minimal
 //     review with 200 within 1 s, with a serving certificate that is valid and verifies against
 //     the configuration's caBundle;
-//   - CRD reconciliation: the release's custom resources have a fresh Ready condition and fewer
-//     than 5 % of them are Ready=False.
+//   - CRD reconciliation: fewer than 5 % of the release's custom resources fail by the operator's
+//     fault: not reconciled by it (observedGeneration behind, Reconciling that never ends, no
+//     status, past the grace period) or Ready in the target's baseline and not Ready now; a
+//     resource Ready=False while reconciled is its tenant's and never counts (judge);
+//   - metrics: the operator's own reconcile error rate, panics and workqueues, read from its
+//     metrics Service through the API server's proxy and compared with the baseline's snapshot
+//     (MetricsStatus.judge); an operator without readable metrics is judged on the other parts,
+//     and the detail says so.
 //
 // A Checker runs the checks and remembers restart counts between them. The rollout engine stores
 // each result (store.OperatorHealthRecord, which counts consecutive Unhealthy checks: the
@@ -23,6 +29,7 @@ package health
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -124,6 +131,9 @@ type Target struct {
 	// PodSelector, when set, selects the controller pods instead of
 	// app.kubernetes.io/instance=<Release> (label selector syntax).
 	PodSelector string
+	// Baseline is what the operator's resources and metrics looked like before the deployment
+	// (or at the last Healthy check); nil when there is none.
+	Baseline *Baseline
 }
 
 func (t Target) validate() error {
@@ -188,8 +198,9 @@ func newClients(rc *rest.Config) (*clients, error) {
 }
 
 // Check checks target on the cluster named cluster, reached through rc, and returns the result.
-// The three parts run concurrently, each within Config.CheckTimeout, in span
-// operator.healthcheck with children pod.healthcheck, webhook.healthcheck and crd.reconciliation.check.
+// The four parts run concurrently, each within Config.CheckTimeout, in span
+// operator.healthcheck with children pod.healthcheck, webhook.healthcheck, crd.reconciliation.check
+// and operator.metrics.check.
 // An unreachable cluster is a result (parts not checked), not an error; an invalid target is an
 // *invalid.Error.
 func (c *Checker) Check(ctx context.Context, cluster string, rc *rest.Config, target Target) (ClusterHealth, error) {
@@ -214,12 +225,18 @@ func (c *Checker) Check(ctx context.Context, cluster string, rc *rest.Config, ta
 		res = NotCheckedOn(cluster, "no client for the cluster: "+err.Error(), time.Time{})
 	} else {
 		var wg sync.WaitGroup
+		var seen map[string][]BaselineResource
+		var snap *MetricsSnapshot
 		wg.Go(func() { res.Pods = c.runPods(ctx, cl, cluster, target) })
 		wg.Go(func() { res.Webhooks = c.runWebhooks(ctx, cl, target) })
-		wg.Go(func() { res.CRDs = c.runCRDs(ctx, cl, target) })
+		wg.Go(func() { res.CRDs, seen = c.runCRDs(ctx, cl, target) })
+		wg.Go(func() { res.Metrics, snap = c.runMetrics(ctx, cl, target) })
 		wg.Wait()
+		if seen != nil {
+			res.Observed = &Baseline{CapturedAt: c.cfg.Now().UTC(), Resources: seen, Metrics: snap}
+		}
 	}
-	res.Health = worst(res.Pods.Health, res.Webhooks.Health, res.CRDs.Health)
+	res.Health = res.judge()
 	res.summarize()
 	res.LastChecked = c.cfg.Now().UTC()
 
@@ -263,10 +280,65 @@ func (c *Checker) runWebhooks(ctx context.Context, cl *clients, t Target) Webhoo
 		func(s WebhooksStatus) Health { return s.Health })
 }
 
-func (c *Checker) runCRDs(ctx context.Context, cl *clients, t Target) CRDStatus {
-	return part(ctx, c, telemetry.SpanHealthcheckCRDs, telemetry.HealthCheckCRDs,
-		func(ctx context.Context) CRDStatus { return c.checkCRDs(ctx, cl, t) },
-		func(s CRDStatus) Health { return s.Health })
+func (c *Checker) runCRDs(ctx context.Context, cl *clients, t Target) (CRDStatus, map[string][]BaselineResource) {
+	type out struct {
+		st   CRDStatus
+		seen map[string][]BaselineResource
+	}
+	o := part(ctx, c, telemetry.SpanHealthcheckCRDs, telemetry.HealthCheckCRDs,
+		func(ctx context.Context) out { st, seen := c.checkCRDs(ctx, cl, t); return out{st, seen} },
+		func(o out) Health { return o.st.Health })
+	return o.st, o.seen
+}
+
+func (c *Checker) runMetrics(ctx context.Context, cl *clients, t Target) (MetricsStatus, *MetricsSnapshot) {
+	type out struct {
+		st   MetricsStatus
+		snap *MetricsSnapshot
+	}
+	o := part(ctx, c, telemetry.SpanHealthcheckMetrics, telemetry.HealthCheckMetrics,
+		func(ctx context.Context) out { st, snap := c.checkMetrics(ctx, cl, t); return out{st, snap} },
+		func(o out) Health { return o.st.Health })
+	return o.st, o.snap
+}
+
+// judge is the cluster's health: its worst part, the metrics part only when they were read.
+func (h ClusterHealth) judge() Health {
+	parts := []Health{h.Pods.Health, h.Webhooks.Health, h.CRDs.Health}
+	if h.Metrics.Read == Passed {
+		parts = append(parts, h.Metrics.Health)
+	}
+	return worst(parts...)
+}
+
+// Capture reads the target's custom resources and metrics on the cluster as a baseline (source
+// and deployment left to the caller). A CRD that cannot be listed is an error: a baseline that
+// misses resources would make them look new.
+func (c *Checker) Capture(ctx context.Context, cluster string, rc *rest.Config, target Target) (*Baseline, error) {
+	if err := target.validate(); err != nil {
+		return nil, err
+	}
+	if rc == nil {
+		return nil, invalid.Field("cluster", "no connection to cluster %q", cluster)
+	}
+	cl, err := newClients(rc)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.CheckTimeout)
+	defer cancel()
+	target.Baseline = nil
+	var wg sync.WaitGroup
+	var st CRDStatus
+	var seen map[string][]BaselineResource
+	var snap *MetricsSnapshot
+	wg.Go(func() { st, seen = c.checkCRDs(ctx, cl, target) })
+	wg.Go(func() { _, snap = c.checkMetrics(ctx, cl, target) })
+	wg.Wait()
+	if seen == nil {
+		return nil, fmt.Errorf("capturing the baseline of %s on %s: %s", target.OperatorName, cluster, strings.Join(st.Messages, "; "))
+	}
+	return &Baseline{CapturedAt: c.cfg.Now().UTC(), Resources: seen, Metrics: snap}, nil
 }
 
 func notChecked(why string) string { return "not checked: " + why }
@@ -290,7 +362,8 @@ func NotCheckedOn(cluster, why string, at time.Time) ClusterHealth {
 		ClusterName: cluster, Health: Degraded, LastChecked: at,
 		Pods:     PodsStatus{Health: Degraded, Resources: NotChecked, Messages: []string{msg}},
 		Webhooks: WebhooksStatus{Health: Degraded, Webhooks: []WebhookResult{}, Messages: []string{msg}},
-		CRDs:     CRDStatus{Health: Degraded, Messages: []string{msg}},
+		CRDs:     CRDStatus{Health: Degraded, Messages: []string{msg}, Examples: []ResourceExample{}},
+		Metrics:  MetricsStatus{Health: Unknown, Read: NotChecked, Messages: []string{msg}},
 	}
 	h.summarize()
 	return h

@@ -5,6 +5,7 @@ const (
 	PartPods     = "pods"
 	PartWebhooks = "webhooks"
 	PartCRDs     = "crds"
+	PartMetrics  = "metrics"
 )
 
 // UnhealthyParts names the parts of the check that are Unhealthy, in a fixed order: the
@@ -14,7 +15,7 @@ func (h ClusterHealth) UnhealthyParts() []string {
 	for _, p := range []struct {
 		name string
 		h    Health
-	}{{PartPods, h.Pods.Health}, {PartWebhooks, h.Webhooks.Health}, {PartCRDs, h.CRDs.Health}} {
+	}{{PartPods, h.Pods.Health}, {PartWebhooks, h.Webhooks.Health}, {PartCRDs, h.CRDs.Health}, {PartMetrics, h.Metrics.Health}} {
 		if p.h == Unhealthy {
 			out = append(out, p.name)
 		}

@@ -10,9 +10,11 @@ import (
 // The rule: a part is Unhealthy when it found a fault that hurts users (no Ready controller pod,
 // a pod in CrashLoopBackOff or restarted 3 times in 5 minutes, a webhook that does not answer 200
 // within 1 s or whose certificate is expired or does not verify, 5 % or more of the custom
-// resources Ready=False or stale); Degraded when it found a lesser fault (some pods not Ready,
-// a container over its limits, a few failing or stale resources) or could not run at all (the
-// API failed: "not checked"); Healthy when it ran and found nothing. A cluster is its worst part;
+// resources failing by the operator's fault: not reconciled or newly failing; the operator's
+// reconcile errors or panics up against its baseline: see MetricsStatus); Degraded when it found
+// a lesser fault (some pods not Ready, a container over its limits, a few resources failing by
+// the operator's fault) or could not run at all (the API failed: "not checked"); Healthy when it
+// ran and found nothing. A cluster is its worst part (the metrics part only when they were read);
 // an operator is its worst cluster (Unhealthy when it has none).
 type Health string
 
@@ -21,13 +23,16 @@ const (
 	Healthy   Health = "Healthy"
 	Degraded  Health = "Degraded"
 	Unhealthy Health = "Unhealthy"
+	// Unknown is the metrics part's health when they were not read: no verdict, never a pass.
+	// A cluster's health leaves it out.
+	Unknown Health = "Unknown"
 )
 
 func rank(h Health) int {
 	switch h {
 	case Healthy:
 		return 0
-	case Degraded:
+	case Degraded, Unknown:
 		return 1
 	default:
 		return 2
@@ -90,9 +95,11 @@ type ReconciliationState string
 
 // The reconciliation states, from the reconciliation part (CRDStatus.State).
 const (
-	// ReconciliationActive: every custom resource is Ready, or Pending within the freshness window.
+	// ReconciliationActive: the operator reconciles every custom resource (Ready, Pending within
+	// the grace period, or Ready=False for its tenant's reasons).
 	ReconciliationActive ReconciliationState = "Active"
-	// ReconciliationFailing: at least one custom resource is Ready=False.
+	// ReconciliationFailing: at least one custom resource fails newly (Ready in the baseline,
+	// Ready=False now): the operator's failure. The tenants' failures leave the state Active.
 	ReconciliationFailing ReconciliationState = "Failing"
 	// ReconciliationStale: none failing, at least one not reconciled within the freshness window.
 	ReconciliationStale ReconciliationState = "Stale"
@@ -117,6 +124,11 @@ type ClusterHealth struct {
 	Pods     PodsStatus     `json:"pods" description:"the controller pods part, in detail"`
 	Webhooks WebhooksStatus `json:"webhooks" description:"the webhooks part, in detail"`
 	CRDs     CRDStatus      `json:"crds" description:"the CRD reconciliation part, in detail"`
+	Metrics  MetricsStatus  `json:"metrics" description:"the operator's own reconcile metrics, in detail"`
+
+	// Observed is what the check saw, for the next baseline (nil when a CRD could not be
+	// listed); not part of the response.
+	Observed *Baseline `json:"-"`
 }
 
 // summarize sets the design's one-value fields from the parts' details.
@@ -174,21 +186,74 @@ type WebhookResult struct {
 	Message            string     `json:"message,omitempty"`
 }
 
-// CRDStatus is the reconciliation part, over the custom resources of every CRD of the target.
-// A resource is Ready (condition True and fresh), Failing (Ready=False), Stale (no Ready
-// condition, or one neither current in observedGeneration nor changed within FreshFor) or
-// Pending (created within FreshFor, not yet reconciled, or Ready=Unknown and fresh).
+// CRDStatus is the reconciliation part, over the custom resources of every CRD of the target,
+// judged on what the operator does (see Checker.judge): a resource counts against the operator
+// when the operator is not reconciling it (Stale) or when it was Ready in the baseline and is not
+// now (OperatorFailures.NewlyFailing); a resource Ready=False while reconciled is its tenant's
+// (TenantFailures) and never counts against the operator.
 type CRDStatus struct {
 	Health    Health `json:"health"`
 	CRDs      int    `json:"crds"`
 	Resources int    `json:"resources"`
-	Ready     int    `json:"ready"`
-	Failing   int    `json:"failing"`
-	Stale     int    `json:"stale"`
-	Pending   int    `json:"pending"`
-	// ErrorRate is Failing / Resources (0 when there are none).
+	// Ready: Ready=True, or reconciled without a Ready condition.
+	Ready int `json:"ready"`
+	// Failing: Ready=False, whoever's failure it is (the tenants' and the newly failing).
+	Failing int `json:"failing"`
+	// Stale: not reconciled by the operator (OperatorFailures.NotReconciling).
+	Stale int `json:"stale"`
+	// Pending: being reconciled within the grace period (no status yet, observedGeneration
+	// behind, Ready=Unknown).
+	Pending int `json:"pending"`
+	// ErrorRate is the operator's failures (not reconciling + newly failing) / Resources (0 when
+	// there are none): 5 % or more is Unhealthy.
 	ErrorRate float64  `json:"errorRate"`
 	Messages  []string `json:"messages"`
+
+	// Baseline is the baseline compared with; null when there was none (then no resource counts
+	// as newly failing).
+	Baseline         *BaselineSummary `json:"baseline"`
+	OperatorFailures OperatorFailures `json:"operatorFailures"`
+	TenantFailures   TenantFailures   `json:"tenantFailures"`
+	// Examples are a few resources of each kind of failure per CRD, with their reasons.
+	Examples []ResourceExample `json:"examples"`
+}
+
+// OperatorFailures count the resources that count against the operator.
+type OperatorFailures struct {
+	// NotReconciling: observedGeneration behind past the grace period, Reconciling that never
+	// ends, no status after the grace period.
+	NotReconciling int `json:"notReconciling"`
+	// NewlyFailing: Ready in the baseline at the same generation, Ready=False now.
+	NewlyFailing int `json:"newlyFailing"`
+}
+
+// TenantFailures count the resources Ready=False while the operator reconciles them.
+type TenantFailures struct {
+	// FailingBefore: failing in the baseline already.
+	FailingBefore int `json:"failingBefore"`
+	// FailingReconciled: created or changed by its user since the baseline (or no baseline).
+	FailingReconciled int `json:"failingReconciled"`
+}
+
+// Who a failing resource blames (ResourceExample.Blame).
+const (
+	BlameOperator = "operator"
+	BlameTenant   = "tenant"
+)
+
+// ResourceExample is one failing resource of the detail.
+type ResourceExample struct {
+	CRD   string `json:"crd"`
+	Name  string `json:"name"`
+	Blame string `json:"blame" enum:"operator,tenant"`
+	// Why is notReconciling, newlyFailing, failingBefore or failingReconciled.
+	Why string `json:"why" enum:"notReconciling,newlyFailing,failingBefore,failingReconciled"`
+	// Reason is its Ready condition's reason now, BaselineReason the one it had in the baseline
+	// ("Ready" when it was Ready).
+	Reason         string `json:"reason,omitempty"`
+	BaselineReason string `json:"baselineReason,omitempty"`
+	// Detail says how the operator is not reconciling it.
+	Detail string `json:"detail,omitempty"`
 }
 
 // State is the part in one word: Unavailable when a webhook failed, Unknown when the webhooks
@@ -205,12 +270,13 @@ func (s WebhooksStatus) State() WebhookState {
 	return WebhookAvailable
 }
 
-// State is the part in one word: Failing when a resource is Ready=False, Stale when one is
-// stale, Unknown when a CRD or its resources could not be read, NoResources when there are
-// none, Active otherwise (every resource Ready, or Pending within the freshness window).
+// State is the part in one word: Failing when a resource fails newly under the operator
+// (Ready in the baseline, Ready=False now: the operator's failure; the tenants' failures leave it
+// Active), Stale when the operator does not reconcile one, Unknown when a CRD or its resources
+// could not be read, NoResources when there are none, Active otherwise.
 func (s CRDStatus) State() ReconciliationState {
 	switch {
-	case s.Failing > 0:
+	case s.OperatorFailures.NewlyFailing > 0:
 		return ReconciliationFailing
 	case s.Stale > 0:
 		return ReconciliationStale

@@ -35,10 +35,19 @@ func TestResponseShape(t *testing.T) {
 		t.Fatalf("top-level keys %v", got)
 	}
 	c := m["clusters"].([]any)[0].(map[string]any)
-	// The design's six keys, and each part's details beside them.
-	want := []string{"clusterName", "controllerPods", "crdReconciliation", "crds", "health", "lastChecked", "pods", "webhookStatus", "webhooks"}
+	// The design's six keys, and each part's details beside them (the operator's metrics too).
+	want := []string{"clusterName", "controllerPods", "crdReconciliation", "crds", "health", "lastChecked", "metrics", "pods", "webhookStatus", "webhooks"}
 	if got := sortedKeys(c); !reflect.DeepEqual(got, want) {
 		t.Fatalf("cluster keys %v, want %v", got, want)
+	}
+	// crdReconciliation stays a string; the baseline and whose failures they are sit in crds.
+	if _, ok := c["crdReconciliation"].(string); !ok {
+		t.Fatalf("crdReconciliation is %T, want a string", c["crdReconciliation"])
+	}
+	wantCRDs := []string{"baseline", "crds", "errorRate", "examples", "failing", "health", "messages", "operatorFailures",
+		"pending", "ready", "resources", "stale", "tenantFailures"}
+	if got := sortedKeys(c["crds"].(map[string]any)); !reflect.DeepEqual(got, wantCRDs) {
+		t.Fatalf("crds keys %v, want %v", got, wantCRDs)
 	}
 	if m["overallHealth"] != "Healthy" || c["clusterName"] != "prod-eu" {
 		t.Fatalf("values: %s", raw)
@@ -54,7 +63,7 @@ func TestResponseShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := sortedKeys(m); !reflect.DeepEqual(got, []string{"clusterName", "controllerPods", "crdReconciliation", "crds",
-		"health", "lastChecked", "operatorName", "pods", "webhookStatus", "webhooks"}) {
+		"health", "lastChecked", "metrics", "operatorName", "pods", "webhookStatus", "webhooks"}) {
 		t.Fatalf("one cluster's keys %v", got)
 	}
 }
@@ -82,8 +91,11 @@ func TestStates(t *testing.T) {
 	}{
 		{CRDStatus{Health: Healthy, CRDs: 1, Resources: 3, Ready: 3}, ReconciliationActive},
 		{CRDStatus{Health: Healthy, CRDs: 1, Resources: 3, Ready: 2, Pending: 1}, ReconciliationActive},
-		{CRDStatus{Health: Degraded, CRDs: 1, Resources: 40, Ready: 39, Failing: 1}, ReconciliationFailing},
-		{CRDStatus{Health: Unhealthy, CRDs: 1, Resources: 4, Ready: 1, Failing: 1, Stale: 2}, ReconciliationFailing},
+		// The tenants' failures leave the reconciliation Active; a resource failing newly under the
+		// operator makes it Failing.
+		{CRDStatus{Health: Healthy, CRDs: 1, Resources: 40, Ready: 30, Failing: 10, TenantFailures: TenantFailures{4, 6}}, ReconciliationActive},
+		{CRDStatus{Health: Degraded, CRDs: 1, Resources: 40, Ready: 39, Failing: 1, OperatorFailures: OperatorFailures{NewlyFailing: 1}}, ReconciliationFailing},
+		{CRDStatus{Health: Unhealthy, CRDs: 1, Resources: 4, Ready: 1, Failing: 1, Stale: 2, OperatorFailures: OperatorFailures{2, 1}}, ReconciliationFailing},
 		{CRDStatus{Health: Unhealthy, CRDs: 1, Resources: 4, Stale: 4}, ReconciliationStale},
 		{CRDStatus{Health: Degraded, CRDs: 1, Resources: 3, Ready: 3}, ReconciliationUnknown}, // another CRD not read
 		{CRDStatus{Health: Degraded}, ReconciliationUnknown},
@@ -247,10 +259,10 @@ func TestSpansAndDuration(t *testing.T) {
 		byName[s.Name()] = s
 	}
 	root, ok := byName["operator.healthcheck"]
-	if !ok || len(spans) != 4 {
-		t.Fatalf("%d spans %v, want operator.healthcheck and its 3 parts", len(spans), names(spans))
+	if !ok || len(spans) != 5 {
+		t.Fatalf("%d spans %v, want operator.healthcheck and its 4 parts", len(spans), names(spans))
 	}
-	for _, n := range []string{"pod.healthcheck", "webhook.healthcheck", "crd.reconciliation.check"} {
+	for _, n := range []string{"pod.healthcheck", "webhook.healthcheck", "crd.reconciliation.check", "operator.metrics.check"} {
 		s, ok := byName[n]
 		if !ok || s.Parent().SpanID() != root.SpanContext().SpanID() {
 			t.Fatalf("span %s missing or not a child of operator.healthcheck: %v", n, names(spans))

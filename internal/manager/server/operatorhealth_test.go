@@ -199,7 +199,7 @@ func testOperatorHealth(t *testing.T, engine string) {
 		t.Errorf("keys %v", k)
 	}
 	if k := designtest.Keys(raw["clusters"].([]any)[0]); !slices.Equal(k, []string{"clusterName", "controllerPods",
-		"crdReconciliation", "crds", "health", "lastChecked", "pods", "webhookStatus", "webhooks"}) {
+		"crdReconciliation", "crds", "health", "lastChecked", "metrics", "pods", "webhookStatus", "webhooks"}) {
 		t.Errorf("cluster keys %v", k)
 	}
 

@@ -13,6 +13,8 @@ const (
 	SpanHealthcheckPods     = "pod.healthcheck"
 	SpanHealthcheckWebhooks = "webhook.healthcheck"
 	SpanHealthcheckCRDs     = "crd.reconciliation.check"
+	// SpanHealthcheckMetrics reads the operator's own metrics (beside the design's three).
+	SpanHealthcheckMetrics = "operator.metrics.check"
 )
 
 // The check label values of slipway_manager_operator_health_check_duration_seconds.
@@ -21,6 +23,7 @@ const (
 	HealthCheckPods     = "pods"
 	HealthCheckWebhooks = "webhooks"
 	HealthCheckCRDs     = "crds"
+	HealthCheckMetrics  = "metrics"
 )
 
 // Operator health metrics (the design's operators.healthy, operators.unhealthy and the check
@@ -28,7 +31,7 @@ const (
 var (
 	OperatorHealthCheckDuration = register(prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "slipway_manager_operator_health_check_duration_seconds",
-		Help:    "Time one operator health check on one cluster took, by part (all, pods, webhooks, crds).",
+		Help:    "Time one operator health check on one cluster took, by part (all, pods, webhooks, crds, metrics).",
 		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 	}, []string{"check"}))
 
@@ -49,7 +52,7 @@ var (
 )
 
 func init() {
-	for _, c := range []string{HealthCheckAll, HealthCheckPods, HealthCheckWebhooks, HealthCheckCRDs} {
+	for _, c := range []string{HealthCheckAll, HealthCheckPods, HealthCheckWebhooks, HealthCheckCRDs, HealthCheckMetrics} {
 		OperatorHealthCheckDuration.WithLabelValues(c)
 	}
 }

@@ -1535,21 +1535,94 @@ export interface operations {
                         crdReconciliation?: "Active" | "Failing" | "Stale" | "NoResources" | "Unknown";
                         /** @description the CRD reconciliation part, in detail */
                         crds?: {
+                            baseline?: {
+                                /** Format: date-time */
+                                capturedAt?: string;
+                                deploymentId?: string;
+                                failing?: number;
+                                metrics?: boolean;
+                                resources?: number;
+                                /** @enum {string} */
+                                source?: "deployment-start" | "last-healthy";
+                            } | null;
                             crds?: number;
                             /** Format: double */
                             errorRate?: number;
+                            examples?: {
+                                baselineReason?: string;
+                                /** @enum {string} */
+                                blame?: "operator" | "tenant";
+                                crd?: string;
+                                detail?: string;
+                                name?: string;
+                                reason?: string;
+                                /** @enum {string} */
+                                why?: "notReconciling" | "newlyFailing" | "failingBefore" | "failingReconciled";
+                            }[];
                             failing?: number;
                             health?: string;
                             messages?: string[];
+                            operatorFailures?: {
+                                newlyFailing?: number;
+                                notReconciling?: number;
+                            };
                             pending?: number;
                             ready?: number;
                             resources?: number;
                             stale?: number;
+                            tenantFailures?: {
+                                failingBefore?: number;
+                                failingReconciled?: number;
+                            };
                         };
                         /** @description Healthy, Degraded or Unhealthy: the worst of the three parts */
                         health?: string;
                         /** Format: date-time */
                         lastChecked?: string;
+                        /** @description the operator's own reconcile metrics, in detail */
+                        metrics?: {
+                            before?: {
+                                /** @enum {string} */
+                                basis?: "baseline" | "last-healthy" | "lifetime";
+                                /** Format: double */
+                                errorRate?: number;
+                                /** Format: double */
+                                errors?: number;
+                                /** Format: date-time */
+                                from?: string;
+                                /** Format: double */
+                                reconciles?: number;
+                                reset?: boolean;
+                                /** Format: date-time */
+                                to?: string;
+                            } | null;
+                            endpoint?: string;
+                            /** @enum {string} */
+                            health?: "Healthy" | "Degraded" | "Unhealthy" | "Unknown";
+                            /** Format: double */
+                            longestRunningSeconds?: number;
+                            messages?: string[];
+                            /** Format: double */
+                            panics?: number;
+                            read?: string;
+                            window?: {
+                                /** @enum {string} */
+                                basis?: "baseline" | "last-healthy" | "lifetime";
+                                /** Format: double */
+                                errorRate?: number;
+                                /** Format: double */
+                                errors?: number;
+                                /** Format: date-time */
+                                from?: string;
+                                /** Format: double */
+                                reconciles?: number;
+                                reset?: boolean;
+                                /** Format: date-time */
+                                to?: string;
+                            } | null;
+                            /** Format: double */
+                            workqueueDepth?: number;
+                        };
                         operatorName?: string;
                         /** @description the controller pods part, in detail */
                         pods?: {
@@ -6112,21 +6185,94 @@ export interface operations {
                             crdReconciliation?: "Active" | "Failing" | "Stale" | "NoResources" | "Unknown";
                             /** @description the CRD reconciliation part, in detail */
                             crds?: {
+                                baseline?: {
+                                    /** Format: date-time */
+                                    capturedAt?: string;
+                                    deploymentId?: string;
+                                    failing?: number;
+                                    metrics?: boolean;
+                                    resources?: number;
+                                    /** @enum {string} */
+                                    source?: "deployment-start" | "last-healthy";
+                                } | null;
                                 crds?: number;
                                 /** Format: double */
                                 errorRate?: number;
+                                examples?: {
+                                    baselineReason?: string;
+                                    /** @enum {string} */
+                                    blame?: "operator" | "tenant";
+                                    crd?: string;
+                                    detail?: string;
+                                    name?: string;
+                                    reason?: string;
+                                    /** @enum {string} */
+                                    why?: "notReconciling" | "newlyFailing" | "failingBefore" | "failingReconciled";
+                                }[];
                                 failing?: number;
                                 health?: string;
                                 messages?: string[];
+                                operatorFailures?: {
+                                    newlyFailing?: number;
+                                    notReconciling?: number;
+                                };
                                 pending?: number;
                                 ready?: number;
                                 resources?: number;
                                 stale?: number;
+                                tenantFailures?: {
+                                    failingBefore?: number;
+                                    failingReconciled?: number;
+                                };
                             };
                             /** @description Healthy, Degraded or Unhealthy: the worst of the three parts */
                             health?: string;
                             /** Format: date-time */
                             lastChecked?: string;
+                            /** @description the operator's own reconcile metrics, in detail */
+                            metrics?: {
+                                before?: {
+                                    /** @enum {string} */
+                                    basis?: "baseline" | "last-healthy" | "lifetime";
+                                    /** Format: double */
+                                    errorRate?: number;
+                                    /** Format: double */
+                                    errors?: number;
+                                    /** Format: date-time */
+                                    from?: string;
+                                    /** Format: double */
+                                    reconciles?: number;
+                                    reset?: boolean;
+                                    /** Format: date-time */
+                                    to?: string;
+                                } | null;
+                                endpoint?: string;
+                                /** @enum {string} */
+                                health?: "Healthy" | "Degraded" | "Unhealthy" | "Unknown";
+                                /** Format: double */
+                                longestRunningSeconds?: number;
+                                messages?: string[];
+                                /** Format: double */
+                                panics?: number;
+                                read?: string;
+                                window?: {
+                                    /** @enum {string} */
+                                    basis?: "baseline" | "last-healthy" | "lifetime";
+                                    /** Format: double */
+                                    errorRate?: number;
+                                    /** Format: double */
+                                    errors?: number;
+                                    /** Format: date-time */
+                                    from?: string;
+                                    /** Format: double */
+                                    reconciles?: number;
+                                    reset?: boolean;
+                                    /** Format: date-time */
+                                    to?: string;
+                                } | null;
+                                /** Format: double */
+                                workqueueDepth?: number;
+                            };
                             /** @description the controller pods part, in detail */
                             pods?: {
                                 crashLooping?: number;

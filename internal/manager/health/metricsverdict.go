@@ -1,0 +1,127 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// The bounds of the metrics verdict (docs/manager-rollout.md, "Operator health checks").
+const (
+	// ErrorRateFactor: an error rate of MaxErrorRate or more is the version's only when it is
+	// also more than this many times the rate before the deployment.
+	ErrorRateFactor = 1.2
+	// MinReconciles: a window with fewer reconciles has no error rate to judge.
+	MinReconciles = 10
+	// MaxQueueDepth: a workqueue deeper than this, and deeper than in the baseline, is Degraded.
+	MaxQueueDepth = 100
+	// SlowProcessor and StuckProcessor: a reconcile running longer is Degraded, Unhealthy.
+	SlowProcessor  = 5 * time.Minute
+	StuckProcessor = 15 * time.Minute
+)
+
+// checkMetrics reads the operator's metrics and judges them against the target's baseline.
+func (c *Checker) checkMetrics(ctx context.Context, cl *clients, t Target) (MetricsStatus, *MetricsSnapshot) {
+	st := MetricsStatus{Health: Unknown, Read: NotChecked, Messages: []string{}}
+	ep, err := findMetricsEndpoint(ctx, cl.kube, t)
+	if err != nil {
+		st.Messages = append(st.Messages, "metrics not read: "+err.Error()+"; judged on the other parts")
+		return st, nil
+	}
+	st.Endpoint = ep.String()
+	now, err := readMetrics(ctx, cl.kube, ep, c.cfg.Now())
+	if err != nil {
+		st.Messages = append(st.Messages, "metrics not read: "+err.Error()+"; judged on the other parts")
+		return st, nil
+	}
+	st.Read, st.Health = Passed, Healthy
+	var base, before *MetricsSnapshot
+	if t.Baseline != nil {
+		base, before = t.Baseline.Metrics, t.Baseline.Before
+	}
+	st.judge(now, base, before, c.cfg.MaxErrorRate)
+	return st, now
+}
+
+// judge sets the part's health from the snapshot now, compared with the baseline's snapshot
+// base (nil: none, the window is the process's lifetime) and the one before it.
+func (st *MetricsStatus) judge(now, base, before *MetricsSnapshot, maxRate float64) {
+	st.WorkqueueDepth, st.LongestRunningSeconds = now.Depth, now.Longest
+	st.Window = window(base, now, "baseline")
+	if base == nil {
+		st.Messages = append(st.Messages, "no baseline snapshot: rates since the process started, not compared")
+	} else if before != nil && before.At.Before(base.At) {
+		st.Before = window(before, base, BaselineLastHealthy)
+	} else {
+		st.Before = window(nil, base, "lifetime")
+	}
+	st.Panics = now.Panics
+	if base != nil && !st.Window.Reset {
+		st.Panics = now.Panics - base.Panics
+	}
+	switch {
+	case st.Panics > 0 && base != nil:
+		st.fail(Unhealthy, "%.0f reconcile panics since the baseline", st.Panics)
+	case st.Panics > 0:
+		st.fail(Degraded, "%.0f reconcile panics since the process started", st.Panics)
+	}
+	st.judgeRate(maxRate)
+	if now.Depth > MaxQueueDepth && (base == nil || now.Depth > base.Depth) {
+		st.fail(Degraded, "workqueue depth %.0f, growing (over %d)", now.Depth, MaxQueueDepth)
+	}
+	switch longest := time.Duration(now.Longest * float64(time.Second)); {
+	case longest > StuckProcessor:
+		st.fail(Unhealthy, "a reconcile has been running for %s (over %s)", longest.Round(time.Second), StuckProcessor)
+	case longest > SlowProcessor:
+		st.fail(Degraded, "a reconcile has been running for %s (over %s)", longest.Round(time.Second), SlowProcessor)
+	}
+}
+
+// judgeRate judges the window's error rate against maxRate and the rate before.
+func (st *MetricsStatus) judgeRate(maxRate float64) {
+	w := st.Window
+	switch {
+	case w.Reconciles < MinReconciles:
+		st.Messages = append(st.Messages, fmt.Sprintf("error rate not judged: %.0f reconciles in the window (fewer than %d)", w.Reconciles, MinReconciles))
+	case w.ErrorRate < maxRate:
+	case st.Before == nil:
+		st.fail(Degraded, "reconcile error rate %.1f %% since the process started, no baseline to compare with", 100*w.ErrorRate)
+	case w.ErrorRate > ErrorRateFactor*st.Before.ErrorRate:
+		st.fail(Unhealthy, "reconcile error rate %.1f %% (%.0f of %.0f) since the baseline, %.1f %% before (%s)",
+			100*w.ErrorRate, w.Errors, w.Reconciles, 100*st.Before.ErrorRate, st.Before.Basis)
+	default:
+		st.fail(Degraded, "reconcile error rate %.1f %% since the baseline, as before (%.1f %%, %s): not the version's",
+			100*w.ErrorRate, 100*st.Before.ErrorRate, st.Before.Basis)
+	}
+}
+
+func (st *MetricsStatus) fail(h Health, format string, args ...any) {
+	st.Health = worst(st.Health, h)
+	st.Messages = append(st.Messages, fmt.Sprintf(format, args...))
+}
+
+// window is the error rate from from to to (from nil: since to's process started). Counters that
+// went down, or another process start time, mean the process restarted (an upgrade's new pods):
+// the window then counts from zero.
+func window(from, to *MetricsSnapshot, basis string) *RateWindow {
+	w := &RateWindow{To: to.At, Basis: basis, Reconciles: to.Total, Errors: to.Errors}
+	if to.StartTime > 0 {
+		w.From = time.Unix(int64(to.StartTime), 0).UTC()
+	}
+	if from == nil {
+		w.Basis = "lifetime"
+	} else if reset(from, to) {
+		w.Reset = true
+	} else {
+		w.From, w.Reconciles, w.Errors = from.At, to.Total-from.Total, to.Errors-from.Errors
+	}
+	if w.Reconciles > 0 {
+		w.ErrorRate = w.Errors / w.Reconciles
+	}
+	return w
+}
+
+func reset(from, to *MetricsSnapshot) bool {
+	return (from.StartTime > 0 && to.StartTime > 0 && from.StartTime != to.StartTime) ||
+		to.Total < from.Total || to.Errors < from.Errors || to.Panics < from.Panics
+}
