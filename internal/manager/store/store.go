@@ -32,6 +32,7 @@ type Executor interface {
 	OperatorConfigExecutor
 	LoginTicketExecutor
 	TokenRevocationExecutor
+	OperatorBaselineExecutor
 	AnalysisExecutor
 
 	ClusterCreate(ctx context.Context, p *ClusterCreateParams) (*Cluster, error)

@@ -56,6 +56,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"OperatorConfig", operatorConfigCases},
 		{"LoginTicket", loginTicketCases},
 		{"RevokedToken", revokedTokenCases},
+		{"OperatorBaseline", operatorBaselineCases},
 		{"Analysis", analysisCases},
 	}
 	t.Run("Engine", func(t *testing.T) {
