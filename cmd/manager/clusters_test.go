@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/slipway-dev/slipway/internal/manager/analysis/promtest"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
 	"github.com/slipway-dev/slipway/internal/manager/secrettest"
@@ -82,6 +83,10 @@ func TestRotateKey(t *testing.T) {
 				charttest.OperatorChart("widget-operator", "1.0.0", charttest.Base))
 			p.must("POST", "/api/v1/operators", d.admin(), []byte(fmt.Sprintf(`{"name": "private", "namespace": "widgets",
 				"chart": {"repository": %q, "name": "widget-operator", "credentials": {"username": "ci", "password": "s3cret-rotate"}}}`, repo.URL)), http.StatusCreated)
+			// The cluster's Prometheus with basic auth: its password is sealed under A too.
+			prom := promtest.Start(t, promtest.Options{BasicAuth: map[string]string{"slipway": "pr0m-rotate"}})
+			p.must("PUT", "/api/v1/clusters/"+name+"/prometheus", d.admin(), []byte(fmt.Sprintf(
+				`{"url": %q, "auth": "basic", "username": "slipway", "password": "pr0m-rotate"}`, prom.URL)), http.StatusOK)
 			p.Stop()
 
 			// B alone before the rotation: the cluster's credentials do not open.
@@ -99,7 +104,8 @@ func TestRotateKey(t *testing.T) {
 			}
 			r := d.run("rotate-key")
 			if r.code != 0 || !strings.Contains(r.stdout, "re-sealed the credentials of 1 clusters under key key-b") ||
-				!strings.Contains(r.stdout, "re-sealed the chart source credentials of 1 operators under key key-b") {
+				!strings.Contains(r.stdout, "re-sealed the chart source credentials of 1 operators under key key-b") ||
+				!strings.Contains(r.stdout, "re-sealed the Prometheus credentials of 1 clusters under key key-b") {
 				t.Fatalf("manager rotate-key: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 			}
 			p.Stop()
@@ -115,6 +121,9 @@ func TestRotateKey(t *testing.T) {
 			}
 			if c.KeyID != "key-b" {
 				t.Fatalf("cluster sealed under %q after the rotation, want key-b", c.KeyID)
+			}
+			if pc, err := d.openStore().ClusterPrometheusGet(context.Background(), name); err != nil || pc.KeyID != "key-b" {
+				t.Fatalf("the cluster's Prometheus after the rotation: %+v, %v; want it sealed under key-b", pc, err)
 			}
 			// The operator's credentials open with B alone: shown as set, and the refresh reads
 			// the private repository with them.

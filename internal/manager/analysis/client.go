@@ -3,7 +3,6 @@ package analysis
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+
+	"github.com/slipway-dev/slipway/internal/manager/invalid"
 )
 
 // Auth kinds of a Prometheus config.
@@ -48,26 +49,26 @@ type Prometheus struct {
 func (p Prometheus) Validate() error {
 	u, err := url.Parse(p.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("url %q: an http or https URL with a host, e.g. https://prometheus.monitoring:9090", clip(p.URL))
+		return invalid.Field("url", "%q: an http or https URL with a host, e.g. https://prometheus.monitoring:9090", clip(p.URL))
 	}
 	if u.User != nil {
-		return errors.New("url: credentials go in basic auth, not in the URL")
+		return invalid.Field("url", "credentials go in basic auth, not in the URL")
 	}
 	switch p.AuthKind {
 	case AuthNone, "":
 		if p.BearerToken != "" || p.Username != "" || p.Password != "" {
-			return errors.New("auth none: give no token, username or password")
+			return invalid.Field("auth", "none: give no token, username or password")
 		}
 	case AuthBearer:
 		if p.BearerToken == "" || p.Username != "" || p.Password != "" {
-			return errors.New("auth bearer: give a token, and no username or password")
+			return invalid.Field("auth", "bearer: give a token, and no username or password")
 		}
 	case AuthBasic:
 		if p.Username == "" || p.Password == "" || p.BearerToken != "" {
-			return errors.New("auth basic: give a username and a password, and no token")
+			return invalid.Field("auth", "basic: give a username and a password, and no token")
 		}
 	default:
-		return fmt.Errorf("auth %q: none, bearer or basic", clip(p.AuthKind))
+		return invalid.Field("auth", "%q: none, bearer or basic", clip(p.AuthKind))
 	}
 	if len(p.CAPEM) > 0 {
 		if _, err := certPool(p.CAPEM); err != nil {
@@ -80,7 +81,7 @@ func (p Prometheus) Validate() error {
 func certPool(pemBytes []byte) (*x509.CertPool, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pemBytes) {
-		return nil, errors.New("ca: no PEM certificate in it")
+		return nil, invalid.Field("ca", "no PEM certificate in it")
 	}
 	return pool, nil
 }

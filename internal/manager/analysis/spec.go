@@ -11,8 +11,6 @@ package analysis
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"math"
 	"regexp"
 	"strings"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 )
 
@@ -102,7 +101,7 @@ func Parse(t Template) (Spec, error) {
 		Count: t.Count, FailureLimit: t.FailureLimit, InconclusiveLimit: t.InconclusiveLimit,
 		ConsecutiveErrorLimit: defaultErrors, Interval: time.Minute}
 	if !nameRE.MatchString(t.Name) {
-		return Spec{}, fmt.Errorf("name %q: lower-case letters, digits and '-', at most 63, starting and ending with a letter or digit", clip(t.Name))
+		return Spec{}, invalid.Field("name", "%q: lower-case letters, digits and '-', at most 63, starting and ending with a letter or digit", clip(t.Name))
 	}
 	if err := s.parseNumbers(t); err != nil {
 		return Spec{}, err
@@ -126,10 +125,10 @@ func (s *Spec) parseNumbers(t Template) error {
 	if t.Interval != "" {
 		d, err := request.ParseDuration(t.Interval)
 		if err != nil {
-			return fmt.Errorf("interval: %w", err)
+			return invalid.Field("interval", "%v", err)
 		}
 		if d < MinInterval || d > MaxInterval {
-			return fmt.Errorf("interval %s: must be between PT1S and PT1H", t.Interval)
+			return invalid.Field("interval", "%s: must be between PT1S and PT1H", t.Interval)
 		}
 		s.Interval = d
 	}
@@ -137,14 +136,14 @@ func (s *Spec) parseNumbers(t Template) error {
 		s.Count = 1
 	}
 	if s.Count < 1 || s.Count > MaxCount {
-		return fmt.Errorf("count %d: must be between 1 and %d", t.Count, MaxCount)
+		return invalid.Field("count", "%d: must be between 1 and %d", t.Count, MaxCount)
 	}
 	if s.FailureLimit < 0 || s.InconclusiveLimit < 0 {
-		return errors.New("failureLimit and inconclusiveLimit must not be negative")
+		return invalid.Field("failureLimit", "failureLimit and inconclusiveLimit must not be negative")
 	}
 	if t.ConsecutiveErrorLimit != nil {
 		if *t.ConsecutiveErrorLimit < 0 {
-			return errors.New("consecutiveErrorLimit must not be negative")
+			return invalid.Field("consecutiveErrorLimit", "must not be negative")
 		}
 		s.ConsecutiveErrorLimit = *t.ConsecutiveErrorLimit
 	}
@@ -153,20 +152,20 @@ func (s *Spec) parseNumbers(t Template) error {
 
 func checkCondition(c Condition) error {
 	if !c.hasAbsolute() && !c.UsesBaseline() {
-		return errors.New("successCondition: give at least one of max, min, maxBaselineRatio, minBaselineRatio")
+		return invalid.Field("successCondition", "give at least one of max, min, maxBaselineRatio, minBaselineRatio")
 	}
 	for name, v := range map[string]*float64{"max": c.Max, "min": c.Min, "maxBaselineRatio": c.MaxBaselineRatio, "minBaselineRatio": c.MinBaselineRatio} {
 		if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0)) {
-			return fmt.Errorf("successCondition.%s must be a finite number", name)
+			return invalid.Field("successCondition."+name, "must be a finite number")
 		}
 	}
 	for name, v := range map[string]*float64{"maxBaselineRatio": c.MaxBaselineRatio, "minBaselineRatio": c.MinBaselineRatio} {
 		if v != nil && *v < 0 {
-			return fmt.Errorf("successCondition.%s must not be negative", name)
+			return invalid.Field("successCondition."+name, "must not be negative")
 		}
 	}
 	if c.Max != nil && c.Min != nil && *c.Min > *c.Max {
-		return fmt.Errorf("successCondition: min %g is above max %g: no value could pass", *c.Min, *c.Max)
+		return invalid.Field("successCondition", "min %g is above max %g: no value could pass", *c.Min, *c.Max)
 	}
 	return nil
 }
@@ -175,23 +174,23 @@ func checkCondition(c Condition) error {
 // defaults that are safe in a PromQL string.
 func declaredArgs(in []Arg) ([]Arg, error) {
 	if len(in) > MaxArgs {
-		return nil, fmt.Errorf("args: at most %d", MaxArgs)
+		return nil, invalid.Field("args", "at most %d", MaxArgs)
 	}
 	seen := map[string]bool{}
 	out := make([]Arg, 0, len(in))
 	for _, a := range in {
 		switch {
 		case !argNameRE.MatchString(a.Name):
-			return nil, fmt.Errorf("args: name %q: a letter, then letters, digits or '_'", clip(a.Name))
+			return nil, invalid.Field("args", "name %q: a letter, then letters, digits or '_'", clip(a.Name))
 		case isBuiltin(a.Name):
-			return nil, fmt.Errorf("args: %q is a built-in argument (%s) and cannot be declared", a.Name, strings.Join(Builtins{}.names(), ", "))
+			return nil, invalid.Field("args", "%q is a built-in argument (%s) and cannot be declared", a.Name, strings.Join(Builtins{}.names(), ", "))
 		case seen[a.Name]:
-			return nil, fmt.Errorf("args: %q declared twice", a.Name)
+			return nil, invalid.Field("args", "%q declared twice", a.Name)
 		}
 		seen[a.Name] = true
 		if a.Value != nil {
 			if err := CheckValue(a.Name, *a.Value); err != nil {
-				return nil, fmt.Errorf("args: %w", err)
+				return nil, invalid.Field("args", "%v", err)
 			}
 		}
 		out = append(out, a)
@@ -204,10 +203,10 @@ func declaredArgs(in []Arg) ([]Arg, error) {
 // values only known later).
 func checkQuery(q string, args []Arg) error {
 	if q == "" {
-		return errors.New("query is required")
+		return invalid.Field("query", "required")
 	}
 	if len(q) > MaxQueryLen {
-		return fmt.Errorf("query: at most %d characters", MaxQueryLen)
+		return invalid.Field("query", "at most %d characters", MaxQueryLen)
 	}
 	vals := map[string]string{}
 	for _, n := range (Builtins{}).names() {
@@ -221,10 +220,10 @@ func checkQuery(q string, args []Arg) error {
 	}
 	rendered, err := render(q, vals)
 	if err != nil {
-		return fmt.Errorf("query: %w", err)
+		return invalid.Field("query", "%v", err)
 	}
 	if _, err := parser.ParseExpr(rendered); err != nil {
-		return fmt.Errorf("query is not valid PromQL: %v", err)
+		return invalid.Field("query", "not valid PromQL: %v", err)
 	}
 	return nil
 }

@@ -45,16 +45,16 @@ func TestParseRefuses(t *testing.T) {
 		want string
 	}{
 		"bad name":        {func(t *Template) { t.Name = "Bad_Name" }, "name"},
-		"no query":        {func(t *Template) { t.Query = " " }, "query is required"},
+		"no query":        {func(t *Template) { t.Query = " " }, "query: required"},
 		"bad promql":      {func(t *Template) { t.Query = "sum(rate(up[5m])" }, "not valid PromQL"},
 		"unknown ph":      {func(t *Template) { t.Query = `up{job="{{jobb}}"}` }, "unknown placeholder {{jobb}}"},
 		"unbalanced":      {func(t *Template) { t.Query = `up{job="{{job"}` }, "unbalanced"},
 		"no condition":    {func(t *Template) { t.SuccessCondition = Condition{} }, "successCondition"},
 		"min above max":   {func(t *Template) { t.SuccessCondition.Min = f(2) }, "min 2 is above max 1"},
-		"negative ratio":  {func(t *Template) { t.SuccessCondition.MaxBaselineRatio = f(-1) }, "maxBaselineRatio must not be negative"},
+		"negative ratio":  {func(t *Template) { t.SuccessCondition.MaxBaselineRatio = f(-1) }, "maxBaselineRatio: must not be negative"},
 		"bad interval":    {func(t *Template) { t.Interval = "5m" }, "interval"},
 		"tiny interval":   {func(t *Template) { t.Interval = "PT0.1S" }, "between PT1S and PT1H"},
-		"count":           {func(t *Template) { t.Count = 1000 }, "count 1000"},
+		"count":           {func(t *Template) { t.Count = 1000 }, "count: 1000: must be between"},
 		"negative limit":  {func(t *Template) { t.FailureLimit = -1 }, "must not be negative"},
 		"builtin arg":     {func(t *Template) { t.Args = []Arg{{Name: "namespace"}} }, "built-in"},
 		"twice":           {func(t *Template) { t.Args = []Arg{{Name: "a"}, {Name: "a"}} }, "declared twice"},
@@ -193,7 +193,7 @@ func TestPrometheusValidate(t *testing.T) {
 		{Prometheus{URL: "https://x", AuthKind: AuthBasic, Username: "u"}, "password"},
 		{Prometheus{URL: "https://x", AuthKind: "oauth"}, "none, bearer or basic"},
 		{Prometheus{URL: "https://x", CAPEM: []byte("junk")}, "no PEM certificate"},
-		{Prometheus{URL: "https://x", BearerToken: "t"}, "auth none"},
+		{Prometheus{URL: "https://x", BearerToken: "t"}, "auth: none: give no token"},
 	} {
 		if err := c.p.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.p, err, c.want)

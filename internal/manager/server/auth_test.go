@@ -70,6 +70,16 @@ var roleMatrix = map[string][]auth.Role{
 	"GET /api/v1/fleet":                           {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
 	"GET /api/v1/crds/{name}/revisions/{version}": {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
 	"GET /api/v1/crds/{name}/diff":                {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
+
+	// Analyses (issue 27 §2).
+	"POST /api/v1/analysis-templates":           {auth.Admin},
+	"GET /api/v1/analysis-templates":            {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
+	"GET /api/v1/analysis-templates/{name}":     {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
+	"PUT /api/v1/analysis-templates/{name}":     {auth.Admin},
+	"DELETE /api/v1/analysis-templates/{name}":  {auth.Admin},
+	"PUT /api/v1/clusters/{name}/prometheus":    {auth.Admin},
+	"GET /api/v1/clusters/{name}/prometheus":    {auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwner},
+	"DELETE /api/v1/clusters/{name}/prometheus": {auth.Admin},
 }
 
 var allRoles = []auth.Role{auth.Admin, auth.Operator, auth.Viewer, auth.EnvironmentOwnerOf("Production")}

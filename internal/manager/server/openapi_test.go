@@ -33,6 +33,10 @@ var designRoutes = []string{
 	// The web UI's (issue 20).
 	"GET /api/v1/whoami", "GET /api/v1/ui/config", "POST /api/v1/session", "DELETE /api/v1/session", "GET /api/v1/fleet",
 	"GET /api/v1/crds/{name}/revisions/{version}", "GET /api/v1/crds/{name}/diff",
+	// Analyses with a real Prometheus (issue 27 §2).
+	"POST /api/v1/analysis-templates", "GET /api/v1/analysis-templates", "GET /api/v1/analysis-templates/{name}",
+	"PUT /api/v1/analysis-templates/{name}", "DELETE /api/v1/analysis-templates/{name}",
+	"PUT /api/v1/clusters/{name}/prometheus", "GET /api/v1/clusters/{name}/prometheus", "DELETE /api/v1/clusters/{name}/prometheus",
 }
 
 // TestOpenAPI checks the served document both ways: every operation it lists is served (not the

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/slipway-dev/slipway/internal/manager/analysis"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/notifications"
@@ -108,6 +109,31 @@ func (s *Server) routes() []route {
 			Response: ClusterHealth{}, Query: []queryParam{{Name: "refresh", Enum: []string{"true", "false"}}}, Handle: s.getClusterHealth},
 		{Method: http.MethodDelete, Pattern: "/api/v1/clusters/{name}", Roles: admins, Action: "cluster.delete",
 			Summary: "Remove a cluster and what the manager created in it", Status: http.StatusNoContent, Handle: s.deleteCluster},
+
+		{Method: http.MethodPut, Pattern: "/api/v1/clusters/{name}/prometheus", Roles: admins, Action: "cluster.prometheus.set",
+			Summary: "Set the Prometheus the cluster's analyses ask (checked with a query first); the token or password is " +
+				"sealed and never shown", Request: PrometheusRequest{}, Response: Prometheus{}, Handle: s.setClusterPrometheus},
+		{Method: http.MethodGet, Pattern: "/api/v1/clusters/{name}/prometheus", Roles: anyRole,
+			Summary:  "The cluster's Prometheus: URL, auth kind and whether a CA is set (never a secret)",
+			Response: Prometheus{}, Handle: s.getClusterPrometheus},
+		{Method: http.MethodDelete, Pattern: "/api/v1/clusters/{name}/prometheus", Roles: admins, Action: "cluster.prometheus.delete",
+			Summary: "Remove the cluster's Prometheus: deployments with analyses on it are refused from then on",
+			Status:  http.StatusNoContent, Handle: s.deleteClusterPrometheus},
+
+		{Method: http.MethodPost, Pattern: "/api/v1/analysis-templates", Roles: admins, Action: "analysistemplate.create",
+			Summary: "Store an analysis template: a PromQL query with a success condition, interval, count, limits and args; " +
+				"the query's syntax is checked", Request: analysis.Template{}, Response: AnalysisTemplate{},
+			Status: http.StatusCreated, Handle: s.createAnalysisTemplate},
+		{Method: http.MethodGet, Pattern: "/api/v1/analysis-templates", Roles: anyRole, Summary: "List analysis templates by name",
+			Response: AnalysisTemplateList{}, Query: pageParams, Handle: s.listAnalysisTemplates},
+		{Method: http.MethodGet, Pattern: "/api/v1/analysis-templates/{name}", Roles: anyRole, Summary: "Get an analysis template",
+			Response: AnalysisTemplate{}, Handle: s.getAnalysisTemplate},
+		{Method: http.MethodPut, Pattern: "/api/v1/analysis-templates/{name}", Roles: admins, Action: "analysistemplate.update",
+			Summary: "Replace an analysis template; deployments keep the copy they were created with",
+			Request: analysis.Template{}, Response: AnalysisTemplate{}, Handle: s.updateAnalysisTemplate},
+		{Method: http.MethodDelete, Pattern: "/api/v1/analysis-templates/{name}", Roles: admins, Action: "analysistemplate.delete",
+			Summary: "Delete an analysis template; deployments keep the copy they were created with",
+			Status:  http.StatusNoContent, Handle: s.deleteAnalysisTemplate},
 
 		{Method: http.MethodPost, Pattern: "/api/v1/crds", Roles: operatorRoles, Action: "crd.create",
 			Summary: "Record a revision of a CRD's definition (for CRDs that no registered chart ships)",
