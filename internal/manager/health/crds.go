@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -55,7 +56,9 @@ func (c *Checker) checkCRDs(ctx context.Context, cl *clients, t Target) (CRDStat
 	for _, name := range t.CRDs {
 		crd, err := cl.apiext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			st.Health, complete = Degraded, false
+			// A CRD not installed (yet) has no resources: what was seen is still complete.
+			complete = complete && apierrors.IsNotFound(err)
+			st.Health = Degraded
 			st.Messages = append(st.Messages, notChecked(fmt.Sprintf("CRD %s: %v", name, err)))
 			continue
 		}
@@ -111,13 +114,16 @@ func (st *CRDStatus) add(crd string, counts [nStates]int, grace time.Duration) {
 		st.Messages = append(st.Messages, fmt.Sprintf("%s: %d Ready before, not Ready now (%v)", crd, n, st.names(crd, stateNewlyFailing)))
 	}
 	if n := counts[stateFailingBefore] + counts[stateFailingReconciled]; n > 0 {
-		st.Messages = append(st.Messages, fmt.Sprintf("%s: %d Ready=False while reconciled: the tenants' (%d failing before, %d since)",
+		st.notes = append(st.notes, fmt.Sprintf("%s: %d Ready=False while reconciled: the tenants' (%d failing before, %d since)",
 			crd, n, counts[stateFailingBefore], counts[stateFailingReconciled]))
 	}
 }
 
 // judge sets the part's health from the operator's failures only: the tenants' never count.
 func (st *CRDStatus) judge(maxRate float64, noBaseline bool) {
+	// What does not count against the operator comes after what does (a summary shows the first).
+	st.Messages = append(st.Messages, st.notes...)
+	st.notes = nil
 	if noBaseline {
 		st.Messages = append(st.Messages, "no baseline: resources Ready=False while reconciled count as the tenants', none as newly failing")
 	}

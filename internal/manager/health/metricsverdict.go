@@ -48,13 +48,18 @@ func (c *Checker) checkMetrics(ctx context.Context, cl *clients, t Target) (Metr
 func (st *MetricsStatus) judge(now, base, before *MetricsSnapshot, maxRate float64) {
 	st.WorkqueueDepth, st.LongestRunningSeconds = now.Depth, now.Longest
 	st.Window = window(base, now, "baseline")
+	var notes []string
 	if base == nil {
-		st.Messages = append(st.Messages, "no baseline snapshot: rates since the process started, not compared")
+		notes = append(notes, "no baseline snapshot: rates since the process started, not compared")
 	} else if before != nil && before.At.Before(base.At) {
 		st.Before = window(before, base, BaselineLastHealthy)
-	} else {
+	}
+	if base != nil && (st.Before == nil || st.Before.Reconciles < MinReconciles) {
+		// No window before, or too short to hold a rate: the process's lifetime rate at capture.
 		st.Before = window(nil, base, "lifetime")
 	}
+	// What failed comes before the notes (a summary shows the first message).
+	defer func() { st.Messages = append(st.Messages, notes...) }()
 	st.Panics = now.Panics
 	if base != nil && !st.Window.Reset {
 		st.Panics = now.Panics - base.Panics
@@ -65,7 +70,9 @@ func (st *MetricsStatus) judge(now, base, before *MetricsSnapshot, maxRate float
 	case st.Panics > 0:
 		st.fail(Degraded, "%.0f reconcile panics since the process started", st.Panics)
 	}
-	st.judgeRate(maxRate)
+	if note := st.judgeRate(maxRate); note != "" {
+		notes = append(notes, note)
+	}
 	if now.Depth > MaxQueueDepth && (base == nil || now.Depth > base.Depth) {
 		st.fail(Degraded, "workqueue depth %.0f, growing (over %d)", now.Depth, MaxQueueDepth)
 	}
@@ -77,12 +84,13 @@ func (st *MetricsStatus) judge(now, base, before *MetricsSnapshot, maxRate float
 	}
 }
 
-// judgeRate judges the window's error rate against maxRate and the rate before.
-func (st *MetricsStatus) judgeRate(maxRate float64) {
+// judgeRate judges the window's error rate against maxRate and the rate before; note says why
+// it was not judged.
+func (st *MetricsStatus) judgeRate(maxRate float64) (note string) {
 	w := st.Window
 	switch {
 	case w.Reconciles < MinReconciles:
-		st.Messages = append(st.Messages, fmt.Sprintf("error rate not judged: %.0f reconciles in the window (fewer than %d)", w.Reconciles, MinReconciles))
+		return fmt.Sprintf("error rate not judged: %.0f reconciles in the window (fewer than %d)", w.Reconciles, MinReconciles)
 	case w.ErrorRate < maxRate:
 	case st.Before == nil:
 		st.fail(Degraded, "reconcile error rate %.1f %% since the process started, no baseline to compare with", 100*w.ErrorRate)
@@ -93,6 +101,7 @@ func (st *MetricsStatus) judgeRate(maxRate float64) {
 		st.fail(Degraded, "reconcile error rate %.1f %% since the baseline, as before (%.1f %%, %s): not the version's",
 			100*w.ErrorRate, 100*st.Before.ErrorRate, st.Before.Basis)
 	}
+	return ""
 }
 
 func (st *MetricsStatus) fail(h Health, format string, args ...any) {

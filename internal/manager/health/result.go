@@ -216,6 +216,8 @@ type CRDStatus struct {
 	TenantFailures   TenantFailures   `json:"tenantFailures"`
 	// Examples are a few resources of each kind of failure per CRD, with their reasons.
 	Examples []ResourceExample `json:"examples"`
+
+	notes []string // messages about the tenants' failures, after the operator's
 }
 
 // OperatorFailures count the resources that count against the operator.

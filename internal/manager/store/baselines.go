@@ -35,6 +35,12 @@ type OperatorBaselineGetParams struct {
 	DeploymentID string
 }
 
+// OperatorBaselineListParams names an operator on a cluster.
+type OperatorBaselineListParams struct {
+	OperatorName string
+	ClusterName  string
+}
+
 // MaxBaselineBytes bounds one stored baseline (gzipped JSON: 500 resources take about 10 kB).
 const MaxBaselineBytes = 16 << 20
 
@@ -46,4 +52,8 @@ type OperatorBaselineExecutor interface {
 	OperatorBaselinePut(ctx context.Context, p *OperatorBaselinePutParams) (*OperatorBaseline, error)
 	// OperatorBaselineGet returns one baseline; ErrNotFound when there is none.
 	OperatorBaselineGet(ctx context.Context, p *OperatorBaselineGetParams) (*OperatorBaseline, error)
+	// OperatorBaselineList returns the baselines of an operator on a cluster (the newest
+	// deployment's and the last Healthy check's: at most two), newest capture first; empty when
+	// there are none.
+	OperatorBaselineList(ctx context.Context, p *OperatorBaselineListParams) ([]*OperatorBaseline, error)
 }

@@ -61,6 +61,9 @@ func (e *Engine) checkStage(ctx context.Context, d *store.Deployment, op *store.
 func (e *Engine) checkOne(ctx context.Context, deploymentID, operator, cluster string, t health.Target) (checkResult, error) {
 	var h health.ClusterHealth
 	cfg, err := e.cfg.Clusters.RESTConfig(ctx, cluster)
+	if err == nil && t.Baseline == nil {
+		t.Baseline = e.baselineFor(ctx, operator, cluster)
+	}
 	if err != nil {
 		h = health.NotCheckedOn(cluster, "no connection to the cluster: "+err.Error(), e.now())
 	} else if h, err = e.cfg.Checker.Check(ctx, cluster, cfg, t); err != nil {
@@ -91,6 +94,7 @@ func summary(h health.ClusterHealth) string {
 		{"pods", h.Pods.Health, h.Pods.Messages},
 		{"webhooks", h.Webhooks.Health, h.Webhooks.Messages},
 		{"crds", h.CRDs.Health, h.CRDs.Messages},
+		{"metrics", metricsVerdict(h.Metrics), h.Metrics.Messages},
 	} {
 		if part.h != health.Healthy {
 			m := part.name + " " + string(part.h)
@@ -104,6 +108,15 @@ func summary(h health.ClusterHealth) string {
 		return string(h.Health)
 	}
 	return strings.Join(msgs, "; ")
+}
+
+// metricsVerdict is the metrics part's health as a summary counts it: metrics not read are no
+// verdict (the cluster was judged on the other parts).
+func metricsVerdict(m health.MetricsStatus) health.Health {
+	if m.Read != health.Passed {
+		return health.Healthy
+	}
+	return m.Health
 }
 
 // restoredRelease is what a cluster went back to: the release to check and the version it runs.
@@ -146,7 +159,8 @@ func (e *Engine) tryCheck(ctx context.Context, cfg *rest.Config, op *store.Opera
 	if err != nil {
 		return health.ClusterHealth{}, err.Error()
 	}
-	h, err := e.cfg.Checker.Check(ctx, cluster, cfg, health.Target{OperatorName: op.Name, Namespace: r.namespace, Release: r.release, CRDs: ch.crds})
+	h, err := e.cfg.Checker.Check(ctx, cluster, cfg, health.Target{OperatorName: op.Name, Namespace: r.namespace, Release: r.release, CRDs: ch.crds,
+		Baseline: e.baselineFor(ctx, op.Name, cluster)})
 	if err != nil {
 		return h, "checking: " + err.Error()
 	}

@@ -108,6 +108,9 @@ func (e *Engine) installOne(ctx context.Context, d *store.Deployment, spec *requ
 		e.clusterEvent(ctx, d, c, "cluster.adopted", fmt.Sprintf("revision %d of %s was installed by an attempt that did not record it: adopted", before.Revision, d.Version))
 		return e.clusterInstalled(ctx, d, st, c, &install.Result{Revision: before.Revision, Version: before.ChartVersion, PreviousRevision: c.PreviousRevision, PreviousVersion: c.PreviousVersion})
 	}
+	if c.InstallAttempts == 0 && st.HealthChecks {
+		e.captureBaseline(ctx, d, c, cfg, ch.crds) // the version before, as the checks will compare with it
+	}
 	_, err = e.update(ctx, d.ID, func(d *store.Deployment) error {
 		cur := clusterByName(d, c.ClusterName)
 		if cur.InstallAttempts == 0 && before != nil {

@@ -170,7 +170,7 @@ func (e *Engine) checkLive(ctx context.Context, op *store.Operator, r *store.Liv
 		e.logErr(e.liveLogContext(ctx, op, r), "health: fetching the chart of "+op.Name+" "+r.Version, err)
 		return
 	}
-	res, err := e.checkOne(ctx, r.DeploymentID, op.Name, r.ClusterName, health.Target{
+	res, err := e.checkLiveRelease(ctx, r.DeploymentID, op.Name, r.ClusterName, health.Target{
 		OperatorName: op.Name, Namespace: r.Namespace, Release: r.Release, CRDs: ch.crds,
 	})
 	if err != nil {

@@ -20,3 +20,10 @@ WHERE operator_name = $1 AND cluster_name = $2 AND deployment_id <> '' AND deplo
 SELECT operator_name, cluster_name, deployment_id, source, captured_at, data
 FROM operator_baselines
 WHERE operator_name = $1 AND cluster_name = $2 AND deployment_id = $3;
+
+-- name: OperatorBaselineList
+-- $1 operator, $2 cluster: its baselines (at most two, as the puts prune), newest first.
+SELECT operator_name, cluster_name, deployment_id, source, captured_at, data
+FROM operator_baselines
+WHERE operator_name = $1 AND cluster_name = $2
+ORDER BY captured_at DESC, deployment_id DESC;

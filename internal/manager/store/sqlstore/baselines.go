@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	QueryNames = append(QueryNames, "OperatorBaselinePut", "OperatorBaselinePrune", "OperatorBaselineGet")
+	QueryNames = append(QueryNames, "OperatorBaselinePut", "OperatorBaselinePrune", "OperatorBaselineGet", "OperatorBaselineList")
 }
 
 // Columns: operator_name, cluster_name, deployment_id, source, captured_at, data.
@@ -57,4 +57,21 @@ func (e *executor) OperatorBaselineGet(ctx context.Context, p *store.OperatorBas
 		return nil, fmt.Errorf("%s of %s on %s: %w", what, p.OperatorName, p.ClusterName, e.mapErr(err))
 	}
 	return b, nil
+}
+
+func (e *executor) OperatorBaselineList(ctx context.Context, p *store.OperatorBaselineListParams) ([]*store.OperatorBaseline, error) {
+	rows, err := e.r.QueryContext(ctx, e.q("OperatorBaselineList"), p.OperatorName, p.ClusterName)
+	if err != nil {
+		return nil, fmt.Errorf("baselines of %s on %s: %w", p.OperatorName, p.ClusterName, e.mapErr(err))
+	}
+	defer rows.Close()
+	out := []*store.OperatorBaseline{}
+	for rows.Next() {
+		b, err := scanOperatorBaseline(rows)
+		if err != nil {
+			return nil, fmt.Errorf("baselines of %s on %s: %w", p.OperatorName, p.ClusterName, e.mapErr(err))
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
 }

@@ -70,6 +70,21 @@ var operatorBaselineCases = []testCase{
 			Source: "deployment-start", CapturedAt: b.now, Data: []byte("d2")}, "the newer deployment's")
 		requireBaseline(t, b, "", &store.OperatorBaseline{OperatorName: "widgets", ClusterName: "prod-1", Source: "last-healthy",
 			CapturedAt: b.now, Data: []byte("lh")}, "the last Healthy one, kept")
+		list, err := b.store.OperatorBaselineList(b.ctx, &store.OperatorBaselineListParams{OperatorName: "widgets", ClusterName: "prod-1"})
+		requireOK(t, err, "list")
+		requireEqual(t, len(list), 2, "baselines kept")
+
+		// Newest capture first.
+		late := baseline(b, "", "last-healthy", []byte("later"))
+		late.CapturedAt = b.now.Add(time.Minute)
+		_, err = b.store.OperatorBaselinePut(b.ctx, late)
+		requireOK(t, err, "a later last Healthy baseline")
+		list, err = b.store.OperatorBaselineList(b.ctx, &store.OperatorBaselineListParams{OperatorName: "widgets", ClusterName: "prod-1"})
+		requireOK(t, err, "list")
+		requireEqual(t, []string{list[0].DeploymentID, string(list[0].Data), list[1].DeploymentID}, []string{"", "later", d2}, "newest first")
+		none, err := b.store.OperatorBaselineList(b.ctx, &store.OperatorBaselineListParams{OperatorName: "gadgets", ClusterName: "prod-1"})
+		requireOK(t, err, "list none")
+		requireEqual(t, len(none), 0, "another operator's")
 		got, err := b.store.OperatorBaselineGet(b.ctx, &store.OperatorBaselineGetParams{OperatorName: "widgets", ClusterName: "prod-2", DeploymentID: d1})
 		requireOK(t, err, "another cluster's, kept")
 		requireEqual(t, string(got.Data), "other cluster", "another cluster's data")
