@@ -351,12 +351,12 @@ var managerArgCases = []struct {
 	{"approvals, notifications, rollouts, health checks, requests, refresh", []string{managerBase,
 		"approvals: {environments: \"Staging, Production\", upgradeLevel: minor, ttl: 48h}\n",
 		"notifications: {timeout: 5s, retryFor: 6h, maxAttempts: 50, maxPerChannel: 2}\n",
-		"rollouts: {maxConcurrentDeployments: 40, maxParallelInstalls: 16, installTimeout: 10m, deploymentLease: 30s, rollbackAfterFailures: 5, blueRetention: 2h, switchMonitor: 10m}\n",
+		"rollouts: {maxConcurrentDeployments: 40, maxParallelInstalls: 16, installTimeout: 10m, deploymentLease: 30s, rollbackAfterFailures: 5, blueRetention: 2h, switchMonitor: 10m, bakeWindow: 30m}\n",
 		"clusterHealthInterval: 2m\nclusterHealthConcurrency: 25\noperatorHealthInterval: 45s\nmaxBodyBytes: 8388608\nrequestTimeout: 2m\noperatorRefreshConcurrency: 8\n"},
 		map[string]string{"approval-environments": "Staging, Production", "approval-upgrade-level": "minor", "approval-ttl": "48h0m0s",
 			"notification-timeout": "5s", "notification-retry-for": "6h0m0s", "notification-max-attempts": "50", "notification-max-per-channel": "2",
 			"max-concurrent-deployments": "40", "max-parallel-installs": "16", "install-timeout": "10m0s", "deployment-lease": "30s",
-			"rollback-after-failures": "5", "blue-retention": "2h0m0s", "switch-monitor": "10m0s", "cluster-health-interval": "2m0s",
+			"rollback-after-failures": "5", "blue-retention": "2h0m0s", "switch-monitor": "10m0s", "bake-window": "30m0s", "cluster-health-interval": "2m0s",
 			"cluster-health-concurrency": "25", "operator-health-interval": "45s", "max-body-bytes": "8388608", "request-timeout": "2m0s",
 			"operator-refresh-concurrency": "8"}, nil},
 	{"cert-manager", []string{"encryptionKeys: {secretName: k, key: keyring}\nauth: {jwtSecret: {name: j, key: hs256}}\n",
@@ -416,7 +416,7 @@ func TestManagerChart_ArgsAreFlagsTheManagerAccepts(t *testing.T) {
 var managerTuningFlags = []string{"approval-environments", "approval-upgrade-level", "approval-ttl", "notification-timeout",
 	"notification-retry-for", "notification-max-attempts", "notification-max-per-channel", "max-concurrent-deployments",
 	"max-parallel-installs", "install-timeout", "deployment-lease", "rollback-after-failures", "blue-retention", "switch-monitor",
-	"cluster-health-interval", "cluster-health-concurrency", "operator-health-interval", "max-body-bytes", "request-timeout",
+	"bake-window", "cluster-health-interval", "cluster-health-concurrency", "operator-health-interval", "max-body-bytes", "request-timeout",
 	"operator-refresh-concurrency"}
 
 // TestManagerChart_DefaultsAreTheManagers: with values.yaml's defaults every `manager serve` flag
@@ -444,7 +444,7 @@ func TestManagerChart_DefaultsAreTheManagers(t *testing.T) {
 
 	unset := []string{managerBase, "approvals: {environments: \"\", upgradeLevel: \"\", ttl: \"\"}\n",
 		"notifications: {timeout: \"\", retryFor: \"\", maxAttempts: 0, maxPerChannel: 0}\n",
-		"rollouts: {maxConcurrentDeployments: 0, maxParallelInstalls: 0, installTimeout: \"\", deploymentLease: \"\", rollbackAfterFailures: 0, blueRetention: \"\", switchMonitor: \"\"}\n",
+		"rollouts: {maxConcurrentDeployments: 0, maxParallelInstalls: 0, installTimeout: \"\", deploymentLease: \"\", rollbackAfterFailures: 0, blueRetention: \"\", switchMonitor: \"\", bakeWindow: \"\"}\n",
 		"clusterHealthInterval: \"\"\nclusterHealthConcurrency: 0\noperatorHealthInterval: \"\"\nmaxBodyBytes: 0\nrequestTimeout: \"\"\noperatorRefreshConcurrency: 0\n"}
 	args := deployment(t, renderManager(t, unset...), managerRelease).Spec.Template.Spec.Containers[0].Args
 	for _, name := range managerTuningFlags {

@@ -104,7 +104,7 @@ func TestDeployDryRun(t *testing.T) {
 		"--environment", "Dev,Staging", "--strategy", "canary", "--initial", "40", "--evaluation-period", "2m", "--dry-run")
 	golden(t, "deploy_dry_run.golden", r.Stdout)
 	js := mustRun(t, cfg, managertest.Otto, term{}, 0, "deploy", m.Operator, managertest.BreakingVersion,
-		"--environment", "Dev,Staging", "--strategy", "canary", "--initial", "40", "--evaluation-period", "2m", "--dry-run", "-o", "json")
+		"--environment", "Dev,Staging", "--strategy", "canary", "--initial", "40", "--evaluation-period", "2m", "--bake-window", "30m", "--dry-run", "-o", "json")
 	var plan engine.DryRun
 	if err := json.Unmarshal([]byte(js.Stdout), &plan); err != nil {
 		t.Fatal(err)
@@ -114,8 +114,8 @@ func TestDeployDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !plan.DryRun || len(plan.Stages) != 2 || len(plan.Clusters) != 3 || len(plan.Approvals) == 0 ||
-		cfgJSON.String() != `{"initialPercentage":40,"evaluationPeriod":"PT2M"}` {
-		t.Errorf("the plan: %d stages, %d clusters, %d approvals, config %s", len(plan.Stages), len(plan.Clusters), len(plan.Approvals), cfgJSON.String())
+		cfgJSON.String() != `{"initialPercentage":40,"evaluationPeriod":"PT2M"}` || plan.BakeWindow != "PT30M" {
+		t.Errorf("the plan: %d stages, %d clusters, %d approvals, config %s, bake window %s", len(plan.Stages), len(plan.Clusters), len(plan.Approvals), cfgJSON.String(), plan.BakeWindow)
 	}
 	if after := deploymentCount(t, m); after != before {
 		t.Errorf("a dry run stored a deployment: %d before, %d after", before, after)
@@ -178,6 +178,10 @@ func TestBadInputSendsNothing(t *testing.T) {
 		{[]string{"deploy", "op", "1.0.0", "--clusters", "a", "--strategy", "canary", "--stages", "10,50"}, "--stages: the last stage must be 100"},
 		{[]string{"deploy", "op", "1.0.0", "--clusters", "a", "--strategy", "bluegreen", "--validation-period", "soon"}, "--validation-period must be a duration"},
 		{[]string{"deploy", "op", "1.0.0", "--environment", "Prod", "--strategy", "direct"}, `--environment must be among Dev, Staging, Production, not "Prod"`},
+		{[]string{"deploy", "op", "1.0.0", "--clusters", "a", "--strategy", "direct", "--bake-window", "P2D"}, "--bake-window: must be at most PT24H"},
+		{[]string{"deploy", "op", "1.0.0", "--clusters", "a", "--strategy", "direct", "--bake-window", "-5m"}, "--bake-window: must not be negative"},
+		{[]string{"deploy", "op", "1.0.0", "--clusters", "a", "--strategy", "direct", "--bake-window", "soon"}, "--bake-window must be a duration"},
+		{[]string{"deploy", "-f", "req.json", "--bake-window", "5m"}, "--bake-window does not go with -f"},
 		{[]string{"cluster", "add", "x", "--kubeconfig", "k"}, `required flag(s) "environment" not set`},
 		{[]string{"approval", "reject", "id"}, "--comment is required"},
 		{[]string{"deployment", "cancel", "id"}, "refusing without --yes when not on a terminal"},

@@ -32,6 +32,7 @@ type DeployOptions struct {
 	Strategy          string
 	ValuesFile        string
 	ValuesFor         []string
+	BakeWindow        string
 	DryRun            bool
 	Watch             bool
 
@@ -128,6 +129,7 @@ func (opts *DeployOptions) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&opts.Strategy, "strategy", "", "canary, bluegreen, rolling or direct")
 	fl.StringVar(&opts.ValuesFile, "values", "", "a YAML or JSON file of Helm values")
 	fl.StringArrayVar(&opts.ValuesFor, "values-for", nil, "ENV=FILE: Helm values for one environment, over --values (repeatable)")
+	fl.StringVar(&opts.BakeWindow, "bake-window", "", "how long after it completes the deployment is still watched as its clusters' change (PT0S or 0s: none; default: the manager's --bake-window)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "print the plan and deploy nothing")
 	// canary
 	fl.Float64Var(&opts.Initial, "initial", request.DefaultInitialPercentage, "canary: the first stage's share of the clusters, in percent")
@@ -171,7 +173,7 @@ func (opts *DeployOptions) prepare(args []string) error {
 }
 
 // requestFlags are the flags that build a request, refused beside -f.
-var requestFlags = []string{"clusters", "environment", "strategy", "values", "values-for"}
+var requestFlags = []string{"clusters", "environment", "strategy", "values", "values-for", "bake-window"}
 
 func (opts *DeployOptions) fromFile(args []string) (*request.Request, error) {
 	if len(args) > 0 {
@@ -258,6 +260,12 @@ func (opts *DeployOptions) fromFlags(args []string) (*request.Request, error) {
 	}
 	if err := opts.setConfig(req); err != nil {
 		return nil, err
+	}
+	if opts.flags.Changed("bake-window") {
+		var err error
+		if req.BakeWindow, err = isoDuration("bake-window", opts.BakeWindow); err != nil {
+			return nil, err
+		}
 	}
 	return req, opts.setValues(req)
 }
@@ -354,16 +362,22 @@ func (opts *DeployOptions) setValues(req *request.Request) error {
 	return nil
 }
 
-// checkConfig resolves the strategy's config as the manager will (request.ResolveSettings), so that a bad setting is
-// refused before anything is sent; a message about a field names its flag when the flags built
-// the request.
+// checkConfig resolves the strategy's config and the bake window as the manager will
+// (request.ResolveSettings, Request.ResolveBakeWindow), so that a bad setting is refused before
+// anything is sent; a message about a field names its flag when the flags built the request.
 func (opts *DeployOptions) checkConfig() error {
 	r := opts.Request
 	_, err := request.ResolveSettings(r)
 	if err == nil {
+		_, err = r.ResolveBakeWindow(0)
+	}
+	if err == nil {
 		return nil
 	}
 	if e, ok := invalid.As(err); ok && opts.File == "" {
+		if e.Field == "bakeWindow" {
+			return flagErrorf("--bake-window: %s", strings.TrimPrefix(e.Error(), e.Field+": "))
+		}
 		for name, field := range strategyFlags[r.Strategy] {
 			if e.Field == field || strings.HasPrefix(e.Field, field+"[") {
 				return flagErrorf("--%s: %s", name, strings.TrimPrefix(e.Error(), e.Field+": "))

@@ -187,7 +187,8 @@ func printDeployment(f *Factory, d *server.Deployment) error {
 			config = ""
 		}
 		if err := p.Detail([2]string{"ID", d.ID}, [2]string{"Operator", d.Operator}, [2]string{"Version", d.Version},
-			[2]string{"Strategy", d.Strategy}, [2]string{"Config", config}, [2]string{"Status", deploymentState(d)},
+			[2]string{"Strategy", d.Strategy}, [2]string{"Config", config}, [2]string{"Bake window", d.BakeWindow},
+			[2]string{"Status", deploymentState(d)},
 			[2]string{"Reason", d.Reason}, [2]string{"Waiting", waitingText(d.Waiting)},
 			[2]string{"Stage", stageText(d)}, [2]string{"Stage started", p.TimeP(d.StageStartedAt)}, [2]string{"Paused", paused},
 			[2]string{"Rollback reason", d.RollbackReason}, [2]string{"Requested by", d.RequestedBy},
@@ -327,6 +328,7 @@ func NewCmdDeploymentAction(f *Factory, a deploymentAction, runF func(context.Co
 func printPlan(p *output.Printer, plan *engine.DryRun) error {
 	w := p.Out()
 	fmt.Fprintf(w, "Dry run: %s %s, %s (nothing was stored)\n", plan.Operator, plan.Version, plan.Strategy)
+	fmt.Fprintf(w, "Bake window: %s after it completes\n", plan.BakeWindow)
 	if plan.WouldFail != "" {
 		fmt.Fprintf(w, "Planning would FAIL the deployment: %s\n", plan.WouldFail)
 	}

@@ -240,6 +240,9 @@ pod's host name (the pod's name) with a random suffix.
 {{- with $v.rollouts.switchMonitor }}
 - --switch-monitor={{ . }}
 {{- end }}
+{{- with $v.rollouts.bakeWindow }}
+- --bake-window={{ . }}
+{{- end }}
 {{- with $v.clusterHealthInterval }}
 - --cluster-health-interval={{ . }}
 {{- end }}

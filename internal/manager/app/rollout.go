@@ -14,6 +14,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/approvals"
 	"github.com/slipway-dev/slipway/internal/manager/notify"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/engine"
+	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 )
 
 // envSMTPPassword holds the SMTP password (a secret: never a flag).
@@ -31,6 +32,7 @@ type rolloutOptions struct {
 	installTimeout   time.Duration
 	parallelInstalls int
 	approvalTTL      time.Duration
+	bakeWindow       time.Duration
 	upgradeLevel     string
 	approverCounts   string
 	approvalEnvs     string
@@ -54,6 +56,7 @@ func (o *rolloutOptions) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.installTimeout, "install-timeout", engine.DefaultInstallTimeout, "the longest one cluster's install, upgrade or rollback may take, readiness included")
 	fs.IntVar(&o.parallelInstalls, "max-parallel-installs", engine.DefaultMaxParallelInstalls, "this replica's Helm installs, rollbacks and switches in flight at once, over all deployments (each holds about 8 MiB)")
 	fs.DurationVar(&o.approvalTTL, "approval-ttl", engine.DefaultApprovalTTL, "how long an approval request stays open before it expires (and its deployment fails)")
+	fs.DurationVar(&o.bakeWindow, "bake-window", engine.DefaultBakeWindow, "how long after it completes a deployment is still watched as its clusters' change, when its request gives no bakeWindow (0: none; at most 24h)")
 	fs.StringVar(&o.upgradeLevel, "approval-upgrade-level", string(approvals.DefaultLevel), "the smallest version change that needs an Admin's approval: major, minor or patch (patch: every upgrade)")
 	fs.StringVar(&o.approvalEnvs, "approval-environments", "Dev,Staging,Production", "the environments whose deployments go through the approval workflow (comma-separated, or none); clusters of the others ask no approval")
 	fs.StringVar(&o.approverCounts, "approval-counts", "", "distinct approvers per kind (multi-level), e.g. \"production=2,breakingCRD=1\"")
@@ -63,6 +66,18 @@ func (o *rolloutOptions) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.smtpUsername, "smtp-username", "", "SMTP AUTH PLAIN user (password in $"+envSMTPPassword+")")
 	fs.StringVar(&o.smtpCAFile, "smtp-ca-file", "", "PEM CA bundle that verifies the SMTP server (default: the system's roots)")
 	fs.StringVar(&o.mailRecipients, "approval-recipients", "", "who is mailed per required role: \"Admin=a@x.org,b@x.org;EnvironmentOwner:Production=c@x.org;*=audit@x.org\"")
+}
+
+// engineBakeWindow is --bake-window as engine.Config.BakeWindow takes it (whose 0 is the
+// default, and a negative value none).
+func (o *rolloutOptions) engineBakeWindow() (time.Duration, error) {
+	switch {
+	case o.bakeWindow < 0 || o.bakeWindow > request.MaxPeriod:
+		return 0, fmt.Errorf("--bake-window %s: want 0 (none) to %s", o.bakeWindow, request.MaxPeriod)
+	case o.bakeWindow == 0:
+		return -1, nil
+	}
+	return o.bakeWindow, nil
 }
 
 // policy is the approval policy the flags describe.

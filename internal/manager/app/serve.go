@@ -185,6 +185,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	bakeWindow, err := o.rollout.engineBakeWindow()
+	if err != nil {
+		return err
+	}
 	var eng *engine.Engine
 	notifier, err := o.rollout.notifier(log, func(r notify.Result) { eng.MailResult(r) })
 	if err != nil {
@@ -195,7 +199,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ReplicaID: o.rollout.replicaID, MaxConcurrent: o.rollout.maxConcurrent, Lease: o.rollout.lease,
 		HealthInterval: o.rollout.healthInterval, FailureThreshold: o.rollout.failureThreshold,
 		BlueRetention: o.rollout.blueRetention, SwitchMonitor: o.rollout.switchMonitor,
-		InstallTimeout: o.rollout.installTimeout, MaxParallelInstalls: o.rollout.parallelInstalls, ApprovalTTL: o.rollout.approvalTTL, HealthLoop: true,
+		InstallTimeout: o.rollout.installTimeout, MaxParallelInstalls: o.rollout.parallelInstalls, ApprovalTTL: o.rollout.approvalTTL, BakeWindow: bakeWindow, HealthLoop: true,
 	})
 	if err != nil {
 		return err

@@ -311,7 +311,7 @@ func caller(ctx context.Context) string {
 func deploymentOut(d *store.Deployment) Deployment {
 	out := Deployment{
 		ID: d.ID, Operator: d.OperatorName, Version: d.Version, Strategy: d.Strategy, Config: d.Config,
-		Values: d.Values, ValuesByEnvironment: d.ValuesByEnvironment, Status: string(d.Status), Reason: d.Reason,
+		Values: d.Values, ValuesByEnvironment: d.ValuesByEnvironment, BakeWindow: request.FormatDuration(d.BakeWindow), Status: string(d.Status), Reason: d.Reason,
 		RequestedBy: d.RequestedBy, RequestID: d.RequestID, Stage: d.Stage, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
 		StartedAt: d.StartedAt, FinishedAt: d.FinishedAt, CancelRequested: d.CancelRequested,
 		RollbackRequested: d.RollbackRequested, SwitchRequested: d.SwitchRequested, RollbackReason: d.RollbackReason,

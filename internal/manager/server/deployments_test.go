@@ -154,7 +154,7 @@ func testDeployments(t *testing.T, engine string) {
 		configKey := strings.ToLower(strategy[:1]) + strategy[1:] + "Config"
 		// The config as given: the same settings (a field at its zero value may be left out).
 		if _, err := uuid.Parse(d.ID); err != nil || d.Status != string(store.DeploymentQueued) || d.Strategy != strategy ||
-			d.Version != "1.14.0" || d.RequestedBy != "olga" || d.RequestID == "" {
+			d.Version != "1.14.0" || d.RequestedBy != "olga" || d.RequestID == "" || d.BakeWindow != "PT15M" {
 			t.Errorf("%s: %+v", strategy, d)
 		}
 		if !configEqual(t, strategy, d.Config, req[configKey]) {
@@ -210,6 +210,7 @@ func testDeployments(t *testing.T, engine string) {
 		{"unknown operator", `{"operator": "nobody", "version": "1.14.0", "environments": ["Dev"], "strategy": "Direct"}`, "operator"},
 		{"unknown version", `{"operator": "direct-op", "version": "9.9.9", "environments": ["Dev"], "strategy": "Direct"}`, "version"},
 		{"BlueGreen where the operator does not run", `{"operator": "direct-op", "version": "1.14.0", "clusters": ["prod-1", "dev-2"], "strategy": "BlueGreen"}`, "clusters[1]"},
+		{"bake window over a day", `{"operator": "direct-op", "version": "1.14.0", "environments": ["Dev"], "strategy": "Direct", "bakeWindow": "P2D"}`, "bakeWindow"},
 		{"malformed", `{"operator": `, ""},
 		{"empty body", ``, ""},
 	} {
@@ -228,9 +229,15 @@ func testDeployments(t *testing.T, engine string) {
 	if e := r.apiError(t); e.Code != CodeConflict || !strings.Contains(e.Message, `"dev-2"`) || !strings.Contains(e.Message, deps["Direct"].ID) {
 		t.Fatalf("conflict: %s", r.body)
 	}
-	// Another cluster of the same operator is free.
-	expect(t, "same operator, another cluster", b.do("POST", "/api/v1/deployments", olga,
-		`{"operator": "direct-op", "version": "1.13.0", "clusters": ["prod-1"], "strategy": "Direct"}`), http.StatusAccepted)
+	// Another cluster of the same operator is free; the request's bakeWindow is the deployment's.
+	other := b.do("POST", "/api/v1/deployments", olga,
+		`{"operator": "direct-op", "version": "1.13.0", "clusters": ["prod-1"], "strategy": "Direct", "bakeWindow": "PT5M"}`)
+	expect(t, "same operator, another cluster", other, http.StatusAccepted)
+	var baked Deployment
+	other.json(t, &baked)
+	if baked.BakeWindow != "PT5M" {
+		t.Errorf("bakeWindow %q, want the request's PT5M", baked.BakeWindow)
+	}
 
 	// Lists, filters and pages.
 	// Five requested, and the Completed one that left BlueGreen's blue.
@@ -353,7 +360,7 @@ func testDeployments(t *testing.T, engine string) {
 	for _, e := range audit.Items {
 		count[e.Action+"/"+e.Result]++
 	}
-	for key, n := range map[string]int{"deployment.create/success": 5, "deployment.create/invalid": 16, "deployment.cancel/success": 1,
+	for key, n := range map[string]int{"deployment.create/success": 5, "deployment.create/invalid": 17, "deployment.cancel/success": 1,
 		"deployment.cancel/invalid": 1, "deployment.rollback/success": 1, "deployment.rollback/invalid": 1, "deployment.switch/success": 1, "deployment.switch/invalid": 2} {
 		if count[key] != n {
 			t.Errorf("audit %s: %d, want %d (%v)", key, count[key], n, count)

@@ -19,6 +19,7 @@ type Deployment struct {
 	Config              json.RawMessage `json:"config" description:"the strategy's config (canaryConfig, blueGreenConfig, rollingConfig or directConfig) as the request gave it"`
 	Values              json.RawMessage `json:"values,omitempty" description:"the request's Helm values"`
 	ValuesByEnvironment json.RawMessage `json:"valuesByEnvironment,omitempty" description:"the request's Helm values per environment"`
+	BakeWindow          string          `json:"bakeWindow" description:"how long after it completes the deployment is still watched as its clusters' change (ISO 8601; PT0S: none): the request's bakeWindow, or the manager's --bake-window when it was requested"`
 	Status              string          `json:"status" description:"Queued, WaitingApproval, Planning, Deploying, Validating, Completed, RollingBack, RolledBack, Failed or Cancelled"`
 	Reason              string          `json:"reason,omitempty" description:"why the status is what it is"`
 	RequestedBy         string          `json:"requestedBy"`

@@ -122,6 +122,11 @@ type Deployment struct {
 	PausedAt    *time.Time
 	PausedBy    string
 	PauseReason string
+
+	// BakeWindow is how long after the deployment completes it is still watched as its own
+	// (migration 00015): the request's bakeWindow, else the manager's --bake-window when it was
+	// requested; 0 is none. Stored in milliseconds; rows older than the migration have 15 minutes.
+	BakeWindow time.Duration
 }
 
 // DeploymentCluster is one target cluster of a deployment. Active rows (not terminal for the

@@ -3761,6 +3761,8 @@ export interface operations {
                     "application/json": {
                         continue?: string;
                         items?: {
+                            /** @description how long after it completes the deployment is still watched as its clusters' change (ISO 8601; PT0S: none): the request's bakeWindow, or the manager's --bake-window when it was requested */
+                            bakeWindow?: string;
                             /** Format: date-time */
                             blueDeleteAt?: string | null;
                             cancelRequested?: boolean;
@@ -3904,6 +3906,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description how long after it completes the deployment is still watched as its clusters' change (ISO 8601 such as PT15M; PT0S: none); left out: the manager's --bake-window */
+                    bakeWindow?: string;
                     blueGreenConfig?: {
                         autoSwitch?: boolean | null;
                         blueNamespace?: string;
@@ -3958,6 +3962,8 @@ export interface operations {
                             required?: number;
                             requiredRole?: string;
                         }[];
+                        /** @description how long after it completes the deployment is still watched as its clusters' change (ISO 8601; PT0S: none): the request's bakeWindow, or the manager's --bake-window */
+                        bakeWindow?: string;
                         clusters?: {
                             blueNamespace?: string;
                             blueRelease?: string;
@@ -4038,6 +4044,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description how long after it completes the deployment is still watched as its clusters' change (ISO 8601; PT0S: none): the request's bakeWindow, or the manager's --bake-window when it was requested */
+                        bakeWindow?: string;
                         /** Format: date-time */
                         blueDeleteAt?: string | null;
                         cancelRequested?: boolean;
@@ -4212,6 +4220,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description how long after it completes the deployment is still watched as its clusters' change (ISO 8601; PT0S: none): the request's bakeWindow, or the manager's --bake-window when it was requested */
+                        bakeWindow?: string;
                         /** Format: date-time */
                         blueDeleteAt?: string | null;
                         cancelRequested?: boolean;
@@ -4359,6 +4369,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description how long after it completes the deployment is still watched as its clusters' change (ISO 8601; PT0S: none): the request's bakeWindow, or the manager's --bake-window when it was requested */
+                        bakeWindow?: string;
                         /** Format: date-time */
                         blueDeleteAt?: string | null;
                         cancelRequested?: boolean;
@@ -4618,6 +4630,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description how long after it completes the deployment is still watched as its clusters' change (ISO 8601; PT0S: none): the request's bakeWindow, or the manager's --bake-window when it was requested */
+                        bakeWindow?: string;
                         /** Format: date-time */
                         blueDeleteAt?: string | null;
                         cancelRequested?: boolean;
@@ -4801,6 +4815,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description how long after it completes the deployment is still watched as its clusters' change (ISO 8601; PT0S: none): the request's bakeWindow, or the manager's --bake-window when it was requested */
+                        bakeWindow?: string;
                         /** Format: date-time */
                         blueDeleteAt?: string | null;
                         cancelRequested?: boolean;
@@ -4963,6 +4979,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description how long after it completes the deployment is still watched as its clusters' change (ISO 8601; PT0S: none): the request's bakeWindow, or the manager's --bake-window when it was requested */
+                        bakeWindow?: string;
                         /** Format: date-time */
                         blueDeleteAt?: string | null;
                         cancelRequested?: boolean;
@@ -5238,6 +5256,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description how long after it completes the deployment is still watched as its clusters' change (ISO 8601; PT0S: none): the request's bakeWindow, or the manager's --bake-window when it was requested */
+                        bakeWindow?: string;
                         /** Format: date-time */
                         blueDeleteAt?: string | null;
                         cancelRequested?: boolean;

@@ -15,6 +15,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/notify"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
+	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
@@ -28,6 +29,7 @@ const (
 	DefaultBlueRetention    = 24 * time.Hour
 	DefaultInstallTimeout   = 5 * time.Minute
 	DefaultApprovalTTL      = 72 * time.Hour
+	DefaultBakeWindow       = request.DefaultBakeWindow
 	// DefaultMaxParallelInstalls bounds one replica's Helm calls in flight: each holds its own
 	// clients, discovery and release data (about 8 MiB), so 20 Direct deployments to 100
 	// clusters each would otherwise hold 2,000 at once.
@@ -89,6 +91,9 @@ type Config struct {
 	MaxParallelInstalls int
 	// ApprovalTTL is how long an approval request stays open before it expires.
 	ApprovalTTL time.Duration
+	// BakeWindow is the bake window of a request without bakeWindow (--bake-window): 0 means
+	// DefaultBakeWindow, a negative value none (the flag's 0).
+	BakeWindow time.Duration
 	// HealthLoop turns the periodic health checks of live releases on (serve: on).
 	HealthLoop bool
 	// TestHoldScale is for tests and benchmarks only: manager serve has no flag for it, a
@@ -142,6 +147,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ApprovalTTL <= 0 {
 		c.ApprovalTTL = DefaultApprovalTTL
+	}
+	switch {
+	case c.BakeWindow == 0:
+		c.BakeWindow = DefaultBakeWindow
+	case c.BakeWindow > request.MaxPeriod:
+		return c, fmt.Errorf("engine: BakeWindow %s: at most %s", c.BakeWindow, request.MaxPeriod)
 	}
 	if !(c.TestHoldScale >= 0 && c.TestHoldScale <= 1) {
 		return c, fmt.Errorf("engine: TestHoldScale %v: want 0 < scale ≤ 1 (0: real time)", c.TestHoldScale)

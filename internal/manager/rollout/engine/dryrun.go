@@ -24,6 +24,9 @@ type DryRun struct {
 	Version  string          `json:"version"`
 	Strategy string          `json:"strategy"`
 	Config   json.RawMessage `json:"config" description:"the strategy's config as the request gave it"`
+	// BakeWindow is the deployment's bake window (ISO 8601): the request's bakeWindow, or the
+	// manager's --bake-window.
+	BakeWindow string `json:"bakeWindow" description:"how long after it completes the deployment is still watched as its clusters' change (ISO 8601; PT0S: none): the request's bakeWindow, or the manager's --bake-window"`
 	// Stages are the plan's stages, in order, each with its clusters.
 	Stages []DryRunStage `json:"stages"`
 	// Clusters are the targets with what planning finds on each.
@@ -117,7 +120,7 @@ func (e *Engine) DryRun(ctx context.Context, req *request.Request, requestedBy, 
 		return nil, err
 	}
 	out := &DryRun{DryRun: true, Operator: p.op.Name, Version: p.spec.Version, Strategy: string(p.spec.Strategy),
-		Config: p.deployment.Config, Stages: stagesOf(p.plan), AlreadyRunning: []string{}, Approvals: []DryRunApproval{},
+		Config: p.deployment.Config, BakeWindow: request.FormatDuration(p.spec.BakeWindow), Stages: stagesOf(p.plan), AlreadyRunning: []string{}, Approvals: []DryRunApproval{},
 		WouldFail: a.failure, Events: sink.dryRun()}
 	if len(out.Config) == 0 {
 		out.Config = json.RawMessage("{}")

@@ -68,7 +68,7 @@ func (e *Engine) prepare(ctx context.Context, req *request.Request, requestedBy,
 	if err != nil {
 		return nil, err
 	}
-	spec, err := request.Resolve(req, known)
+	spec, err := request.Resolve(req, known, request.Defaults{BakeWindow: max(e.cfg.BakeWindow, 0)})
 	if err != nil {
 		return nil, err
 	}

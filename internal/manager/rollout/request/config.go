@@ -20,6 +20,8 @@ const (
 	DefaultSuccessThreshold    = 0.95 // a fraction: 95 % of a stage's clusters healthy
 	DefaultValidationPeriod    = 5 * time.Minute
 	DefaultGreenSuffix         = "-green"
+	// DefaultBakeWindow is manager serve's --bake-window: a request's bakeWindow left out.
+	DefaultBakeWindow = 15 * time.Minute
 	// MaxParallelClusters bounds directConfig.parallelClusters.
 	MaxParallelClusters = 1000
 	// MaxCanaryStages bounds canaryConfig.stages.

@@ -9,7 +9,8 @@ import (
 )
 
 // MaxPeriod bounds every period of a request (evaluationPeriod, validationPeriod,
-// pauseBetweenClusters): a deployment that holds a stage for more than a day is a mistake.
+// pauseBetweenClusters, bakeWindow): a deployment that holds a stage for more than a day is a
+// mistake.
 const MaxPeriod = 24 * time.Hour
 
 // ParseDuration reads an ISO 8601 duration as the design writes them ("PT5M", "PT30S",

@@ -51,6 +51,10 @@ type Request struct {
 	BlueGreenConfig     *BlueGreenConfig           `json:"blueGreenConfig,omitempty"`
 	RollingConfig       *RollingConfig             `json:"rollingConfig,omitempty"`
 	DirectConfig        *DirectConfig              `json:"directConfig,omitempty"`
+	// BakeWindow is how long after the deployment completes it is still watched as the one
+	// that changed its clusters (an ISO 8601 duration, "PT0S" none); left out, the manager's
+	// default (--bake-window).
+	BakeWindow string `json:"bakeWindow,omitempty" description:"how long after it completes the deployment is still watched as its clusters' change (ISO 8601 such as PT15M; PT0S: none); left out: the manager's --bake-window"`
 }
 
 // MaxBody is the largest request body Decode reads (values included).

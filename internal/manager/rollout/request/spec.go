@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/store"
@@ -36,13 +37,23 @@ type Spec struct {
 	// environment (ValuesFor).
 	Values              json.RawMessage
 	ValuesByEnvironment map[string]json.RawMessage
+	// BakeWindow is the request's bakeWindow, or Defaults.BakeWindow when it gave none: how long
+	// after completing the deployment is still watched as its clusters' change (0: not at all).
+	BakeWindow time.Duration
+}
+
+// Defaults are the manager's settings for what a request leaves out.
+type Defaults struct {
+	// BakeWindow is the bake window of a request without bakeWindow (--bake-window; 0: none).
+	BakeWindow time.Duration
 }
 
 // Resolve checks req against the registered clusters (known) and resolves it: the operator and
 // version, the targets, the values, the strategy and its config (the one matching the strategy
-// only; its periods, percentages, namespaces and clusterOrder). The first problem found is
-// returned as an *invalid.Error naming its JSON path.
-func Resolve(req *Request, known []Target) (*Spec, error) {
+// only; its periods, percentages, namespaces and clusterOrder) and the bake window, with def for
+// what it leaves out. The first problem found is returned as an *invalid.Error naming its JSON
+// path.
+func Resolve(req *Request, known []Target, def Defaults) (*Spec, error) {
 	if req == nil {
 		return nil, &invalid.Error{Reason: "required", Message: "the request body is empty: send a JSON object"}
 	}
@@ -68,7 +79,24 @@ func Resolve(req *Request, known []Target) (*Spec, error) {
 			return nil, err
 		}
 	}
-	return specOf(req, targets, settings)
+	bake, err := req.ResolveBakeWindow(def.BakeWindow)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := specOf(req, targets, settings)
+	if err != nil {
+		return nil, err
+	}
+	spec.BakeWindow = bake
+	return spec, nil
+}
+
+// ResolveBakeWindow is the request's bakeWindow, or def when it gives none: an ISO 8601
+// duration from 0 (none) to MaxPeriod, kept to the millisecond as the store keeps it; errors
+// name "bakeWindow".
+func (r *Request) ResolveBakeWindow(def time.Duration) (time.Duration, error) {
+	d, err := period("bakeWindow", r.BakeWindow, def)
+	return d.Round(time.Millisecond), err
 }
 
 // ResolveSettings checks the strategy and resolves its config: a config of another strategy is a
@@ -139,7 +167,12 @@ func FromDeployment(d *store.Deployment) (*Spec, error) {
 		targets = append(targets, Target{Name: c.ClusterName, Environment: string(c.Environment)})
 	}
 	SortTargets(targets)
-	return specOf(req, targets, settings)
+	spec, err := specOf(req, targets, settings)
+	if err != nil {
+		return nil, err
+	}
+	spec.BakeWindow = d.BakeWindow
+	return spec, nil
 }
 
 func specOf(req *Request, targets []Target, settings Settings) (*Spec, error) {
@@ -168,10 +201,11 @@ func compactJSON(raw json.RawMessage) json.RawMessage {
 	return b.Bytes()
 }
 
-// StoreInto sets the fields of a deployment that keep the request (strategy, config, values), as
-// FromDeployment reads them back.
+// StoreInto sets the fields of a deployment that keep the request (strategy, config, values, bake
+// window), as FromDeployment reads them back.
 func (s *Spec) StoreInto(d *store.Deployment) error {
 	d.OperatorName, d.Version, d.Strategy, d.Config, d.Values = s.Operator, s.Version, string(s.Strategy), s.Config, s.Values
+	d.BakeWindow = s.BakeWindow
 	d.ValuesByEnvironment = nil
 	if len(s.ValuesByEnvironment) > 0 {
 		b, err := json.Marshal(s.ValuesByEnvironment)

@@ -88,7 +88,7 @@ func TestResolveDesignExamples(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
-		spec, err := Resolve(req, designFleet)
+		spec, err := Resolve(req, designFleet, Defaults{})
 		if err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
@@ -121,6 +121,8 @@ func TestSpecRoundTrip(t *testing.T) {
 		direct(`"parallelClusters":2,"skipHealthChecks":true`),
 		`{"operator":"op","version":"1","clusters":["dev-1"],"strategy":"Direct"}`,
 		`{"operator":"op","version":"1","clusters":["dev-1"],"strategy":"Canary","values":null,"valuesByEnvironment":{"Dev":null, "Staging": {"a": {"b": [1, 2]}}}}`,
+		`{"operator":"op","version":"1","clusters":["dev-1"],"strategy":"Direct","bakeWindow":"PT1H30M0.25S"}`,
+		`{"operator":"op","version":"1","clusters":["dev-1"],"strategy":"Direct","bakeWindow":"PT0S"}`,
 	}
 	for _, ex := range designStrategies {
 		bodies = append(bodies, string(designBody(t, ex)))
@@ -134,7 +136,7 @@ func TestSpecRoundTrip(t *testing.T) {
 		if strings.Contains(body, `"staging"`) {
 			known = designFleet
 		}
-		spec, err := Resolve(req, known)
+		spec, err := Resolve(req, known, Defaults{BakeWindow: 20 * time.Minute})
 		if err != nil {
 			t.Fatalf("%s: %v", body, err)
 		}
@@ -175,6 +177,34 @@ func TestFromDeploymentErrors(t *testing.T) {
 	} {
 		if _, err := FromDeployment(d); err == nil || !strings.Contains(err.Error(), "deployment d1") {
 			t.Errorf("%s: error %v", name, err)
+		}
+	}
+}
+
+// TestResolveBakeWindow: bakeWindow is the effective bake window: the request's (an ISO 8601
+// period, PT0S none, kept to the millisecond as the store keeps it), else the default given.
+func TestResolveBakeWindow(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		field string
+		def   time.Duration
+		want  time.Duration
+	}{
+		{``, 15 * time.Minute, 15 * time.Minute},
+		{``, 0, 0},
+		{`,"bakeWindow":"PT5M"`, 15 * time.Minute, 5 * time.Minute},
+		{`,"bakeWindow":"PT0S"`, 15 * time.Minute, 0},
+		{`,"bakeWindow":"P1D"`, 0, 24 * time.Hour},
+		{`,"bakeWindow":"PT0.0004S"`, time.Hour, 0},
+		{`,"bakeWindow":"PT1.2345S"`, 0, 1235 * time.Millisecond},
+	} {
+		req, err := Decode([]byte(`{"operator":"op","version":"1","clusters":["dev-1"],"strategy":"Direct"` + tc.field + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, err := Resolve(req, fleet, Defaults{BakeWindow: tc.def})
+		if err != nil || spec.BakeWindow != tc.want {
+			t.Errorf("%q with default %s: %v (%v), want %s", tc.field, tc.def, spec, err, tc.want)
 		}
 	}
 }

@@ -38,7 +38,7 @@ func TestDesignRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := Resolve(req, fleet)
+	spec, err := Resolve(req, fleet, Defaults{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestResolveDefaults(t *testing.T) {
 
 // resolveErr is Resolve's error.
 func resolveErr(req *Request, known []Target) error {
-	_, err := Resolve(req, known)
+	_, err := Resolve(req, known, Defaults{})
 	return err
 }
 
@@ -242,6 +242,12 @@ func TestValidate(t *testing.T) {
 		{"rolling validation unparsable", rolling(`"validationPeriod":"PT5Q"`), "rollingConfig.validationPeriod", "format"},
 		{"pause negative", rolling(`"pauseBetweenClusters":"-PT1S"`), "rollingConfig.pauseBetweenClusters", "range"},
 		{"pause unparsable", rolling(`"pauseBetweenClusters":"1 minute"`), "rollingConfig.pauseBetweenClusters", "format"},
+		// Bake window.
+		{"bakeWindow unparsable", `{` + base + `,"clusters":["dev-1"],"strategy":"Direct","bakeWindow":"15m"}`, "bakeWindow", "format"},
+		{"bakeWindow in months", `{` + base + `,"clusters":["dev-1"],"strategy":"Direct","bakeWindow":"P1M"}`, "bakeWindow", "format"},
+		{"bakeWindow negative", `{` + base + `,"clusters":["dev-1"],"strategy":"Direct","bakeWindow":"-PT1M"}`, "bakeWindow", "range"},
+		{"bakeWindow over a day", `{` + base + `,"clusters":["dev-1"],"strategy":"Direct","bakeWindow":"P1DT1S"}`, "bakeWindow", "range"},
+		{"bakeWindow a number", `{` + base + `,"clusters":["dev-1"],"strategy":"Direct","bakeWindow":900}`, "bakeWindow", "format"},
 		// Direct.
 		{"parallel zero", direct(`"parallelClusters":0`), "directConfig.parallelClusters", "range"},
 		{"parallel negative", direct(`"parallelClusters":-3`), "directConfig.parallelClusters", "range"},
@@ -290,7 +296,7 @@ func TestCanaryStages(t *testing.T) {
 		req, err := Decode([]byte(canary(tc.cfg)))
 		var spec *Spec
 		if err == nil {
-			spec, err = Resolve(req, fleet)
+			spec, err = Resolve(req, fleet, Defaults{})
 		}
 		if err != nil {
 			t.Errorf("%s: %v", tc.cfg, err)

@@ -49,7 +49,7 @@ func designRequest(t testing.TB, known []Target) *request.Spec {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := request.Resolve(req, known)
+	spec, err := request.Resolve(req, known, request.Defaults{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func FuzzDecodeValidatePlan(f *testing.F) {
 		req, err := request.Decode(body)
 		var spec *request.Spec
 		if err == nil {
-			spec, err = request.Resolve(req, fleet)
+			spec, err = request.Resolve(req, fleet, request.Defaults{})
 		}
 		if err != nil {
 			if _, ok := invalid.As(err); !ok {

@@ -194,7 +194,7 @@ func plan(t testing.TB, body string, targets []Target, opts *Options) (*request.
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := request.Resolve(req, targets)
+	spec, err := request.Resolve(req, targets, request.Defaults{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +347,7 @@ func BenchmarkNewPlan(b *testing.B) {
 	req := &request.Request{Operator: "op", Version: "1", Clusters: names, Strategy: request.StrategyCanary,
 		CanaryConfig: &request.CanaryConfig{InitialPercentage: ptr(1.0), IncrementPercentage: ptr(1.0)}}
 	for b.Loop() {
-		spec, err := request.Resolve(req, targets)
+		spec, err := request.Resolve(req, targets, request.Defaults{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -143,7 +143,8 @@ ORDER BY id DESC
 -- engine's: stage, stage_started_at, next_run_at, claimed_by, lease_until, cancel_requested,
 -- rollback_requested, switch_requested, rollback_reason, rollback_started_at,
 -- rollback_finished_at, switched_at, blue_delete_at, blue_deleted, and trace_context
--- (00004_trace.sql), paused_at, paused_by, pause_reason (00008_pause.sql). Cluster columns:
+-- (00004_trace.sql), paused_at, paused_by, pause_reason (00008_pause.sql), bake_window_ms
+-- (00015_bake_window.sql). Cluster columns:
 -- deployment_id, cluster_name, environment, stage, status, helm_revision, previous_revision,
 -- previous_version, message, active, updated_at, namespace, release, blue_namespace,
 -- blue_release, install_attempts.
@@ -154,9 +155,9 @@ INSERT INTO deployments (id, operator_id, operator_name, version, strategy, conf
     updated_at, started_at, finished_at, stage, stage_started_at, next_run_at, claimed_by,
     lease_until, cancel_requested, rollback_requested, switch_requested, rollback_reason,
     rollback_started_at, rollback_finished_at, switched_at, blue_delete_at, blue_deleted,
-    trace_context, paused_at, paused_by, pause_reason)
+    trace_context, paused_at, paused_by, pause_reason, bake_window_ms)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 0, $13, $13, $14, $15, $16, $17, $18,
-    $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33);
+    $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34);
 
 -- name: DeploymentClusterInsert
 INSERT INTO deployment_clusters (deployment_id, cluster_name, operator_id, ordinal, environment,
@@ -173,7 +174,7 @@ SELECT d.id, d.operator_id, d.operator_name, d.version, d.strategy, d.config, d.
     d.next_run_at, d.claimed_by, d.lease_until, d.cancel_requested, d.rollback_requested,
     d.switch_requested, d.rollback_reason, d.rollback_started_at, d.rollback_finished_at,
     d.switched_at, d.blue_delete_at, d.blue_deleted, d.trace_context, d.paused_at, d.paused_by,
-    d.pause_reason, c.deployment_id, c.cluster_name, c.environment, c.stage, c.status, c.helm_revision,
+    d.pause_reason, d.bake_window_ms, c.deployment_id, c.cluster_name, c.environment, c.stage, c.status, c.helm_revision,
     c.previous_revision, c.previous_version, c.message, c.active, c.updated_at, c.namespace,
     c.release, c.blue_namespace, c.blue_release, c.install_attempts
 FROM deployments d
@@ -198,7 +199,7 @@ SET version = $3, strategy = $4, config = $5, helm_values = $6, values_by_enviro
     claimed_by = $18, lease_until = $19, cancel_requested = $20, rollback_requested = $21,
     switch_requested = $22, rollback_reason = $23, rollback_started_at = $24,
     rollback_finished_at = $25, switched_at = $26, blue_delete_at = $27, blue_deleted = $28,
-    trace_context = $29, paused_at = $30, paused_by = $31, pause_reason = $32,
+    trace_context = $29, paused_at = $30, paused_by = $31, pause_reason = $32, bake_window_ms = $33,
     revision = revision + 1
 WHERE id = $1 AND revision = $2;
 
@@ -215,7 +216,8 @@ SELECT d.id, d.operator_id, d.operator_name, d.version, d.strategy, d.config, d.
     d.created_at, d.updated_at, d.started_at, d.finished_at, d.stage, d.stage_started_at,
     d.next_run_at, d.claimed_by, d.lease_until, d.cancel_requested, d.rollback_requested,
     d.switch_requested, d.rollback_reason, d.rollback_started_at, d.rollback_finished_at,
-    d.switched_at, d.blue_delete_at, d.blue_deleted, d.trace_context, d.paused_at, d.paused_by, d.pause_reason
+    d.switched_at, d.blue_delete_at, d.blue_deleted, d.trace_context, d.paused_at, d.paused_by, d.pause_reason,
+    d.bake_window_ms
 FROM deployments d
 WHERE true /*filters*/
 ORDER BY d.created_at DESC, d.id DESC
@@ -327,7 +329,8 @@ RETURNING d.id, d.operator_id, d.operator_name, d.version, d.strategy, d.config,
     d.created_at, d.updated_at, d.started_at, d.finished_at, d.stage, d.stage_started_at,
     d.next_run_at, d.claimed_by, d.lease_until, d.cancel_requested, d.rollback_requested,
     d.switch_requested, d.rollback_reason, d.rollback_started_at, d.rollback_finished_at,
-    d.switched_at, d.blue_delete_at, d.blue_deleted, d.trace_context, d.paused_at, d.paused_by, d.pause_reason;
+    d.switched_at, d.blue_delete_at, d.blue_deleted, d.trace_context, d.paused_at, d.paused_by, d.pause_reason,
+    d.bake_window_ms;
 
 -- name: DeploymentRenew
 -- $1 id, $2 owner, $3 the lease's new end; no row when owner does not hold the claim.

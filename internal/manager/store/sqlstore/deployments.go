@@ -31,7 +31,7 @@ const activeCondition = "d.status NOT IN ('Completed', 'RolledBack', 'Failed', '
 // updated_at, started_at, finished_at, stage, stage_started_at, next_run_at, claimed_by,
 // lease_until, cancel_requested, rollback_requested, switch_requested, rollback_reason,
 // rollback_started_at, rollback_finished_at, switched_at, blue_delete_at, blue_deleted,
-// trace_context, paused_at, paused_by, pause_reason.
+// trace_context, paused_at, paused_by, pause_reason, bake_window_ms.
 func deploymentDest(d *store.Deployment) []any {
 	return []any{&d.ID, &d.OperatorID, &d.OperatorName, &d.Version, &d.Strategy,
 		rawJSON{&d.Config}, rawJSON{&d.Values}, rawJSON{&d.ValuesByEnvironment}, &d.Status,
@@ -41,17 +41,18 @@ func deploymentDest(d *store.Deployment) []any {
 		nullTimeDest{&d.LeaseUntil}, &d.CancelRequested, &d.RollbackRequested, &d.SwitchRequested,
 		&d.RollbackReason, nullTimeDest{&d.RollbackStartedAt}, nullTimeDest{&d.RollbackFinishedAt},
 		nullTimeDest{&d.SwitchedAt}, nullTimeDest{&d.BlueDeleteAt}, &d.BlueDeleted,
-		nullString{&d.TraceContext}, nullTimeDest{&d.PausedAt}, &d.PausedBy, &d.PauseReason}
+		nullString{&d.TraceContext}, nullTimeDest{&d.PausedAt}, &d.PausedBy, &d.PauseReason,
+		millisDest{&d.BakeWindow}}
 }
 
 // deploymentArgs are the engine's columns of d as query arguments, in deploymentDest's order
-// (stage … pause_reason): what DeploymentInsert and DeploymentUpdate write after the rest.
+// (stage … bake_window_ms): what DeploymentInsert and DeploymentUpdate write after the rest.
 func (e *executor) deploymentArgs(d *store.Deployment) []any {
 	return []any{d.Stage, e.tsPtr(d.StageStartedAt), e.tsPtr(d.NextRunAt), d.ClaimedBy,
 		e.tsPtr(d.LeaseUntil), d.CancelRequested, d.RollbackRequested, d.SwitchRequested,
 		d.RollbackReason, e.tsPtr(d.RollbackStartedAt), e.tsPtr(d.RollbackFinishedAt),
 		e.tsPtr(d.SwitchedAt), e.tsPtr(d.BlueDeleteAt), d.BlueDeleted, nullIfEmpty(d.TraceContext),
-		e.tsPtr(d.PausedAt), d.PausedBy, d.PauseReason}
+		e.tsPtr(d.PausedAt), d.PausedBy, d.PauseReason, d.BakeWindow.Milliseconds()}
 }
 
 func scanDeployment(row scanner) (*store.Deployment, error) {

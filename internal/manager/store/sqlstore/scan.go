@@ -67,6 +67,18 @@ func parseTime(s string) (time.Time, error) {
 }
 
 // nullString scans a nullable text column into a string ("" for NULL).
+// millisDest scans an integer column of milliseconds into a time.Duration.
+type millisDest struct{ d *time.Duration }
+
+func (d millisDest) Scan(v any) error {
+	ms, ok := v.(int64)
+	if !ok {
+		return fmt.Errorf("milliseconds: want an integer, not %T", v)
+	}
+	*d.d = time.Duration(ms) * time.Millisecond
+	return nil
+}
+
 type nullString struct{ s *string }
 
 func (d nullString) Scan(v any) error {

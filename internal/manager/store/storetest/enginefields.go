@@ -31,6 +31,7 @@ var engineFieldCases = []testCase{
 		in.SwitchedAt, in.BlueDeleteAt, in.BlueDeleted = at(6), at(7), true
 		in.TraceContext = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 		in.PausedAt, in.PausedBy, in.PauseReason = at(8), "olga", "change freeze"
+		in.BakeWindow = 30*time.Minute + 500*time.Millisecond // milliseconds are kept
 		c := in.Clusters[0]
 		c.Namespace, c.Release, c.BlueNamespace, c.BlueRelease, c.InstallAttempts = "ops-green", "op-green", "ops", "op", 2
 		d, err := b.store.DeploymentCreate(b.ctx, in)
@@ -53,6 +54,7 @@ var engineFieldCases = []testCase{
 			d.SwitchedAt, d.BlueDeleteAt, d.BlueDeleted = nil, at(17), false
 			d.TraceContext = ""
 			d.PausedAt, d.PausedBy, d.PauseReason = nil, "", ""
+			d.BakeWindow = 0 // no bake window
 			c := d.Clusters[0]
 			c.Namespace, c.Release, c.BlueNamespace, c.BlueRelease, c.InstallAttempts = "ops", "op", "", "", 3
 			d.Clusters[1].InstallAttempts = 1 // the only change to this cluster: written too
@@ -66,6 +68,7 @@ var engineFieldCases = []testCase{
 		want.SwitchedAt, want.BlueDeleteAt, want.BlueDeleted = nil, at(17), false
 		want.TraceContext = ""
 		want.PausedAt, want.PausedBy, want.PauseReason = nil, "", ""
+		want.BakeWindow = 0
 		wc := want.Clusters[0]
 		wc.Namespace, wc.Release, wc.BlueNamespace, wc.BlueRelease, wc.InstallAttempts, wc.UpdatedAt = "ops", "op", "", "", 3, upd
 		want.Clusters[1].InstallAttempts, want.Clusters[1].UpdatedAt = 1, upd
@@ -79,6 +82,7 @@ var engineFieldCases = []testCase{
 			d.NextRunAt, d.ClaimedBy, d.LeaseUntil, d.SwitchRequested, d.SwitchedAt = at(20), "replica-2", at(21), true, at(22)
 			d.TraceContext = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 			d.PausedAt, d.PausedBy, d.PauseReason = at(23), "otto", "night"
+			d.BakeWindow = 24 * time.Hour
 			return nil
 		})
 		requireOK(t, err, "update again")
@@ -86,6 +90,7 @@ var engineFieldCases = []testCase{
 		want.NextRunAt, want.ClaimedBy, want.LeaseUntil, want.SwitchRequested, want.SwitchedAt = at(20), "replica-2", at(21), true, at(22)
 		want.TraceContext = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 		want.PausedAt, want.PausedBy, want.PauseReason = at(23), "otto", "night"
+		want.BakeWindow = 24 * time.Hour
 		requireEqual(t, got, want, "updated again")
 		requireStored(t, b, want, "updated again")
 	}},
@@ -96,6 +101,7 @@ var engineFieldCases = []testCase{
 		paused := b.now.Add(time.Second)
 		got, err := b.store.DeploymentUpdate(b.ctx, d.ID, func(d *store.Deployment) error {
 			d.PausedAt, d.PausedBy, d.PauseReason = &paused, "olga", "change freeze"
+			d.BakeWindow = 90 * time.Second
 			return nil
 		})
 		requireOK(t, err, "pause")
@@ -104,6 +110,7 @@ var engineFieldCases = []testCase{
 		requireOK(t, err, "claim")
 		requireEqual(t, len(claimed), 1, "claimed")
 		requireEqual(t, []any{*claimed[0].PausedAt, claimed[0].PausedBy, claimed[0].PauseReason}, []any{paused, "olga", "change freeze"}, "the claim reads the pause")
+		requireEqual(t, claimed[0].BakeWindow, 90*time.Second, "the claim reads the bake window")
 		got, err = b.store.DeploymentUpdate(b.ctx, d.ID, func(d *store.Deployment) error {
 			d.Status = store.DeploymentCancelled
 			return nil

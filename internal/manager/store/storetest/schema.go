@@ -35,7 +35,7 @@ type SchemaEngine struct {
 }
 
 // LatestVersion is the schema version this binary's migrations end at (the newest of them).
-const LatestVersion = 14
+const LatestVersion = 15
 
 // futureMigration is a version no binary knows: a database migrated by a newer manager.
 const futureMigration = "99999_future.sql"
@@ -167,6 +167,10 @@ func ExerciseSchema(t *testing.T, e SchemaEngine) {
 	t.Run("CRDHistoryMigration", func(t *testing.T) {
 		t.Parallel()
 		exerciseCRDHistoryMigration(t, e)
+	})
+	t.Run("BakeWindowMigration", func(t *testing.T) {
+		t.Parallel()
+		exerciseBakeWindowMigration(t, e)
 	})
 	if e.ConcurrentMigrate {
 		t.Run("ConcurrentMigrate", func(t *testing.T) {
