@@ -18,8 +18,8 @@ import (
 
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/slipway-dev/slipway/internal/isoduration"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
-	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 )
 
 // Limits of a spec: a longer query, more args or measurements are mistakes.
@@ -123,7 +123,7 @@ func Parse(t Template) (Spec, error) {
 // parseNumbers reads the interval, count and limits, applying the defaults.
 func (s *Spec) parseNumbers(t Template) error {
 	if t.Interval != "" {
-		d, err := request.ParseDuration(t.Interval)
+		d, err := isoduration.Parse(t.Interval)
 		if err != nil {
 			return invalid.Field("interval", "%v", err)
 		}
@@ -232,7 +232,7 @@ func checkQuery(q string, args []Arg) error {
 func (s Spec) Template() Template {
 	limit := s.ConsecutiveErrorLimit
 	return Template{Name: s.Name, Query: s.Query, SuccessCondition: s.Condition,
-		Interval: request.FormatDuration(s.Interval), Count: s.Count, FailureLimit: s.FailureLimit,
+		Interval: isoduration.Format(s.Interval), Count: s.Count, FailureLimit: s.FailureLimit,
 		InconclusiveLimit: s.InconclusiveLimit, ConsecutiveErrorLimit: &limit, Args: s.Args}
 }
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/analysis"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
 	"github.com/slipway-dev/slipway/internal/manager/notify"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
@@ -200,6 +201,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		HealthInterval: o.rollout.healthInterval, FailureThreshold: o.rollout.failureThreshold,
 		BlueRetention: o.rollout.blueRetention, SwitchMonitor: o.rollout.switchMonitor,
 		InstallTimeout: o.rollout.installTimeout, MaxParallelInstalls: o.rollout.parallelInstalls, ApprovalTTL: o.rollout.approvalTTL, BakeWindow: bakeWindow, HealthLoop: true,
+		Prometheus: func(ctx context.Context, cluster string) (analysis.Prometheus, error) {
+			return analysis.Lookup(ctx, st, keyring, cluster)
+		},
 	})
 	if err != nil {
 		return err

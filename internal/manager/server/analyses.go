@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/slipway-dev/slipway/internal/manager/analysis"
@@ -300,4 +302,72 @@ func (s *Server) deleteClusterPrometheus(w http.ResponseWriter, r *http.Request)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// AnalysisRun is one analysis of a deployment on one cluster in one stage: its phase and every
+// measurement taken, oldest first.
+type AnalysisRun struct {
+	Name     string `json:"name"`
+	Template string `json:"template,omitempty" description:"the template it was copied from when the deployment was created; absent for an inline analysis"`
+	Cluster  string `json:"cluster"`
+	Stage    int    `json:"stage" description:"the stage (1 is the first) whose hold ran it"`
+	Phase    string `json:"phase" description:"Running, Successful, Failed, Inconclusive or Error"`
+	Message  string `json:"message"`
+	// Count is how many measurements the analysis takes.
+	Count        int                   `json:"count"`
+	Measurements []AnalysisMeasurement `json:"measurements"`
+}
+
+// AnalysisMeasurement is one measurement: the query as sent, its value (absent when there was
+// none: no data, NaN, an error), the value at the deployment's start, the verdict and why.
+type AnalysisMeasurement struct {
+	Query         string    `json:"query"`
+	Value         *float64  `json:"value,omitempty"`
+	BaselineValue *float64  `json:"baselineValue,omitempty"`
+	Verdict       string    `json:"verdict" description:"Successful, Failed, Inconclusive or Error"`
+	Message       string    `json:"message"`
+	At            time.Time `json:"at"`
+}
+
+// analysisRunsOf are d's analysis runs from its stored measurements, judged by the analyses it
+// was created with.
+func (s *Server) analysisRunsOf(ctx context.Context, d *store.Deployment) ([]AnalysisRun, error) {
+	out := []AnalysisRun{}
+	if len(d.Analyses) == 0 {
+		return out, nil
+	}
+	var planned []analysis.Planned
+	if err := json.Unmarshal(d.Analyses, &planned); err != nil {
+		return nil, fmt.Errorf("deployment %s: stored analyses: %w", d.ID, err)
+	}
+	byName := map[string]analysis.Planned{}
+	for _, p := range planned {
+		byName[p.Spec.Name] = p
+	}
+	ms, err := s.store.AnalysisMeasurementList(ctx, d.ID)
+	if err != nil {
+		return nil, err
+	}
+	index := map[[3]string]int{}
+	judged := map[int][]analysis.Measurement{}
+	for _, m := range ms {
+		key := [3]string{m.AnalysisName, m.Cluster, strconv.Itoa(m.StageIndex)}
+		i, ok := index[key]
+		if !ok {
+			p := byName[m.AnalysisName]
+			i = len(out)
+			index[key] = i
+			out = append(out, AnalysisRun{Name: m.AnalysisName, Template: p.Template, Cluster: m.Cluster, Stage: m.StageIndex + 1,
+				Count: p.Spec.Count, Measurements: []AnalysisMeasurement{}})
+		}
+		out[i].Measurements = append(out[i].Measurements, AnalysisMeasurement{Query: m.Query, Value: m.Value,
+			BaselineValue: m.BaselineValue, Verdict: m.Verdict, Message: m.Message, At: m.MeasuredAt})
+		judged[i] = append(judged[i], analysis.Measurement{Query: m.Query, Value: m.Value, BaselineValue: m.BaselineValue,
+			Verdict: analysis.Verdict(m.Verdict), Message: m.Message, At: m.MeasuredAt})
+	}
+	for i := range out {
+		phase, why := analysis.Evaluate(byName[out[i].Name].Spec, judged[i])
+		out[i].Phase, out[i].Message = string(phase), why
+	}
+	return out, nil
 }

@@ -185,3 +185,78 @@ func TestClusterPrometheusAPI(t *testing.T) {
 		a.check(t)
 	})
 }
+
+// A deployment request's analyses through the API: a stored template with args, or inline;
+// refused at the edge with the entry named (unknown template, unknown placeholder, an argument
+// that would break out of its PromQL string, a stage the Canary does not have, a cluster with no
+// Prometheus); GET /deployments/{id} shows each run's phase and measurements.
+func TestDeploymentAnalysesAPI(t *testing.T) {
+	forEngine(t, func(t *testing.T, engine string) {
+		b := setup(t, engine)
+		ctx := context.Background()
+		admin, olga := b.admin(), b.token("olga", auth.Operator)
+		b.addCluster("dev-1", store.EnvironmentDev)
+		b.addOperator("widgets", "widget-system", "1.0.0")
+		expect(t, "template", b.do("POST", "/api/v1/analysis-templates", admin, errorRateTemplate), http.StatusCreated)
+		deploy := func(analyses string) response {
+			return b.do("POST", "/api/v1/deployments", olga, `{"operator": "widgets", "version": "1.0.0", "clusters": ["dev-1"],
+				"strategy": "Canary", "analyses": `+analyses+`}`)
+		}
+		e := expectInvalid(t, "no prometheus", deploy(`[{"template": "error-rate"}]`), "analyses")
+		if !strings.Contains(e.Message, `cluster "dev-1" has no Prometheus`) {
+			t.Errorf("no prometheus: %q", e.Message)
+		}
+		if _, err := b.store.ClusterPrometheusSet(ctx, &store.ClusterPrometheus{ClusterName: "dev-1", URL: "http://prometheus:9090",
+			AuthKind: "none", UpdatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct{ analyses, field, msg string }{
+			{`[{"template": "nope"}]`, "analyses[0].template", `no analysis template "nope"`},
+			{`[{"template": "error-rate", "args": [{"name": "floor", "value": "0\"} or vector(1) #"}]}]`, "analyses[0].args", "quotes"},
+			{`[{"template": "error-rate", "args": [{"name": "threshold", "value": "1"}]}]`, "analyses[0].args", `unknown argument "threshold"`},
+			{`[{"inline": {"name": "x", "query": "up{job=\"{{job}}\"}", "successCondition": {"max": 1}}}]`, "analyses[0].inline.query", "unknown placeholder {{job}}"},
+			{`[{"template": "error-rate", "stages": [9]}]`, "analyses[0].stages", "stage 9"},
+			{`[{"template": "error-rate"}, {"template": "error-rate"}]`, "analyses[1]", "names are unique"},
+			{`[{"template": "error-rate", "inline": {"name": "x", "query": "up", "successCondition": {"max": 1}}}]`, "analyses[0]", "either template"},
+		} {
+			e := expectInvalid(t, c.analyses, deploy(c.analyses), c.field)
+			if !strings.Contains(e.Message, c.msg) {
+				t.Errorf("%s: %q, want %q", c.analyses, e.Message, c.msg)
+			}
+		}
+
+		r := deploy(`[{"template": "error-rate", "args": [{"name": "floor", "value": "0.001"}], "stages": [1, 2]},
+			{"inline": {"name": "panics", "query": "sum(rate(controller_runtime_reconcile_panics_total{namespace=\"{{namespace}}\"}[5m]))",
+			 "successCondition": {"max": 0}}}]`)
+		expect(t, "deploy with analyses", r, http.StatusAccepted)
+		var d Deployment
+		r.json(t, &d)
+		stored, err := b.store.DeploymentGetByID(ctx, d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(stored.Analyses), `"template":"error-rate"`) || !strings.Contains(string(stored.Analyses), `"value":"0.001"`) ||
+			!strings.Contains(string(stored.Analyses), `"name":"panics"`) {
+			t.Fatalf("stored analyses %s", stored.Analyses)
+		}
+		for i, v := range []float64{0.5, 0.4} {
+			v := v
+			if _, err := b.store.AnalysisMeasurementInsert(ctx, &store.AnalysisMeasurement{DeploymentID: d.ID, Cluster: "dev-1",
+				AnalysisName: "error-rate", Query: "q", Value: &v, Verdict: "Failed", Message: "> max 0.01",
+				MeasuredAt: time.Now().Add(time.Duration(i) * time.Second)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r = b.do("GET", "/api/v1/deployments/"+d.ID, b.viewer(), nil)
+		expect(t, "get", r, http.StatusOK)
+		r.json(t, &d)
+		if len(d.AnalysisRuns) != 1 {
+			t.Fatalf("analysisRuns %+v", d.AnalysisRuns)
+		}
+		run := d.AnalysisRuns[0]
+		if run.Name != "error-rate" || run.Template != "error-rate" || run.Cluster != "dev-1" || run.Stage != 1 || run.Phase != "Failed" ||
+			run.Count != 5 || len(run.Measurements) != 2 || *run.Measurements[1].Value != 0.4 || !strings.Contains(run.Message, "2 of 2 measurements failed") {
+			t.Fatalf("run %+v", run)
+		}
+	})
+}

@@ -137,6 +137,9 @@ func (s *Server) getDeployment(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if out[0].AnalysisRuns, err = s.analysisRunsOf(r.Context(), d); err != nil {
+		return err
+	}
 	writeJSON(r.Context(), s.log, w, http.StatusOK, out[0])
 	return nil
 }

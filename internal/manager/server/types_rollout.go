@@ -49,6 +49,8 @@ type Deployment struct {
 	// Waiting what the deployment waits for (absent when nothing holds it), computed when answered.
 	StageStartedAt *time.Time `json:"stageStartedAt,omitempty" description:"when the current stage's hold (evaluation or validation period) began"`
 	Waiting        *Waiting   `json:"waiting,omitempty" description:"what the deployment waits for; absent when nothing holds it"`
+	// AnalysisRuns are its analyses' runs, each with its measurements (GET /deployments/{id} only).
+	AnalysisRuns []AnalysisRun `json:"analysisRuns,omitempty" description:"each analysis on each cluster and stage: phase and measurements (GET of one deployment only)"`
 }
 
 // DeploymentCluster is one target cluster's progress within a deployment.

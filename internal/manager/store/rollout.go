@@ -76,6 +76,9 @@ type Deployment struct {
 	Reason              string // why the status is what it is (a failed check, a rejection), for people
 	RequestedBy         string
 	RequestID           string
+	// Analyses are the deployment's analyses as it was created with them (a JSON array,
+	// request.Spec.Analyses; nil for none); written once, by DeploymentCreate.
+	Analyses json.RawMessage
 	// Revision counts the row's updates: DeploymentUpdate's optimistic check.
 	Revision   int64
 	CreatedAt  time.Time

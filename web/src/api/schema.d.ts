@@ -3761,6 +3761,31 @@ export interface operations {
                     "application/json": {
                         continue?: string;
                         items?: {
+                            /** @description each analysis on each cluster and stage: phase and measurements (GET of one deployment only) */
+                            analysisRuns?: {
+                                cluster?: string;
+                                count?: number;
+                                measurements?: {
+                                    /** Format: date-time */
+                                    at?: string;
+                                    /** Format: double */
+                                    baselineValue?: number | null;
+                                    message?: string;
+                                    query?: string;
+                                    /** Format: double */
+                                    value?: number | null;
+                                    /** @description Successful, Failed, Inconclusive or Error */
+                                    verdict?: string;
+                                }[];
+                                message?: string;
+                                name?: string;
+                                /** @description Running, Successful, Failed, Inconclusive or Error */
+                                phase?: string;
+                                /** @description the stage (1 is the first) whose hold ran it */
+                                stage?: number;
+                                /** @description the template it was copied from when the deployment was created; absent for an inline analysis */
+                                template?: string;
+                            }[];
                             /** @description how long after it completes the deployment is still watched as its clusters' change (ISO 8601; PT0S: none): the request's bakeWindow, or the manager's --bake-window when it was requested */
                             bakeWindow?: string;
                             /** Format: date-time */
@@ -3906,6 +3931,37 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    analyses?: {
+                        args?: {
+                            name?: string;
+                            value?: string | null;
+                        }[];
+                        inline?: {
+                            args?: {
+                                name?: string;
+                                value?: string | null;
+                            }[];
+                            consecutiveErrorLimit?: number | null;
+                            count?: number;
+                            failureLimit?: number;
+                            inconclusiveLimit?: number;
+                            interval?: string;
+                            name?: string;
+                            query?: string;
+                            successCondition?: {
+                                /** Format: double */
+                                max?: number | null;
+                                /** Format: double */
+                                maxBaselineRatio?: number | null;
+                                /** Format: double */
+                                min?: number | null;
+                                /** Format: double */
+                                minBaselineRatio?: number | null;
+                            };
+                        } | null;
+                        stages?: number[];
+                        template?: string;
+                    }[];
                     /** @description how long after it completes the deployment is still watched as its clusters' change (ISO 8601 such as PT15M; PT0S: none); left out: the manager's --bake-window */
                     bakeWindow?: string;
                     blueGreenConfig?: {
@@ -4044,6 +4100,31 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description each analysis on each cluster and stage: phase and measurements (GET of one deployment only) */
+                        analysisRuns?: {
+                            cluster?: string;
+                            count?: number;
+                            measurements?: {
+                                /** Format: date-time */
+                                at?: string;
+                                /** Format: double */
+                                baselineValue?: number | null;
+                                message?: string;
+                                query?: string;
+                                /** Format: double */
+                                value?: number | null;
+                                /** @description Successful, Failed, Inconclusive or Error */
+                                verdict?: string;
+                            }[];
+                            message?: string;
+                            name?: string;
+                            /** @description Running, Successful, Failed, Inconclusive or Error */
+                            phase?: string;
+                            /** @description the stage (1 is the first) whose hold ran it */
+                            stage?: number;
+                            /** @description the template it was copied from when the deployment was created; absent for an inline analysis */
+                            template?: string;
+                        }[];
                         /** @description how long after it completes the deployment is still watched as its clusters' change (ISO 8601; PT0S: none): the request's bakeWindow, or the manager's --bake-window when it was requested */
                         bakeWindow?: string;
                         /** Format: date-time */
@@ -4220,6 +4301,31 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description each analysis on each cluster and stage: phase and measurements (GET of one deployment only) */
+                        analysisRuns?: {
+                            cluster?: string;
+                            count?: number;
+                            measurements?: {
+                                /** Format: date-time */
+                                at?: string;
+                                /** Format: double */
+                                baselineValue?: number | null;
+                                message?: string;
+                                query?: string;
+                                /** Format: double */
+                                value?: number | null;
+                                /** @description Successful, Failed, Inconclusive or Error */
+                                verdict?: string;
+                            }[];
+                            message?: string;
+                            name?: string;
+                            /** @description Running, Successful, Failed, Inconclusive or Error */
+                            phase?: string;
+                            /** @description the stage (1 is the first) whose hold ran it */
+                            stage?: number;
+                            /** @description the template it was copied from when the deployment was created; absent for an inline analysis */
+                            template?: string;
+                        }[];
                         /** @description how long after it completes the deployment is still watched as its clusters' change (ISO 8601; PT0S: none): the request's bakeWindow, or the manager's --bake-window when it was requested */
                         bakeWindow?: string;
                         /** Format: date-time */
@@ -4369,6 +4475,31 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description each analysis on each cluster and stage: phase and measurements (GET of one deployment only) */
+                        analysisRuns?: {
+                            cluster?: string;
+                            count?: number;
+                            measurements?: {
+                                /** Format: date-time */
+                                at?: string;
+                                /** Format: double */
+                                baselineValue?: number | null;
+                                message?: string;
+                                query?: string;
+                                /** Format: double */
+                                value?: number | null;
+                                /** @description Successful, Failed, Inconclusive or Error */
+                                verdict?: string;
+                            }[];
+                            message?: string;
+                            name?: string;
+                            /** @description Running, Successful, Failed, Inconclusive or Error */
+                            phase?: string;
+                            /** @description the stage (1 is the first) whose hold ran it */
+                            stage?: number;
+                            /** @description the template it was copied from when the deployment was created; absent for an inline analysis */
+                            template?: string;
+                        }[];
                         /** @description how long after it completes the deployment is still watched as its clusters' change (ISO 8601; PT0S: none): the request's bakeWindow, or the manager's --bake-window when it was requested */
                         bakeWindow?: string;
                         /** Format: date-time */
@@ -4630,6 +4761,31 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description each analysis on each cluster and stage: phase and measurements (GET of one deployment only) */
+                        analysisRuns?: {
+                            cluster?: string;
+                            count?: number;
+                            measurements?: {
+                                /** Format: date-time */
+                                at?: string;
+                                /** Format: double */
+                                baselineValue?: number | null;
+                                message?: string;
+                                query?: string;
+                                /** Format: double */
+                                value?: number | null;
+                                /** @description Successful, Failed, Inconclusive or Error */
+                                verdict?: string;
+                            }[];
+                            message?: string;
+                            name?: string;
+                            /** @description Running, Successful, Failed, Inconclusive or Error */
+                            phase?: string;
+                            /** @description the stage (1 is the first) whose hold ran it */
+                            stage?: number;
+                            /** @description the template it was copied from when the deployment was created; absent for an inline analysis */
+                            template?: string;
+                        }[];
                         /** @description how long after it completes the deployment is still watched as its clusters' change (ISO 8601; PT0S: none): the request's bakeWindow, or the manager's --bake-window when it was requested */
                         bakeWindow?: string;
                         /** Format: date-time */
@@ -4815,6 +4971,31 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description each analysis on each cluster and stage: phase and measurements (GET of one deployment only) */
+                        analysisRuns?: {
+                            cluster?: string;
+                            count?: number;
+                            measurements?: {
+                                /** Format: date-time */
+                                at?: string;
+                                /** Format: double */
+                                baselineValue?: number | null;
+                                message?: string;
+                                query?: string;
+                                /** Format: double */
+                                value?: number | null;
+                                /** @description Successful, Failed, Inconclusive or Error */
+                                verdict?: string;
+                            }[];
+                            message?: string;
+                            name?: string;
+                            /** @description Running, Successful, Failed, Inconclusive or Error */
+                            phase?: string;
+                            /** @description the stage (1 is the first) whose hold ran it */
+                            stage?: number;
+                            /** @description the template it was copied from when the deployment was created; absent for an inline analysis */
+                            template?: string;
+                        }[];
                         /** @description how long after it completes the deployment is still watched as its clusters' change (ISO 8601; PT0S: none): the request's bakeWindow, or the manager's --bake-window when it was requested */
                         bakeWindow?: string;
                         /** Format: date-time */
@@ -4979,6 +5160,31 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description each analysis on each cluster and stage: phase and measurements (GET of one deployment only) */
+                        analysisRuns?: {
+                            cluster?: string;
+                            count?: number;
+                            measurements?: {
+                                /** Format: date-time */
+                                at?: string;
+                                /** Format: double */
+                                baselineValue?: number | null;
+                                message?: string;
+                                query?: string;
+                                /** Format: double */
+                                value?: number | null;
+                                /** @description Successful, Failed, Inconclusive or Error */
+                                verdict?: string;
+                            }[];
+                            message?: string;
+                            name?: string;
+                            /** @description Running, Successful, Failed, Inconclusive or Error */
+                            phase?: string;
+                            /** @description the stage (1 is the first) whose hold ran it */
+                            stage?: number;
+                            /** @description the template it was copied from when the deployment was created; absent for an inline analysis */
+                            template?: string;
+                        }[];
                         /** @description how long after it completes the deployment is still watched as its clusters' change (ISO 8601; PT0S: none): the request's bakeWindow, or the manager's --bake-window when it was requested */
                         bakeWindow?: string;
                         /** Format: date-time */
@@ -5256,6 +5462,31 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description each analysis on each cluster and stage: phase and measurements (GET of one deployment only) */
+                        analysisRuns?: {
+                            cluster?: string;
+                            count?: number;
+                            measurements?: {
+                                /** Format: date-time */
+                                at?: string;
+                                /** Format: double */
+                                baselineValue?: number | null;
+                                message?: string;
+                                query?: string;
+                                /** Format: double */
+                                value?: number | null;
+                                /** @description Successful, Failed, Inconclusive or Error */
+                                verdict?: string;
+                            }[];
+                            message?: string;
+                            name?: string;
+                            /** @description Running, Successful, Failed, Inconclusive or Error */
+                            phase?: string;
+                            /** @description the stage (1 is the first) whose hold ran it */
+                            stage?: number;
+                            /** @description the template it was copied from when the deployment was created; absent for an inline analysis */
+                            template?: string;
+                        }[];
                         /** @description how long after it completes the deployment is still watched as its clusters' change (ISO 8601; PT0S: none): the request's bakeWindow, or the manager's --bake-window when it was requested */
                         bakeWindow?: string;
                         /** Format: date-time */

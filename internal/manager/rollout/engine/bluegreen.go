@@ -20,7 +20,7 @@ import (
 // switchStage is BlueGreen's last stage: once green is validated everywhere (and, with
 // autoSwitch false, a switch was asked for), every cluster's webhooks point to green and blue's
 // controllers scale to 0; green is then watched for the stage's hold (the design's 5 minutes).
-func (e *Engine) switchStage(ctx context.Context, d *store.Deployment, op *store.Operator, plan *strategy.Plan, st *strategy.Stage) (time.Duration, error) {
+func (e *Engine) switchStage(ctx context.Context, d *store.Deployment, op *store.Operator, plan *strategy.Plan, spec *request.Spec, st *strategy.Stage) (time.Duration, error) {
 	if d.SwitchedAt == nil {
 		if st.WaitForSwitch && !d.SwitchRequested {
 			if d.Reason != waitingSwitch {
@@ -39,7 +39,7 @@ func (e *Engine) switchStage(ctx context.Context, d *store.Deployment, op *store
 		}
 		return 0, nil
 	}
-	return e.hold(ctx, d, op, plan, st)
+	return e.hold(ctx, d, op, plan, spec, st)
 }
 
 const waitingSwitch = "green validated on every cluster; waiting for POST /api/v1/deployments/{id}/switch"

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"k8s.io/client-go/rest"
 
+	"github.com/slipway-dev/slipway/internal/manager/analysis"
 	"github.com/slipway-dev/slipway/internal/manager/approvals"
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/notify"
@@ -54,6 +55,9 @@ type Config struct {
 	// Credentials reads an operator's chart source credentials (package sourceauth); nil: every
 	// chart is downloaded anonymously.
 	Credentials func(ctx context.Context, op *store.Operator) (operators.Credentials, error)
+	// Prometheus reads a cluster's Prometheus settings, opened (analysis.Lookup; store.ErrNotFound
+	// when the cluster has none); nil: deployments with analyses are refused.
+	Prometheus func(ctx context.Context, cluster string) (analysis.Prometheus, error)
 	// Checker runs health checks (nil: a checker with the defaults).
 	Checker *health.Checker
 	// Notifier mails pending approvals (nil: no mail; approvals still work through the API).

@@ -37,7 +37,7 @@ func (e *Engine) deploying(ctx context.Context, d *store.Deployment) (time.Durat
 	}
 	st := &plan.Stages[d.Stage]
 	if st.Kind == strategy.StageSwitch {
-		return e.switchStage(ctx, d, op, plan, st)
+		return e.switchStage(ctx, d, op, plan, spec, st)
 	}
 	var todo []*store.DeploymentCluster
 	for _, name := range st.Clusters {
@@ -58,7 +58,7 @@ func (e *Engine) deploying(ctx context.Context, d *store.Deployment) (time.Durat
 		}
 		return 0, nil
 	}
-	return e.hold(ctx, d, op, plan, st)
+	return e.hold(ctx, d, op, plan, spec, st)
 }
 
 // installAll installs the stage's clusters, st.Parallel at a time, and returns the failures.
@@ -188,7 +188,7 @@ func (e *Engine) clusterFailed(ctx context.Context, d *store.Deployment, c *stor
 }
 
 // hold watches the stage's installed clusters for the stage's hold, then judges it.
-func (e *Engine) hold(ctx context.Context, d *store.Deployment, op *store.Operator, plan *strategy.Plan, st *strategy.Stage) (time.Duration, error) {
+func (e *Engine) hold(ctx context.Context, d *store.Deployment, op *store.Operator, plan *strategy.Plan, spec *request.Spec, st *strategy.Stage) (time.Duration, error) {
 	now := e.now()
 	last := d.Stage == len(plan.Stages)-1
 	if !st.HealthChecks {
@@ -241,9 +241,21 @@ func (e *Engine) hold(ctx context.Context, d *store.Deployment, op *store.Operat
 			bad = append(bad, r.cluster+": "+summary(r.health))
 		}
 	}
+	// The stage's analyses: one that fails fails the stage like a failed health check; the
+	// stage does not pass before each has taken its count of measurements.
+	failed, analysed, next, err := e.analyze(ctx, d, op, spec, st)
+	if err != nil {
+		return 0, err
+	}
+	if failed != "" {
+		return e.startRollback(ctx, d, fmt.Sprintf("stage %d: analysis %s", st.Index+1, failed))
+	}
 	holdEnd := d.StageStartedAt.Add(st.Hold)
 	if now.Before(holdEnd) {
-		return min(e.checkEvery(st), holdEnd.Sub(now)), nil
+		return min(e.checkEvery(st), holdEnd.Sub(now), next), nil
+	}
+	if !analysed {
+		return min(e.checkEvery(st), next), nil
 	}
 	if st.Passed(healthy) {
 		return e.passStage(ctx, d, plan, st, fmt.Sprintf("stage %d: %d of %s healthy", st.Index+1, healthy, words.Count(len(st.Clusters), "cluster")))

@@ -72,6 +72,9 @@ func (e *Engine) prepare(ctx context.Context, req *request.Request, requestedBy,
 	if err != nil {
 		return nil, err
 	}
+	if err := e.resolveAnalyses(ctx, req, spec); err != nil {
+		return nil, err
+	}
 	op, err := e.cfg.Store.OperatorGetByName(ctx, spec.Operator)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, invalid.Reasoned("operator", "notFound", nil, "no registered operator %q", spec.Operator)

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/slipway-dev/slipway/internal/manager/analysis"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 )
 
@@ -55,6 +56,8 @@ type Request struct {
 	// that changed its clusters (an ISO 8601 duration, "PT0S" none); left out, the manager's
 	// default (--bake-window).
 	BakeWindow string `json:"bakeWindow,omitempty" description:"how long after it completes the deployment is still watched as its clusters' change (ISO 8601 such as PT15M; PT0S: none); left out: the manager's --bake-window"`
+	// Analyses are PromQL analyses run in each stage's hold (stored templates or inline).
+	Analyses []analysis.Ref `json:"analyses,omitempty"`
 }
 
 // MaxBody is the largest request body Decode reads (values included).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/analysis"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
@@ -40,6 +41,9 @@ type Spec struct {
 	// BakeWindow is the request's bakeWindow, or Defaults.BakeWindow when it gave none: how long
 	// after completing the deployment is still watched as its clusters' change (0: not at all).
 	BakeWindow time.Duration
+	// Analyses run in the stages' holds, as the deployment was created with them (templates
+	// copied): ResolveAnalyses sets them, the store keeps them (store.Deployment.Analyses).
+	Analyses []analysis.Planned
 }
 
 // Defaults are the manager's settings for what a request leaves out.
@@ -162,6 +166,12 @@ func FromDeployment(d *store.Deployment) (*Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("deployment %s: stored config: %w", d.ID, err)
 	}
+	var planned []analysis.Planned
+	if len(d.Analyses) > 0 {
+		if err := json.Unmarshal(d.Analyses, &planned); err != nil {
+			return nil, fmt.Errorf("deployment %s: stored analyses: %w", d.ID, err)
+		}
+	}
 	targets := make([]Target, 0, len(d.Clusters))
 	for _, c := range d.Clusters {
 		targets = append(targets, Target{Name: c.ClusterName, Environment: string(c.Environment)})
@@ -172,6 +182,7 @@ func FromDeployment(d *store.Deployment) (*Spec, error) {
 		return nil, err
 	}
 	spec.BakeWindow = d.BakeWindow
+	spec.Analyses = planned
 	return spec, nil
 }
 
@@ -206,13 +217,40 @@ func compactJSON(raw json.RawMessage) json.RawMessage {
 func (s *Spec) StoreInto(d *store.Deployment) error {
 	d.OperatorName, d.Version, d.Strategy, d.Config, d.Values = s.Operator, s.Version, string(s.Strategy), s.Config, s.Values
 	d.BakeWindow = s.BakeWindow
-	d.ValuesByEnvironment = nil
+	d.ValuesByEnvironment, d.Analyses = nil, nil
 	if len(s.ValuesByEnvironment) > 0 {
 		b, err := json.Marshal(s.ValuesByEnvironment)
 		if err != nil {
 			return err
 		}
 		d.ValuesByEnvironment = b
+	}
+	if len(s.Analyses) > 0 {
+		b, err := json.Marshal(s.Analyses)
+		if err != nil {
+			return err
+		}
+		d.Analyses = b
+	}
+	return nil
+}
+
+// ResolveAnalyses resolves the request's analyses into s.Analyses: stored templates read with
+// templates and copied, inline ones parsed, args bound; stages name Canary stages. Errors are
+// *invalid.Error naming the entry. Whether each target's Prometheus is configured is the
+// caller's to check (it needs the store).
+func (s *Spec) ResolveAnalyses(refs []analysis.Ref, templates analysis.TemplateSource) error {
+	stages := 0
+	if s.Canary != nil {
+		stages = len(s.Canary.Stages)
+	}
+	planned, err := analysis.ResolveRefs(refs, templates, stages)
+	if err != nil {
+		return err
+	}
+	s.Analyses = planned
+	if len(planned) == 0 {
+		s.Analyses = nil
 	}
 	return nil
 }

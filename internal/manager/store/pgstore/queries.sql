@@ -144,7 +144,7 @@ ORDER BY id DESC
 -- rollback_requested, switch_requested, rollback_reason, rollback_started_at,
 -- rollback_finished_at, switched_at, blue_delete_at, blue_deleted, and trace_context
 -- (00004_trace.sql), paused_at, paused_by, pause_reason (00008_pause.sql), bake_window_ms
--- (00015_bake_window.sql). Cluster columns:
+-- (00015_bake_window.sql), analyses (00014_analysis.sql). Cluster columns:
 -- deployment_id, cluster_name, environment, stage, status, helm_revision, previous_revision,
 -- previous_version, message, active, updated_at, namespace, release, blue_namespace,
 -- blue_release, install_attempts.
@@ -155,9 +155,9 @@ INSERT INTO deployments (id, operator_id, operator_name, version, strategy, conf
     updated_at, started_at, finished_at, stage, stage_started_at, next_run_at, claimed_by,
     lease_until, cancel_requested, rollback_requested, switch_requested, rollback_reason,
     rollback_started_at, rollback_finished_at, switched_at, blue_delete_at, blue_deleted,
-    trace_context, paused_at, paused_by, pause_reason, bake_window_ms)
+    trace_context, paused_at, paused_by, pause_reason, bake_window_ms, analyses)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 0, $13, $13, $14, $15, $16, $17, $18,
-    $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34);
+    $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35);
 
 -- name: DeploymentClusterInsert
 INSERT INTO deployment_clusters (deployment_id, cluster_name, operator_id, ordinal, environment,
@@ -174,7 +174,7 @@ SELECT d.id, d.operator_id, d.operator_name, d.version, d.strategy, d.config, d.
     d.next_run_at, d.claimed_by, d.lease_until, d.cancel_requested, d.rollback_requested,
     d.switch_requested, d.rollback_reason, d.rollback_started_at, d.rollback_finished_at,
     d.switched_at, d.blue_delete_at, d.blue_deleted, d.trace_context, d.paused_at, d.paused_by,
-    d.pause_reason, d.bake_window_ms, c.deployment_id, c.cluster_name, c.environment, c.stage, c.status, c.helm_revision,
+    d.pause_reason, d.bake_window_ms, d.analyses, c.deployment_id, c.cluster_name, c.environment, c.stage, c.status, c.helm_revision,
     c.previous_revision, c.previous_version, c.message, c.active, c.updated_at, c.namespace,
     c.release, c.blue_namespace, c.blue_release, c.install_attempts
 FROM deployments d
@@ -217,7 +217,7 @@ SELECT d.id, d.operator_id, d.operator_name, d.version, d.strategy, d.config, d.
     d.next_run_at, d.claimed_by, d.lease_until, d.cancel_requested, d.rollback_requested,
     d.switch_requested, d.rollback_reason, d.rollback_started_at, d.rollback_finished_at,
     d.switched_at, d.blue_delete_at, d.blue_deleted, d.trace_context, d.paused_at, d.paused_by, d.pause_reason,
-    d.bake_window_ms
+    d.bake_window_ms, d.analyses
 FROM deployments d
 WHERE true /*filters*/
 ORDER BY d.created_at DESC, d.id DESC
@@ -330,7 +330,7 @@ RETURNING d.id, d.operator_id, d.operator_name, d.version, d.strategy, d.config,
     d.next_run_at, d.claimed_by, d.lease_until, d.cancel_requested, d.rollback_requested,
     d.switch_requested, d.rollback_reason, d.rollback_started_at, d.rollback_finished_at,
     d.switched_at, d.blue_delete_at, d.blue_deleted, d.trace_context, d.paused_at, d.paused_by, d.pause_reason,
-    d.bake_window_ms;
+    d.bake_window_ms, d.analyses;
 
 -- name: DeploymentRenew
 -- $1 id, $2 owner, $3 the lease's new end; no row when owner does not hold the claim.

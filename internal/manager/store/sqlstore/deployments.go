@@ -31,7 +31,7 @@ const activeCondition = "d.status NOT IN ('Completed', 'RolledBack', 'Failed', '
 // updated_at, started_at, finished_at, stage, stage_started_at, next_run_at, claimed_by,
 // lease_until, cancel_requested, rollback_requested, switch_requested, rollback_reason,
 // rollback_started_at, rollback_finished_at, switched_at, blue_delete_at, blue_deleted,
-// trace_context, paused_at, paused_by, pause_reason, bake_window_ms.
+// trace_context, paused_at, paused_by, pause_reason, bake_window_ms, analyses.
 func deploymentDest(d *store.Deployment) []any {
 	return []any{&d.ID, &d.OperatorID, &d.OperatorName, &d.Version, &d.Strategy,
 		rawJSON{&d.Config}, rawJSON{&d.Values}, rawJSON{&d.ValuesByEnvironment}, &d.Status,
@@ -42,7 +42,7 @@ func deploymentDest(d *store.Deployment) []any {
 		&d.RollbackReason, nullTimeDest{&d.RollbackStartedAt}, nullTimeDest{&d.RollbackFinishedAt},
 		nullTimeDest{&d.SwitchedAt}, nullTimeDest{&d.BlueDeleteAt}, &d.BlueDeleted,
 		nullString{&d.TraceContext}, nullTimeDest{&d.PausedAt}, &d.PausedBy, &d.PauseReason,
-		millisDest{&d.BakeWindow}}
+		millisDest{&d.BakeWindow}, rawJSON{&d.Analyses}}
 }
 
 // deploymentArgs are the engine's columns of d as query arguments, in deploymentDest's order
@@ -143,7 +143,7 @@ func checkDeployment(d *store.Deployment) error {
 	for _, j := range []struct {
 		field string
 		v     []byte
-	}{{"config", d.Config}, {"values", d.Values}, {"valuesByEnvironment", d.ValuesByEnvironment}} {
+	}{{"config", d.Config}, {"values", d.Values}, {"valuesByEnvironment", d.ValuesByEnvironment}, {"analyses", d.Analyses}} {
 		if err := checkJSON(j.field, j.v); err != nil {
 			return err
 		}
@@ -213,6 +213,7 @@ func (e *executor) DeploymentCreate(ctx context.Context, d *store.Deployment) (*
 			jsonArg(in.Values), jsonArg(in.ValuesByEnvironment), string(in.Status), in.Reason,
 			in.RequestedBy, in.RequestID, ex.d.TimeArg(created), ex.tsPtr(in.StartedAt),
 			ex.tsPtr(in.FinishedAt)}, ex.deploymentArgs(in)...)
+		args = append(args, jsonArg(in.Analyses)) // written once: the analyses a deployment was created with
 		_, err = ex.w.ExecContext(ctx, ex.q("DeploymentInsert"), args...)
 		if err != nil {
 			return fmt.Errorf("create deployment %s: %w", id, ex.mapErr(err))
@@ -412,6 +413,7 @@ func checkUpdate(cur, next *store.Deployment) error {
 func cloneDeployment(d *store.Deployment) *store.Deployment {
 	c := *d
 	c.Config, c.Values, c.ValuesByEnvironment = slices.Clone(d.Config), slices.Clone(d.Values), slices.Clone(d.ValuesByEnvironment)
+	c.Analyses = slices.Clone(d.Analyses)
 	for _, t := range []**time.Time{&c.StartedAt, &c.FinishedAt, &c.StageStartedAt, &c.NextRunAt,
 		&c.LeaseUntil, &c.RollbackStartedAt, &c.RollbackFinishedAt, &c.SwitchedAt, &c.BlueDeleteAt, &c.PausedAt} {
 		if *t != nil {

@@ -96,6 +96,30 @@ var analysisCases = []testCase{
 		_, err = b.store.ClusterPrometheusGet(b.ctx, "prom-b")
 		requireErr(t, err, store.ErrNotFound, "config of a deleted cluster")
 	}},
+	{"DeploymentAnalyses", func(t *testing.T, b *testBundle) {
+		d := NewDeployment(b.ctx, t, b.store, nil)
+		planned := json.RawMessage(`[{"spec":{"name":"error-rate","query":"up","successCondition":{"max":0.01}},"template":"error-rate"}]`)
+		d.Analyses = planned
+		created, err := b.store.DeploymentCreate(b.ctx, d)
+		requireOK(t, err, "create")
+		sameJSON(t, created.Analyses, planned, "created")
+		got, err := b.store.DeploymentGetByID(b.ctx, d.ID)
+		requireOK(t, err, "get")
+		sameJSON(t, got.Analyses, planned, "read back")
+		// An update keeps them (they are the deployment's copy, written once).
+		up, err := b.store.DeploymentUpdate(b.ctx, d.ID, func(d *store.Deployment) error {
+			d.Reason, d.Analyses = "moved on", json.RawMessage(`[]`)
+			return nil
+		})
+		requireOK(t, err, "update")
+		sameJSON(t, up.Analyses, planned, "after an update")
+		list, err := b.store.DeploymentList(b.ctx, &store.DeploymentListParams{Limit: 10})
+		requireOK(t, err, "list")
+		requireEqual(t, len(list), 1, "deployments")
+		sameJSON(t, list[0].Analyses, planned, "listed")
+		plain := Deployment(b.ctx, t, b.store, nil)
+		requireEqual(t, plain.Analyses, json.RawMessage(nil), "a deployment without analyses")
+	}},
 	{"Measurements", func(t *testing.T, b *testBundle) {
 		d := Deployment(b.ctx, t, b.store, nil)
 		v, base := 0.25, 0.0
