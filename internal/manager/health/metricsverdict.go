@@ -13,7 +13,8 @@ const (
 	ErrorRateFactor = 1.2
 	// MinReconciles: a window with fewer reconciles has no error rate to judge.
 	MinReconciles = 10
-	// MaxQueueDepth: a workqueue deeper than this, and deeper than in the baseline, is Degraded.
+	// MaxQueueDepth: a workqueue deeper than this, deeper than in the baseline and holding more
+	// keys than were reconciled since (not draining), is Degraded.
 	MaxQueueDepth = 100
 	// SlowProcessor and StuckProcessor: a reconcile running longer is Degraded, Unhealthy.
 	SlowProcessor  = 5 * time.Minute
@@ -73,8 +74,11 @@ func (st *MetricsStatus) judge(now, base, before *MetricsSnapshot, maxRate float
 	if note := st.judgeRate(maxRate); note != "" {
 		notes = append(notes, note)
 	}
-	if now.Depth > MaxQueueDepth && (base == nil || now.Depth > base.Depth) {
-		st.fail(Degraded, "workqueue depth %.0f, growing (over %d)", now.Depth, MaxQueueDepth)
+	// A queue is deep in bursts (every resource requeued at once); it is not draining when it is
+	// deeper than at the baseline and holds more keys than were reconciled since.
+	if now.Depth > MaxQueueDepth && (base == nil || now.Depth > base.Depth) && st.Window.Reconciles < now.Depth {
+		st.fail(Degraded, "workqueue depth %.0f (over %d), more than the %.0f reconciles since the baseline: not draining",
+			now.Depth, MaxQueueDepth, st.Window.Reconciles)
 	}
 	switch longest := time.Duration(now.Longest * float64(time.Second)); {
 	case longest > StuckProcessor:

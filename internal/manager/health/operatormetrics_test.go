@@ -109,7 +109,8 @@ func TestOperatorMetricsNotRead(t *testing.T) {
 	}
 
 	_, target = metricsOperator(t, healthtest.Options{Release: "quiet", NoService: true})
-	got = checkUntil(t, c, target, "the pods Ready", func(h ClusterHealth) bool { return h.Pods.Health == Healthy && h.CRDs.Ready == 20 })
+	// The CRD's resources are counted in every namespace: the first release's 20 and these.
+	got = checkUntil(t, c, target, "the pods Ready", func(h ClusterHealth) bool { return h.Pods.Health == Healthy && h.CRDs.Ready == 40 })
 	if m = got.Metrics; m.Read != NotChecked || m.Health != Unknown || !hasMessage(m.Messages, "metrics not read: the release has no metrics Service") {
 		t.Fatalf("no metrics Service: %+v", m)
 	}
@@ -133,6 +134,41 @@ func TestMetricsWindowReset(t *testing.T) {
 		w := window(base, &tc.now, "baseline")
 		if w.Reset != tc.reset || w.ErrorRate != tc.rate {
 			t.Errorf("%s: %+v, want reset %v, rate %v", tc.name, w, tc.reset, tc.rate)
+		}
+	}
+}
+
+// TestMetricsVerdict: the metrics rows of the signal-to-verdict table, on snapshots (the reads
+// themselves are TestOperatorMetrics').
+func TestMetricsVerdict(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	snap := func(d time.Duration, total, errors, panics, depth, longest float64) *MetricsSnapshot {
+		return &MetricsSnapshot{At: at.Add(d), StartTime: 1, Total: total, Errors: errors, Panics: panics, Depth: depth, Longest: longest}
+	}
+	before, base := snap(-time.Minute, 0, 0, 0, 0, 0), snap(0, 1000, 10, 0, 0, 0) // 1 % before
+	for _, tc := range []struct {
+		name       string
+		now        *MetricsSnapshot
+		base, prev *MetricsSnapshot
+		want       Health
+		msg        string
+	}{
+		{"quiet", snap(time.Minute, 2000, 20, 0, 3, 0.1), base, before, Healthy, ""},
+		{"errors up", snap(time.Minute, 2000, 110, 0, 0, 0), base, before, Unhealthy, "reconcile error rate 10.0 % (100 of 1000) since the baseline, 1.0 % before"},
+		{"errors up, lifetime before", snap(time.Minute, 2000, 110, 0, 0, 0), base, nil, Unhealthy, "1.0 % before (lifetime)"},
+		{"errors high before too", snap(2*time.Minute, 3000, 210, 0, 0, 0), snap(time.Minute, 2000, 110, 0, 0, 0), base, Degraded, "as before"},
+		{"too few reconciles", snap(time.Minute, 1005, 15, 0, 0, 0), base, before, Healthy, "error rate not judged: 5 reconciles"},
+		{"panics", snap(time.Minute, 2000, 20, 1, 0, 0), base, before, Unhealthy, "1 reconcile panics since the baseline"},
+		{"no baseline, errors", snap(time.Minute, 2000, 200, 0, 0, 0), nil, nil, Degraded, "no baseline to compare with"},
+		{"a burst of requeues", snap(time.Minute, 2000, 20, 0, 500, 0), base, before, Healthy, ""},
+		{"not draining", snap(time.Minute, 1050, 10, 0, 500, 0), base, before, Degraded, "not draining"},
+		{"slow reconcile", snap(time.Minute, 2000, 20, 0, 0, 400), base, before, Degraded, "running for 6m40s"},
+		{"stuck reconcile", snap(time.Minute, 2000, 20, 0, 0, 1000), base, before, Unhealthy, "running for 16m40s"},
+	} {
+		st := MetricsStatus{Health: Healthy, Read: Passed, Messages: []string{}}
+		st.judge(tc.now, tc.base, tc.prev, DefaultMaxErrorRate)
+		if st.Health != tc.want || (tc.msg != "" && !hasMessage(st.Messages, tc.msg)) {
+			t.Errorf("%s: %s %v, want %s with %q", tc.name, st.Health, st.Messages, tc.want, tc.msg)
 		}
 	}
 }
