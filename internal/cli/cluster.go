@@ -34,7 +34,8 @@ func NewCmdCluster(f *Factory) *cobra.Command {
 		Short:   "Register, list and remove the manager's clusters",
 		GroupID: groupManager,
 	}
-	cmd.AddCommand(NewCmdClusterAdd(f, nil), NewCmdClusterList(f, nil), NewCmdClusterGet(f, nil), NewCmdClusterRemove(f, nil))
+	cmd.AddCommand(NewCmdClusterAdd(f, nil), NewCmdClusterList(f, nil), NewCmdClusterGet(f, nil), NewCmdClusterRemove(f, nil),
+		newCmdClusterPrometheus(f))
 	return cmd
 }
 

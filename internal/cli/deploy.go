@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/slipway-dev/slipway/internal/cli/output"
+	"github.com/slipway-dev/slipway/internal/manager/analysis"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 )
@@ -33,6 +34,7 @@ type DeployOptions struct {
 	ValuesFile        string
 	ValuesFor         []string
 	BakeWindow        string
+	Analyses          []string
 	DryRun            bool
 	Watch             bool
 
@@ -130,6 +132,7 @@ func (opts *DeployOptions) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&opts.ValuesFile, "values", "", "a YAML or JSON file of Helm values")
 	fl.StringArrayVar(&opts.ValuesFor, "values-for", nil, "ENV=FILE: Helm values for one environment, over --values (repeatable)")
 	fl.StringVar(&opts.BakeWindow, "bake-window", "", "how long after it completes the deployment is still watched as its clusters' change (PT0S or 0s: none; default: the manager's --bake-window)")
+	fl.StringArrayVar(&opts.Analyses, "analysis", nil, "a stored analysis template to run in each stage's hold, with its args: NAME or NAME:ARG=VALUE,ARG=VALUE (repeatable)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "print the plan and deploy nothing")
 	// canary
 	fl.Float64Var(&opts.Initial, "initial", request.DefaultInitialPercentage, "canary: the first stage's share of the clusters, in percent")
@@ -173,7 +176,7 @@ func (opts *DeployOptions) prepare(args []string) error {
 }
 
 // requestFlags are the flags that build a request, refused beside -f.
-var requestFlags = []string{"clusters", "environment", "strategy", "values", "values-for", "bake-window"}
+var requestFlags = []string{"clusters", "environment", "strategy", "values", "values-for", "bake-window", "analysis"}
 
 func (opts *DeployOptions) fromFile(args []string) (*request.Request, error) {
 	if len(args) > 0 {
@@ -266,6 +269,13 @@ func (opts *DeployOptions) fromFlags(args []string) (*request.Request, error) {
 		if req.BakeWindow, err = isoDuration("bake-window", opts.BakeWindow); err != nil {
 			return nil, err
 		}
+	}
+	for _, a := range opts.Analyses {
+		ref, err := analysisRef(a)
+		if err != nil {
+			return nil, err
+		}
+		req.Analyses = append(req.Analyses, ref)
 	}
 	return req, opts.setValues(req)
 }
@@ -415,4 +425,24 @@ func deployRun(ctx context.Context, opts *DeployOptions) error {
 		fmt.Fprintf(f.IOStreams.ErrOut, "Deployment %s created (%s). Follow it with: slipway deployment get %s\n", d.ID, d.Status, d.ID)
 	}
 	return printDeployment(f, d)
+}
+
+// analysisRef reads --analysis NAME[:ARG=VALUE,…] as a request's reference to a stored template.
+func analysisRef(v string) (analysis.Ref, error) {
+	name, args, _ := strings.Cut(v, ":")
+	if name == "" {
+		return analysis.Ref{}, flagErrorf("--analysis needs a template's name, as in --analysis error-rate or --analysis error-rate:max=0.01")
+	}
+	ref := analysis.Ref{Template: name}
+	if args == "" {
+		return ref, nil
+	}
+	for _, kv := range strings.Split(args, ",") {
+		k, val, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return analysis.Ref{}, flagErrorf("--analysis %s: an argument is ARG=VALUE, not %q", name, kv)
+		}
+		ref.Args = append(ref.Args, analysis.Arg{Name: k, Value: &val})
+	}
+	return ref, nil
 }

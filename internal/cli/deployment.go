@@ -209,7 +209,10 @@ func printDeployment(f *Factory, d *server.Deployment) error {
 			}
 			t.Row(c.Name, c.Environment, fmt.Sprint(c.Stage+1), c.Status, rev, strings.TrimSpace(prev), c.Waiting, c.Message)
 		}
-		return t.Render()
+		if err := t.Render(); err != nil {
+			return err
+		}
+		return printAnalysisRuns(p, d.AnalysisRuns)
 	})
 }
 

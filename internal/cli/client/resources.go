@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -247,4 +248,42 @@ func (c *Client) ListAudit(ctx context.Context, f AuditFilter, p Page) ([]server
 	setIf(q, "targetName", f.TargetName)
 	setIf(q, "since", f.Since)
 	return list(ctx, c, "/api/v1/audit", q, p.Limit, func(l *server.AuditList) ([]server.AuditEvent, string) { return l.Items, l.Continue })
+}
+
+func (c *Client) ListAnalysisTemplates(ctx context.Context, p Page) ([]server.AnalysisTemplate, string, error) {
+	return list(ctx, c, "/api/v1/analysis-templates", url.Values{}, p.Limit, func(l *server.AnalysisTemplateList) ([]server.AnalysisTemplate, string) {
+		return l.Items, l.Continue
+	})
+}
+
+func (c *Client) GetAnalysisTemplate(ctx context.Context, name string) (*server.AnalysisTemplate, error) {
+	var out server.AnalysisTemplate
+	return &out, c.Do(ctx, http.MethodGet, "/api/v1/analysis-templates/"+esc(name), nil, nil, &out)
+}
+
+// PutAnalysisTemplate creates the template (create) or replaces the one of its name.
+func (c *Client) PutAnalysisTemplate(ctx context.Context, t json.RawMessage, name string, create bool) (*server.AnalysisTemplate, error) {
+	var out server.AnalysisTemplate
+	if create {
+		return &out, c.Do(ctx, http.MethodPost, "/api/v1/analysis-templates", nil, t, &out)
+	}
+	return &out, c.Do(ctx, http.MethodPut, "/api/v1/analysis-templates/"+esc(name), nil, t, &out)
+}
+
+func (c *Client) DeleteAnalysisTemplate(ctx context.Context, name string) error {
+	return c.Do(ctx, http.MethodDelete, "/api/v1/analysis-templates/"+esc(name), nil, nil, nil)
+}
+
+func (c *Client) SetClusterPrometheus(ctx context.Context, cluster string, req server.PrometheusRequest) (*server.Prometheus, error) {
+	var out server.Prometheus
+	return &out, c.Do(ctx, http.MethodPut, "/api/v1/clusters/"+esc(cluster)+"/prometheus", nil, req, &out)
+}
+
+func (c *Client) GetClusterPrometheus(ctx context.Context, cluster string) (*server.Prometheus, error) {
+	var out server.Prometheus
+	return &out, c.Do(ctx, http.MethodGet, "/api/v1/clusters/"+esc(cluster)+"/prometheus", nil, nil, &out)
+}
+
+func (c *Client) DeleteClusterPrometheus(ctx context.Context, cluster string) error {
+	return c.Do(ctx, http.MethodDelete, "/api/v1/clusters/"+esc(cluster)+"/prometheus", nil, nil, nil)
 }
