@@ -89,7 +89,7 @@ func scalarAt(ctx context.Context, q Querier, query string, ts time.Time) (float
 		if errors.As(err, &apiErr) {
 			return 0, "", fmt.Errorf("prometheus refused the query (%s): %s", apiErr.Type, apiErr.Msg)
 		}
-		return 0, "", fmt.Errorf("prometheus: %v", err)
+		return 0, "", fmt.Errorf("prometheus: %w", err)
 	}
 	var f float64
 	switch r := val.(type) {

@@ -45,7 +45,7 @@ func TestSealOpenRotate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	c, err := st.ClusterCreate(ctx, &store.ClusterCreateParams{ID: "11111111-1111-1111-1111-111111111111", Name: "east",
 		Environment: store.EnvironmentDev, KubeconfigCiphertext: []byte("k"), KeyID: "a", Now: time.Now()})
 	if err != nil {

@@ -276,7 +276,7 @@ func (s *Server) waitReady(timeout time.Duration) error {
 		default:
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("prometheus not ready in %s: %v; log: %s", timeout, err, s.Log())
+			return fmt.Errorf("prometheus not ready in %s: %w; log: %s", timeout, err, s.Log())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -295,7 +295,7 @@ func (s *Server) waitTargetsUp(timeout time.Duration) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d targets up after %s (%v); log: %s", n, want, timeout, err, s.Log())
+			return fmt.Errorf("%d of %d targets up after %s (%w); log: %s", n, want, timeout, err, s.Log())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -400,6 +400,6 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
