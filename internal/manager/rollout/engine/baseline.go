@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -39,9 +40,15 @@ func (e *Engine) captureBaseline(ctx context.Context, d *store.Deployment, c *st
 	e.clusterEvent(ctx, d, c, "cluster.baseline", fmt.Sprintf("baseline captured before the install: %d resources, %d failing; %s", s.Resources, s.Failing, metrics))
 }
 
+// baselineRefreshEvery is how old the last Healthy baseline gets before a Healthy check of the
+// health loop replaces it: a metrics window then spans minutes of reconciles (a quiet operator's
+// 30 s may hold too few to judge a rate), and a release's baseline is written once in that time,
+// not at every check.
+const baselineRefreshEvery = 5 * time.Minute
+
 // checkLiveRelease is checkOne for the health loop: a Healthy check becomes the operator's last
 // Healthy baseline on the cluster (what it saw, with the previous one's metrics as the window
-// before).
+// before) when the stored one is baselineRefreshEvery old, or there is none.
 func (e *Engine) checkLiveRelease(ctx context.Context, deploymentID, operator, cluster string, t health.Target) (checkResult, error) {
 	res, err := e.checkOne(ctx, deploymentID, operator, cluster, t)
 	if err != nil || res.health.Health != health.Healthy || res.health.Observed == nil {
@@ -50,6 +57,9 @@ func (e *Engine) checkLiveRelease(ctx context.Context, deploymentID, operator, c
 	b := res.health.Observed
 	b.Source = health.BaselineLastHealthy
 	if last, err := e.baseline(ctx, operator, cluster, ""); err == nil {
+		if b.CapturedAt.Sub(last.CapturedAt) < baselineRefreshEvery {
+			return res, nil
+		}
 		b.Before = last.Metrics
 	}
 	if err := e.storeBaseline(ctx, operator, cluster, b); err != nil {

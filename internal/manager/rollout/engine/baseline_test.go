@@ -65,8 +65,8 @@ func TestBaseline_TenantsFailingDoNotRollBack(t *testing.T) {
 		c.TenantFailures.FailingBefore < 4 || c.TenantFailures.FailingReconciled < 3 || c.OperatorFailures != (health.OperatorFailures{}) {
 		t.Fatalf("the last check: %s, %s, crds %+v (baseline %+v)", got.Health, got.CRDReconciliation, c, c.Baseline)
 	}
-	if src := c.Baseline.Source; src != health.BaselineDeploymentStart && src != health.BaselineLastHealthy {
-		t.Fatalf("baseline source %q", src)
+	if c.Baseline.Source != health.BaselineDeploymentStart || c.Baseline.DeploymentID != d.ID {
+		t.Fatalf("the checks compared with %+v, want the deployment's baseline", c.Baseline)
 	}
 	stored, err := h.store.OperatorBaselineGet(context.Background(), &store.OperatorBaselineGetParams{OperatorName: "tenants", ClusterName: "dev-1", DeploymentID: d.ID})
 	if err != nil {
@@ -75,6 +75,23 @@ func TestBaseline_TenantsFailingDoNotRollBack(t *testing.T) {
 	b, err := health.DecodeBaseline(stored.Data)
 	if err != nil || b.Source != health.BaselineDeploymentStart || b.DeploymentID != d.ID || b.Summary().Failing < 4 {
 		t.Fatalf("stored baseline %+v (%v), want the deployment's start with the 4 failing widgets", b.Summary(), err)
+	}
+
+	// The health loop stored a last Healthy baseline while 1.0.0 ran, before the widgets; the
+	// checks after the deployment compare with the deployment's, the newer, and the health loop
+	// leaves the last Healthy one for 5 minutes.
+	var last *store.OperatorBaseline
+	h.wait(d.ID, "a last Healthy baseline", func(*store.Deployment) bool {
+		last, err = h.store.OperatorBaselineGet(context.Background(), &store.OperatorBaselineGetParams{OperatorName: "tenants", ClusterName: "dev-1"})
+		return err == nil
+	})
+	if lb, err := health.DecodeBaseline(last.Data); err != nil || lb.Source != health.BaselineLastHealthy || !last.CapturedAt.Before(stored.CapturedAt) {
+		t.Fatalf("last Healthy baseline %+v (%v), want one from before the deployment", lb.Summary(), err)
+	}
+	time.Sleep(3 * h.cfg.HealthInterval)
+	again, err := h.store.OperatorBaselineGet(context.Background(), &store.OperatorBaselineGetParams{OperatorName: "tenants", ClusterName: "dev-1"})
+	if err != nil || !again.CapturedAt.Equal(last.CapturedAt) {
+		t.Fatalf("the last Healthy baseline was rewritten within 5 minutes: %v then %v (%v)", last.CapturedAt, again.CapturedAt, err)
 	}
 }
 
