@@ -64,7 +64,7 @@ func (e *executor) OperatorBaselineList(ctx context.Context, p *store.OperatorBa
 	if err != nil {
 		return nil, fmt.Errorf("baselines of %s on %s: %w", p.OperatorName, p.ClusterName, e.mapErr(err))
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	out := []*store.OperatorBaseline{}
 	for rows.Next() {
 		b, err := scanOperatorBaseline(rows)
