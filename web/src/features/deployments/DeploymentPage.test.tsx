@@ -88,6 +88,36 @@ describe('Deployment page', () => {
     expect(screen.getByTestId('approval-not-yours')).toHaveTextContent('it needs an Admin');
   });
 
+  it('shows each analysis run with its phase, count and measurements', async () => {
+    const failed = {
+      name: 'error-rate', template: 'error-rate', cluster: 'dev-1', stage: 1, phase: 'Failed', count: 5,
+      message: 'analysis error-rate failed: 2 of 2 measurements failed (failureLimit 1)',
+      measurements: [0.05, 0.08].map((v, i) => ({
+        query: 'sum(rate(controller_runtime_reconcile_total{result="error",namespace="sample"}[5m]))', value: v, baselineValue: 0.01,
+        verdict: 'Failed', message: `${v} > max 0.01`, at: `2026-11-26T10:0${i + 1}:00Z`,
+      })),
+    };
+    manager(WHOAMI.Viewer, canary({ analysisRuns: [failed, { ...failed, cluster: 'dev-2', phase: 'Running', measurements: [], message: 'analysis error-rate: 0 of 5 measurements' }] }));
+    renderApp(`/deployments/${ID}`);
+    const table = await screen.findByTestId('analysis-runs');
+    const runs = within(table).getAllByTestId('analysis-run');
+    expect(runs.map((r) => [r.dataset.cluster, r.dataset.phase])).toEqual([['dev-1', 'Failed'], ['dev-2', 'Running']]);
+    expect(runs[0]).toHaveTextContent('2/5');
+    expect(runs[0]).toHaveTextContent('2 of 2 measurements failed');
+    const ms = within(runs[0]!).getAllByTestId('analysis-measurement');
+    expect(ms.map((m) => m.dataset.verdict)).toEqual(['Failed', 'Failed']);
+    expect(ms[1]).toHaveTextContent('value 0.08 (baseline 0.01): 0.08 > max 0.01');
+    expect(ms[1]).toHaveTextContent('namespace="sample"');
+    expect(within(runs[1]!).queryAllByTestId('analysis-measurement')).toHaveLength(0);
+  });
+
+  it('shows no analyses section without analysis runs', async () => {
+    manager(WHOAMI.Viewer, canary());
+    renderApp(`/deployments/${ID}`);
+    await screen.findByTestId('timeline');
+    expect(screen.queryByTestId('analysis-runs')).toBeNull();
+  });
+
   it('counts the waiting time down each second', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     vi.setSystemTime(Date.parse('2026-11-26T10:06:00Z') - 190_000);

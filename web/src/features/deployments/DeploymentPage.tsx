@@ -9,6 +9,7 @@ import { ApiError } from '../../lib/api';
 import type { StreamState } from '../../lib/useEventStream';
 import { useDeploymentApprovals } from '../approvals/hooks';
 import { Actions } from './Actions';
+import { AnalysisRuns } from './AnalysisRuns';
 import { DeploymentApprovals } from './DeploymentApprovals';
 import { EventLog } from './EventLog';
 import { keys, useDeployment, useDeploymentEvents, useLiveDeployment } from './hooks';
@@ -69,6 +70,12 @@ export function DeploymentPage() {
       {aq.error ? <ErrorNotice error={aq.error} what="the approvals" /> : <DeploymentApprovals d={d} approvals={aq.data ?? []} me={me} />}
       <h2>Stages</h2>
       <Timeline d={d} now={now} />
+      {d.analysisRuns && d.analysisRuns.length > 0 && (
+        <>
+          <h2>Analyses</h2>
+          <AnalysisRuns runs={d.analysisRuns} />
+        </>
+      )}
       <h2>Events</h2>
       {eq.error ? <ErrorNotice error={eq.error} what="the events" /> : eq.data ? <EventLog events={eq.data} /> : <Loading what="the events" />}
       <Request d={d} />
