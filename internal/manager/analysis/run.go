@@ -23,9 +23,12 @@ func (p Phase) Terminal() bool { return p != Running }
 // Evaluate is the phase of a run of s given its measurements so far (oldest first), with why:
 // Failed once more than FailureLimit measurements failed, Inconclusive once more than
 // InconclusiveLimit were inconclusive, Error once more than ConsecutiveErrorLimit errors came
-// in a row, Successful once Count measurements were taken without any of that, else Running.
+// in a row, Successful once Count measurements that are not errors were taken without any of
+// that, else Running. An Error measurement (Prometheus unreachable, a query it refuses) does not
+// count towards Count: the run measures again at the next interval, so a run never passes on
+// errors alone.
 func Evaluate(s Spec, ms []Measurement) (Phase, string) {
-	var failed, inconclusive, errorsInRow int
+	var failed, inconclusive, errorsInRow, judged int
 	for _, m := range ms {
 		switch m.Verdict {
 		case Failed:
@@ -37,6 +40,7 @@ func Evaluate(s Spec, ms []Measurement) (Phase, string) {
 			errorsInRow++
 		} else {
 			errorsInRow = 0
+			judged++
 		}
 		switch {
 		case failed > s.FailureLimit:
@@ -47,10 +51,10 @@ func Evaluate(s Spec, ms []Measurement) (Phase, string) {
 			return PhaseError, fmt.Sprintf("analysis %s errored: %d errors in a row (consecutiveErrorLimit %d); last: %s", s.Name, errorsInRow, s.ConsecutiveErrorLimit, m.Message)
 		}
 	}
-	if len(ms) >= s.Count {
-		return PhaseSuccessful, fmt.Sprintf("analysis %s passed: %d measurements, %d failed, %d inconclusive", s.Name, len(ms), failed, inconclusive)
+	if judged >= s.Count {
+		return PhaseSuccessful, fmt.Sprintf("analysis %s passed: %d measurements, %d failed, %d inconclusive", s.Name, judged, failed, inconclusive)
 	}
-	return Running, fmt.Sprintf("analysis %s: %d of %d measurements", s.Name, len(ms), s.Count)
+	return Running, fmt.Sprintf("analysis %s: %d of %d measurements", s.Name, judged, s.Count)
 }
 
 func describe(m Measurement) string {

@@ -156,7 +156,9 @@ func TestEvaluate(t *testing.T) {
 		{[]Measurement{m(Successful, 0), m(Failed, 1), m(Successful, 2)}, PhaseSuccessful},
 		{[]Measurement{m(Failed, 0), m(Failed, 1)}, PhaseFailed},
 		{[]Measurement{m(Inconclusive, 0)}, PhaseInconclusive},
-		{[]Measurement{m(Error, 0), m(Error, 1), m(Error, 2)}, PhaseSuccessful}, // 3 errors ≤ 4 in a row: count reached
+		{[]Measurement{m(Error, 0), m(Error, 1), m(Error, 2)}, Running}, // errors do not count towards count
+		{[]Measurement{m(Error, 0), m(Successful, 1), m(Error, 2), m(Successful, 3), m(Successful, 4)}, PhaseSuccessful},
+		{[]Measurement{m(Error, 0), m(Error, 1), m(Error, 2), m(Error, 3), m(Error, 4)}, PhaseError}, // 5 in a row > 4
 	}
 	for i, c := range cases {
 		if got, why := Evaluate(sp, c.ms); got != c.want {
