@@ -33,6 +33,11 @@ type Baseline struct {
 	// Before is the snapshot of the last Healthy check before this one, when there was one:
 	// the error rate between Before and Metrics is the rate "before the deployment".
 	Before *MetricsSnapshot `json:"before,omitempty"`
+	// BeforeWindow, when set, is the window before the deployment as a check already computed
+	// it: a release a rollback restored is judged on its own reconciles since it was restored
+	// (Metrics is then that moment's snapshot), against the same window before the deployment
+	// the deployment's checks used, not one that holds the failed version's errors.
+	BeforeWindow *RateWindow `json:"beforeWindow,omitempty"`
 
 	index map[string]*BaselineResource
 }

@@ -78,6 +78,16 @@ func TestCRDBaseline(t *testing.T) {
 		!strings.HasPrefix(e.Name, ns+"/g1") {
 		t.Fatalf("example of a newly failing resource: %+v in %+v", e, got.Examples)
 	}
+	// Against the health loop's last Healthy baseline (no version changed since it), the same three
+	// turned Ready=False while their operator reconciles them: their tenants', the operator Healthy.
+	steady := *target.Baseline
+	steady.Source = BaselineLastHealthy
+	live := target
+	live.Baseline = &steady
+	if got := checkOnce(t, c, live).CRDs; got.Health != Healthy || got.OperatorFailures != (OperatorFailures{}) ||
+		got.TenantFailures != (TenantFailures{FailingBefore: 4, FailingReconciled: 9}) {
+		t.Fatalf("13 failing against the last Healthy baseline: %+v, want Healthy, every failure the tenants'", got)
+	}
 
 	// The controller stops writing status; the users change every resource. Within the grace
 	// period they are being reconciled; past it the operator is not reconciling them.

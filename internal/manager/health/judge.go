@@ -55,9 +55,12 @@ func (c *Checker) judge(u *unstructured.Unstructured, now time.Time, base *Basel
 		// created after the baseline: its failure, reported by a reconciling operator, is its user's
 	case !b.Ready:
 		v.state, v.baseReason = stateFailingBefore, b.Reason
-	case b.Generation == v.generation:
+	case b.Generation == v.generation && base.Source == BaselineDeploymentStart:
+		// Ready when the deployment started, failing under the version it installed.
 		v.state, v.baseReason = stateNewlyFailing, "Ready"
 	}
+	// Against the last Healthy check (no version changed since), a resource that turned
+	// Ready=False while its operator reconciles it reports its own trouble: its tenant's.
 	return v
 }
 

@@ -13,6 +13,9 @@ const (
 	ErrorRateFactor = 1.2
 	// MinReconciles: a window with fewer reconciles has no error rate to judge.
 	MinReconciles = 10
+	// MinErrors: fewer errors in the window are not judged whatever the rate (one conflict on a
+	// status update in twenty reconciles is 5 %, and no fault of the version).
+	MinErrors = 5
 	// MaxQueueDepth: a workqueue deeper than this, deeper than in the baseline and holding more
 	// keys than were reconciled since (not draining), is Degraded.
 	MaxQueueDepth = 100
@@ -38,21 +41,25 @@ func (c *Checker) checkMetrics(ctx context.Context, cl *clients, t Target) (Metr
 	st.Read, st.Health = Passed, Healthy
 	var base, before *MetricsSnapshot
 	if t.Baseline != nil {
-		base, before = t.Baseline.Metrics, t.Baseline.Before
+		base, before, st.Before = t.Baseline.Metrics, t.Baseline.Before, t.Baseline.BeforeWindow
 	}
 	st.judge(now, base, before, c.cfg.MaxErrorRate)
 	return st, now
 }
 
 // judge sets the part's health from the snapshot now, compared with the baseline's snapshot
-// base (nil: none, the window is the process's lifetime) and the one before it.
+// base (nil: none, the window is the process's lifetime) and the one before it; a window before
+// already set (the baseline's BeforeWindow) is kept.
 func (st *MetricsStatus) judge(now, base, before *MetricsSnapshot, maxRate float64) {
 	st.WorkqueueDepth, st.LongestRunningSeconds = now.Depth, now.Longest
 	st.Window = window(base, now, "baseline")
 	var notes []string
-	if base == nil {
+	switch {
+	case base == nil:
+		st.Before = nil
 		notes = append(notes, "no baseline snapshot: rates since the process started, not compared")
-	} else if before != nil && before.At.Before(base.At) {
+	case st.Before != nil: // given: the window before the deployment that its own checks used
+	case before != nil && before.At.Before(base.At):
 		st.Before = window(before, base, BaselineLastHealthy)
 	}
 	if base != nil && (st.Before == nil || st.Before.Reconciles < MinReconciles) {
@@ -96,6 +103,8 @@ func (st *MetricsStatus) judgeRate(maxRate float64) (note string) {
 	case w.Reconciles < MinReconciles:
 		return fmt.Sprintf("error rate not judged: %.0f reconciles in the window (fewer than %d)", w.Reconciles, MinReconciles)
 	case w.ErrorRate < maxRate:
+	case w.Errors < MinErrors:
+		return fmt.Sprintf("error rate %.1f %% not judged: %.0f errors in the window (fewer than %d)", 100*w.ErrorRate, w.Errors, MinErrors)
 	case st.Before == nil:
 		st.fail(Degraded, "reconcile error rate %.1f %% since the process started, no baseline to compare with", 100*w.ErrorRate)
 	case w.ErrorRate > ErrorRateFactor*st.Before.ErrorRate:

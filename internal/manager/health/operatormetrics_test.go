@@ -164,11 +164,28 @@ func TestMetricsVerdict(t *testing.T) {
 		{"not draining", snap(time.Minute, 1050, 10, 0, 500, 0), base, before, Degraded, "not draining"},
 		{"slow reconcile", snap(time.Minute, 2000, 20, 0, 0, 400), base, before, Degraded, "running for 6m40s"},
 		{"stuck reconcile", snap(time.Minute, 2000, 20, 0, 0, 1000), base, before, Unhealthy, "running for 16m40s"},
+		// One conflict on a status write in twenty reconciles is 5 %: too few errors to judge.
+		{"one error in twenty", snap(time.Minute, 1020, 11, 0, 0, 0), base, before, Healthy, "not judged: 1 errors in the window (fewer than 5)"},
 	} {
 		st := MetricsStatus{Health: Healthy, Read: Passed, Messages: []string{}}
 		st.judge(tc.now, tc.base, tc.prev, DefaultMaxErrorRate)
 		if st.Health != tc.want || (tc.msg != "" && !hasMessage(st.Messages, tc.msg)) {
 			t.Errorf("%s: %s %v, want %s with %q", tc.name, st.Health, st.Messages, tc.want, tc.msg)
 		}
+	}
+}
+
+// TestMetricsVerdictGivenBefore: a restored release is judged since it was restored against the
+// window before the deployment that the deployment's checks used (Baseline.BeforeWindow), not
+// against one computed over the failed version's errors.
+func TestMetricsVerdictGivenBefore(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	restored := &MetricsSnapshot{At: at, StartTime: 1, Total: 2000, Errors: 1000} // the failed version's errors
+	now := &MetricsSnapshot{At: at.Add(time.Minute), StartTime: 1, Total: 2100, Errors: 1030}
+	given := &RateWindow{Basis: BaselineLastHealthy, Reconciles: 500, Errors: 5, ErrorRate: 0.01}
+	st := MetricsStatus{Health: Healthy, Read: Passed, Messages: []string{}, Before: given}
+	st.judge(now, restored, nil, DefaultMaxErrorRate)
+	if st.Health != Unhealthy || st.Before != given || !hasMessage(st.Messages, "30.0 % (30 of 100) since the baseline, 1.0 % before (last-healthy)") {
+		t.Fatalf("%s %v (before %+v), want Unhealthy against the given 1 %% before", st.Health, st.Messages, st.Before)
 	}
 }

@@ -50,7 +50,8 @@ func seedLive(tb testing.TB, st store.Executor, op *store.Operator, version stri
 func seedLiveAt(tb testing.TB, st store.Executor, op *store.Operator, version string, clusters map[string]store.Environment, finished time.Time) string {
 	tb.Helper()
 	d := &store.Deployment{OperatorID: op.ID, OperatorName: op.Name, Version: version, Strategy: "Direct",
-		Status: store.DeploymentCompleted, Reason: "completed", RequestedBy: "setup", CreatedAt: finished.Add(-time.Minute), FinishedAt: &finished}
+		Status: store.DeploymentCompleted, Reason: "completed", RequestedBy: "setup", CreatedAt: finished.Add(-time.Minute), FinishedAt: &finished,
+		BakeWindow: 15 * time.Minute}
 	for name, env := range clusters {
 		d.Clusters = append(d.Clusters, &store.DeploymentCluster{ClusterName: name, Environment: env,
 			Status: store.ClusterHealthy, HelmRevision: 2, Namespace: op.Namespace, Release: op.Name})

@@ -91,6 +91,8 @@ type LiveRelease struct {
 	// DeploymentFinishedAt is when the deployment ended (nil while it runs): its bake window,
 	// during which an Unhealthy check still rolls it back, starts then.
 	DeploymentFinishedAt *time.Time
+	// BakeWindow is the deployment's (store.Deployment.BakeWindow; 0: none).
+	BakeWindow time.Duration
 	// Superseded: a newer deployment of the operator has been on this cluster since (it failed
 	// or was rolled back there, restoring this release). The health loop never rolls a superseded
 	// deployment back: that would go past the version the newer one replaced.

@@ -42,8 +42,8 @@ const (
 	// OK: every reconcile sets Ready (False with reason TenantError for the names set failing)
 	// and observedGeneration, and asks to be requeued soon (a steady flow of reconciles).
 	OK Mode = iota
-	// StopStatus: reconciles succeed without writing status, as a controller that stopped
-	// reconciling its resources.
+	// StopStatus: reconciles succeed (and requeue) without writing status, as a controller that
+	// stopped reconciling its resources.
 	StopStatus
 	// Error: every reconcile returns an error (counted by controller-runtime as result=error).
 	Error
@@ -124,6 +124,11 @@ func Start(t testing.TB, cfg *rest.Config, opts Options) *Operator {
 
 func (o *Operator) manager(t testing.TB, cfg *rest.Config) (ctrl.Manager, metricsserver.Server) {
 	t.Helper()
+	// A real operator's client is not held to client-go's default 5 requests a second: with every
+	// resource requeued twice a second (reads of unstructured objects go to the API server), that
+	// would leave resources unreconciled, which the checks rightly count against it.
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 200, 400
 	mopts := metricsserver.Options{BindAddress: net.JoinHostPort(HostIP(t).String(), "0"), SecureServing: o.opts.Secure}
 	if o.opts.Secure {
 		mopts.FilterProvider = filters.WithAuthenticationAndAuthorization
@@ -194,7 +199,9 @@ func (o *Operator) Addr() string { return o.addr }
 func (o *Operator) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	switch Mode(o.mode.Load()) {
 	case StopStatus:
-		return reconcile.Result{}, nil
+		// Requeued as in OK mode: when the mode changes back (a version restored), every
+		// resource is reconciled again soon, as a restarted controller's first list would.
+		return reconcile.Result{RequeueAfter: o.opts.Requeue}, nil
 	case Error:
 		return reconcile.Result{}, errors.New("healthtest: reconcile failed")
 	case Panic:

@@ -127,14 +127,15 @@ type restoredRelease struct {
 // checkRestored checks the release a cluster went back to. A check that could not run (the
 // version's chart not fetched, the check refused, or no part of it ran) is no pass: it is tried
 // again every restoreCheckEvery until --install-timeout has passed. ran is false when it never
-// ran, with why; otherwise h is the result (the caller refuses Unhealthy).
+// ran, with why; otherwise h is the result (the caller refuses Unhealthy), an Unhealthy one
+// confirmed as the failed version's was (confirmUnhealthy).
 func (e *Engine) checkRestored(ctx context.Context, cfg *rest.Config, op *store.Operator, cluster string, r restoredRelease) (h health.ClusterHealth, ran bool, why string, err error) {
 	every := min(e.cfg.HealthInterval, restoreCheckEvery)
 	deadline := e.now().Add(e.cfg.InstallTimeout)
 	for attempt := 1; ; attempt++ {
-		h, why = e.tryCheck(ctx, cfg, op, cluster, r)
+		h, why = e.tryCheck(ctx, cfg, op, cluster, r, nil)
 		if why == "" {
-			return h, true, "", nil
+			break
 		}
 		if e.now().Add(every).After(deadline) {
 			return h, false, fmt.Sprintf("%s (%s in %s)", why, words.Count(attempt, "attempt"), e.cfg.InstallTimeout), nil
@@ -145,13 +146,53 @@ func (e *Engine) checkRestored(ctx context.Context, cfg *rest.Config, op *store.
 		case <-time.After(every):
 		}
 	}
+	if h.Health != health.Unhealthy {
+		return h, true, "", nil
+	}
+	h, err = e.confirmUnhealthy(ctx, cfg, op, cluster, r, h)
+	return h, true, "", err
+}
+
+// confirmUnhealthy checks an Unhealthy restored release again until FailureThreshold checks in
+// a row, HealthInterval apart, found it Unhealthy, as the version that failed was judged: a
+// controller just restored gets the time to catch up (observe the generations its users changed),
+// and its metrics are judged on its own reconciles since it was restored (the first check's
+// snapshot) against the window before the deployment that the deployment's checks used. The
+// first check that is not Unhealthy ends it (the restored release is not unhealthy); a check that
+// cannot run neither confirms nor clears.
+func (e *Engine) confirmUnhealthy(ctx context.Context, cfg *rest.Config, op *store.Operator, cluster string, r restoredRelease, first health.ClusterHealth) (health.ClusterHealth, error) {
+	base := &health.Baseline{Source: "restored"}
+	if b := e.baselineFor(ctx, op.Name, cluster); b != nil {
+		*base = *b
+	}
+	if first.Observed != nil && first.Observed.Metrics != nil {
+		base.Metrics, base.Before, base.BeforeWindow = first.Observed.Metrics, nil, first.Metrics.Before
+	}
+	h := first
+	for confirmed := 1; confirmed < e.cfg.FailureThreshold; {
+		select {
+		case <-ctx.Done():
+			return h, ctx.Err()
+		case <-time.After(e.cfg.HealthInterval):
+		}
+		next, why := e.tryCheck(ctx, cfg, op, cluster, r, base)
+		if why != "" {
+			continue
+		}
+		if h = next; h.Health != health.Unhealthy {
+			return h, nil
+		}
+		confirmed++
+	}
+	return h, nil
 }
 
 // restoreCheckEvery is the longest wait between attempts at a restored release's check.
 const restoreCheckEvery = 2 * time.Second
 
-// tryCheck runs one check of a restored release; why says what kept it from running.
-func (e *Engine) tryCheck(ctx context.Context, cfg *rest.Config, op *store.Operator, cluster string, r restoredRelease) (health.ClusterHealth, string) {
+// tryCheck runs one check of a restored release against base (nil: the operator's baseline on
+// the cluster); why says what kept it from running.
+func (e *Engine) tryCheck(ctx context.Context, cfg *rest.Config, op *store.Operator, cluster string, r restoredRelease, base *health.Baseline) (health.ClusterHealth, string) {
 	if r.version == "" {
 		return health.ClusterHealth{}, "the version " + r.namespace + "/" + r.release + " runs is not known"
 	}
@@ -159,8 +200,11 @@ func (e *Engine) tryCheck(ctx context.Context, cfg *rest.Config, op *store.Opera
 	if err != nil {
 		return health.ClusterHealth{}, err.Error()
 	}
+	if base == nil {
+		base = e.baselineFor(ctx, op.Name, cluster)
+	}
 	h, err := e.cfg.Checker.Check(ctx, cluster, cfg, health.Target{OperatorName: op.Name, Namespace: r.namespace, Release: r.release, CRDs: ch.crds,
-		Baseline: e.baselineFor(ctx, op.Name, cluster)})
+		Baseline: base})
 	if err != nil {
 		return h, "checking: " + err.Error()
 	}

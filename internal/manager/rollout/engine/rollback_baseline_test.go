@@ -113,3 +113,35 @@ func deleteWidgets(t *testing.T, cfg *rest.Config, list []*unstructured.Unstruct
 		}
 	}
 }
+
+// TestRollback_AlertPastTheBakeWindow: a version whose pods restart once installed completes
+// (its health checks skipped) with no bake window (bakeWindow PT0S): the health loop finds it
+// Unhealthy three times in a row and alerts (healthcheck.alert naming the bake window), and the
+// deployment stays Completed with its version running.
+func TestRollback_AlertPastTheBakeWindow(t *testing.T) {
+	h := newHarness(t, []target{{Name: "dev-1", Environment: store.EnvironmentDev, Server: single(t)}}, nil)
+	h.goodThenBad("baked", "dev-1", restarting)
+	d := h.submit(`{"operator": "baked", "version": "1.0.1", "clusters": ["dev-1"], "strategy": "Direct",
+		"directConfig": {"skipHealthChecks": true}, "bakeWindow": "PT0S"}`)
+	d = h.waitStatus(d.ID, store.DeploymentCompleted)
+	if d.BakeWindow != 0 {
+		t.Fatalf("bake window %s, want none", d.BakeWindow)
+	}
+	h.wait(d.ID, "an alert", func(*store.Deployment) bool { return slices.Contains(h.eventTypes(d.ID), "healthcheck.alert") })
+	time.Sleep(3 * h.cfg.HealthInterval) // more failed checks: still no rollback
+	got, err := h.store.DeploymentGetByID(context.Background(), d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != store.DeploymentCompleted || slices.Contains(h.eventTypes(d.ID), "rollback.requested") {
+		t.Fatalf("deployment %s past its bake window:\n%s", got.Status, h.eventLog(d.ID))
+	}
+	for _, e := range h.events(d.ID) {
+		if e.Type == "healthcheck.alert" && !strings.Contains(e.Message, "no automatic rollback: its deployment has no bake window") {
+			t.Errorf("alert %q, want it to say there is no bake window", e.Message)
+		}
+	}
+	if rel, err := install.Status(context.Background(), h.admin["dev-1"], "baked", "op-baked"); err != nil || rel.ChartVersion != "1.0.1" {
+		t.Fatalf("release %+v (%v), want 1.0.1 still running", rel, err)
+	}
+}

@@ -10,12 +10,6 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
-// bakeWindowOf is how long after its deployment completed an Unhealthy live release still rolls
-// that deployment back.
-func bakeWindowOf(r *store.LiveRelease) time.Duration {
-	return 15 * time.Minute
-}
-
 // RollbackScope decides what FailureThreshold Unhealthy checks of a live release do at now: roll
 // its deployment back until the returned time (why is ""), or alert only (why says why). A
 // deployment rolls back on its own while it runs (its steps judge it; the health loop leaves
@@ -32,10 +26,12 @@ func RollbackScope(r *store.LiveRelease, now time.Time) (until time.Time, why st
 	case r.DeploymentFinishedAt == nil:
 		return time.Time{}, "its deployment has no completion time"
 	}
-	bake := bakeWindowOf(r)
-	until = r.DeploymentFinishedAt.Add(bake)
-	if !now.Before(until) {
-		return time.Time{}, fmt.Sprintf("past its bake window (%s after it completed at %s)", bake, r.DeploymentFinishedAt.UTC().Format(time.RFC3339))
+	until = r.DeploymentFinishedAt.Add(r.BakeWindow)
+	switch {
+	case r.BakeWindow <= 0:
+		return time.Time{}, "its deployment has no bake window (bakeWindow PT0S)"
+	case !now.Before(until):
+		return time.Time{}, fmt.Sprintf("past its bake window (%s after it completed at %s)", r.BakeWindow, r.DeploymentFinishedAt.UTC().Format(time.RFC3339))
 	}
 	return until, ""
 }

@@ -355,9 +355,10 @@ RETURNING id, created_at;
 -- deployment of the operator has installed on the cluster since (superseded: it failed or was
 -- rolled back there, and this release is what it restored).
 -- Columns: operator_id, operator_name, cluster_name, environment, deployment_id,
--- deployment_status, version, namespace, release, helm_revision, finished_at, superseded.
+-- deployment_status, version, namespace, release, helm_revision, finished_at, bake_window_ms,
+-- superseded.
 SELECT operator_id, operator_name, cluster_name, environment, deployment_id, deployment_status,
-    version, namespace, release, helm_revision, finished_at,
+    version, namespace, release, helm_revision, finished_at, bake_window_ms,
     CASE WHEN EXISTS (
         SELECT 1 FROM deployment_clusters nc JOIN deployments nd ON nd.id = nc.deployment_id
         WHERE nc.operator_id = live.operator_id AND nc.cluster_name = live.cluster_name
@@ -367,7 +368,7 @@ SELECT operator_id, operator_name, cluster_name, environment, deployment_id, dep
 FROM (
     SELECT o.id AS operator_id, o.name AS operator_name, c.cluster_name, c.environment,
         d.id AS deployment_id, d.status AS deployment_status, d.version, c.namespace, c.release,
-        c.helm_revision, d.finished_at, d.created_at,
+        c.helm_revision, d.finished_at, d.bake_window_ms, d.created_at,
         row_number() OVER (PARTITION BY c.operator_id, c.cluster_name
             ORDER BY d.created_at DESC, d.id DESC) AS newest
     FROM deployment_clusters c

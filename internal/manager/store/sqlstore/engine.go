@@ -134,7 +134,7 @@ func scanLiveRelease(row scanner) (*store.LiveRelease, error) {
 	var r store.LiveRelease
 	err := row.Scan(&r.OperatorID, &r.OperatorName, &r.ClusterName, &r.Environment, &r.DeploymentID,
 		&r.DeploymentStatus, &r.Version, &r.Namespace, &r.Release, &r.HelmRevision,
-		nullTimeDest{&r.DeploymentFinishedAt}, &r.Superseded)
+		nullTimeDest{&r.DeploymentFinishedAt}, millisDest{&r.BakeWindow}, &r.Superseded)
 	if err != nil {
 		return nil, err
 	}

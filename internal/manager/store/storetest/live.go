@@ -38,7 +38,7 @@ func live(d *store.Deployment, cluster string, superseded bool) *store.LiveRelea
 			return &store.LiveRelease{OperatorID: d.OperatorID, OperatorName: d.OperatorName, ClusterName: cluster,
 				Environment: c.Environment, DeploymentID: d.ID, DeploymentStatus: d.Status, Version: d.Version,
 				Namespace: c.Namespace, Release: c.Release, HelmRevision: c.HelmRevision,
-				DeploymentFinishedAt: d.FinishedAt, Superseded: superseded}
+				DeploymentFinishedAt: d.FinishedAt, BakeWindow: d.BakeWindow, Superseded: superseded}
 		}
 	}
 	panic("no cluster " + cluster)
