@@ -165,6 +165,8 @@ function Health({ name, cells }: { name: string; cells: FleetCell[] }) {
               <th scope="col">Health</th>
               <th scope="col">Controller pods</th>
               <th scope="col">CRD reconciliation</th>
+              <th scope="col">Operator errors</th>
+              <th scope="col">Judged against</th>
               <th scope="col">Webhooks</th>
               <th scope="col">Checked</th>
             </tr>
@@ -172,7 +174,12 @@ function Health({ name, cells }: { name: string; cells: FleetCell[] }) {
           <tbody>
             {q.data.clusters.map((c) => {
               const cell = version(c.clusterName);
-              const msgs = [...(c.pods?.messages ?? []), ...(c.crds?.messages ?? []), ...(c.webhooks?.messages ?? [])];
+              const msgs = [
+                ...(c.pods?.messages ?? []),
+                ...(c.crds?.messages ?? []),
+                ...(c.metrics?.messages ?? []),
+                ...(c.webhooks?.messages ?? []),
+              ];
               return (
                 <tr key={c.clusterName} data-testid="operator-health-row" data-cluster={c.clusterName}>
                   <th scope="row">
@@ -185,12 +192,26 @@ function Health({ name, cells }: { name: string; cells: FleetCell[] }) {
                   <td>
                     <HealthBadge health={c.health} reason={msgs.join('; ')} />
                     {msgs.length > 0 && <div className="muted small">{msgs.join('; ')}</div>}
+                    {c.health === 'Unhealthy' && cell?.onUnhealthy === 'alert' && (
+                      <div className="small" data-testid="operator-health-alert">
+                        alert, no automatic rollback: {cell.alertReason}
+                      </div>
+                    )}
                   </td>
                   <td>
                     {c.pods?.ready ?? c.controllerPods ?? 0}/{c.pods?.total ?? 0} ready
                     {c.pods?.crashLooping ? `, ${c.pods.crashLooping} crash-looping` : ''}
                   </td>
-                  <td>{c.crdReconciliation ?? '—'}</td>
+                  <td>
+                    {c.crdReconciliation ?? '—'}
+                    <Blame crds={c.crds} />
+                  </td>
+                  <td data-testid="operator-health-errors">
+                    <ErrorRate metrics={c.metrics} />
+                  </td>
+                  <td data-testid="operator-health-baseline">
+                    <Baseline baseline={c.crds?.baseline} />
+                  </td>
                   <td>{c.webhookStatus ?? '—'}</td>
                   <td>
                     <RelativeTime value={c.lastChecked} />
@@ -201,6 +222,50 @@ function Health({ name, cells }: { name: string; cells: FleetCell[] }) {
           </tbody>
         </table>
       )}
+    </>
+  );
+}
+
+type ClusterHealth = NonNullable<GetResult<'/api/v1/operators/{name}/health'>['clusters']>[number];
+
+/** Whose the failing custom resources are: the operator's count against it, the tenants' never. */
+function Blame({ crds }: { crds: ClusterHealth['crds'] }) {
+  const op = (crds?.operatorFailures?.notReconciling ?? 0) + (crds?.operatorFailures?.newlyFailing ?? 0);
+  const tenants = (crds?.tenantFailures?.failingBefore ?? 0) + (crds?.tenantFailures?.failingReconciled ?? 0);
+  if (op === 0 && tenants === 0) return null;
+  return (
+    <div className="muted small">
+      {op > 0 && `the operator's: ${op} failing`}
+      {op > 0 && tenants > 0 && '; '}
+      {tenants > 0 && `the tenants': ${tenants} failing (${crds?.tenantFailures?.failingBefore ?? 0} before)`}
+    </div>
+  );
+}
+
+const percent = (r: number | undefined) => `${((r ?? 0) * 100).toFixed(1)} %`;
+
+/** The operator's own reconcile error rate since the baseline, and the rate before. */
+function ErrorRate({ metrics }: { metrics: ClusterHealth['metrics'] }) {
+  if (metrics?.read !== 'Passed' || !metrics.window) return <span className="muted">not read</span>;
+  const w = metrics.window;
+  return (
+    <>
+      {percent(w.errorRate)} <span className="muted small">({w.errors ?? 0} of {w.reconciles ?? 0})</span>
+      {metrics.before && <div className="muted small">before: {percent(metrics.before.errorRate)}</div>}
+    </>
+  );
+}
+
+/** The baseline a check compared with: from a deployment's start or the last Healthy check. */
+function Baseline({ baseline }: { baseline: NonNullable<ClusterHealth['crds']>['baseline'] }) {
+  if (!baseline) return <span className="muted">no baseline</span>;
+  const from = baseline.source === 'deployment-start' ? 'the deployment\'s start' : 'the last Healthy check';
+  return (
+    <>
+      {from} <RelativeTime value={baseline.capturedAt} />
+      <div className="muted small">
+        {baseline.failing ?? 0} of {baseline.resources ?? 0} failing then
+      </div>
     </>
   );
 }

@@ -25,7 +25,19 @@ const health: GetResult<'/api/v1/operators/{name}/health'> = {
   overallHealth: 'Unhealthy',
   clusters: [
     { clusterName: 'dev-1', health: 'Healthy', pods: { ready: 1, total: 1 }, crdReconciliation: 'Active', webhookStatus: 'NotConfigured', lastChecked: '2026-11-26T11:59:00Z' },
-    { clusterName: 'stg-1', health: 'Unhealthy', pods: { ready: 0, total: 1, crashLooping: 1, messages: ['pod sample-0 is crash-looping'] }, crdReconciliation: 'Stale', webhookStatus: 'NotConfigured' },
+    {
+      clusterName: 'stg-1',
+      health: 'Unhealthy',
+      pods: { ready: 0, total: 1, crashLooping: 1, messages: ['pod sample-0 is crash-looping'] },
+      crdReconciliation: 'Stale',
+      webhookStatus: 'NotConfigured',
+      crds: {
+        baseline: { capturedAt: '2026-11-26T11:00:00Z', source: 'deployment-start', resources: 40, failing: 4, metrics: true },
+        operatorFailures: { notReconciling: 3, newlyFailing: 0 },
+        tenantFailures: { failingBefore: 4, failingReconciled: 2 },
+      },
+      metrics: { health: 'Unhealthy', read: 'Passed', window: { errorRate: 0.3, errors: 30, reconciles: 100 }, before: { errorRate: 0.01 } },
+    },
   ],
 };
 
@@ -68,6 +80,14 @@ describe('Operators', () => {
     expect(stg).toHaveTextContent('Unhealthy');
     expect(stg).toHaveTextContent('pod sample-0 is crash-looping');
     expect(stg).toHaveTextContent('0.2.0 (latest 0.3.0)');
+    // Whose failures they are, the operator's own error rate and the baseline it was judged against.
+    expect(stg).toHaveTextContent("the operator's: 3 failing; the tenants': 6 failing (4 before)");
+    expect(within(stg).getByTestId('operator-health-errors')).toHaveTextContent('30.0 % (30 of 100)before: 1.0 %');
+    expect(within(stg).getByTestId('operator-health-baseline')).toHaveTextContent("the deployment's start");
+    expect(within(stg).getByTestId('operator-health-baseline')).toHaveTextContent('4 of 40 failing then');
+    const dev = rows.find((r) => r.dataset.cluster === 'dev-1')!;
+    expect(within(dev).getByTestId('operator-health-errors')).toHaveTextContent('not read');
+    expect(within(dev).getByTestId('operator-health-baseline')).toHaveTextContent('no baseline');
     expect(screen.queryByTestId('operator-refresh')).toBeNull(); // a Viewer has no refresh button
   });
 
