@@ -94,6 +94,7 @@ func TestCRDBaseline(t *testing.T) {
 	op.SetFailing("g00", "g01", "g02", "g03", "g04", "g05", "new0", "new1", "new2", "new3")
 	checkUntil(t, c, target, "10 failing again", func(h ClusterHealth) bool { return h.CRDs.Failing == 10 })
 	op.SetMode(healthtest.StopStatus)
+	time.Sleep(time.Second) // reconciles under way when the mode changed finish first
 	bumpSize(t, ns)
 	if got = checkOnce(t, c, target).CRDs; got.Health != Healthy || got.Pending != 44 {
 		t.Fatalf("just changed: %+v, want Healthy, 44 pending", got)
