@@ -74,6 +74,14 @@ func TestBrokenVersion_RolledBackWithinTheStage(t *testing.T) {
 			if slices.Contains(h.eventTypes(d.ID), "rollback.baselineUnhealthy") {
 				t.Errorf("the restored 1.0.0 was judged unhealthy:\n%s", h.eventLog(d.ID))
 			}
+			// The judgement of the previous version is kept: nothing 1.0.1 did became a baseline.
+			last, err := h.store.OperatorBaselineGet(context.Background(), &store.OperatorBaselineGetParams{OperatorName: name, ClusterName: "dev-1"})
+			if err != nil {
+				t.Fatalf("the last Healthy baseline: %v", err)
+			}
+			if last.CapturedAt.After(*d.StartedAt) && last.CapturedAt.Before(*d.RollbackFinishedAt) {
+				t.Errorf("the last Healthy baseline was captured at %s, while 1.0.1 ran (%s to %s)", last.CapturedAt, d.StartedAt, d.RollbackFinishedAt)
+			}
 		})
 	}
 }
