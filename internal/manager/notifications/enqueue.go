@@ -90,9 +90,10 @@ func (s *Service) DeploymentStatus(ctx context.Context, tx store.Executor, from 
 
 // OperatorHealth is called in the transaction that records an operator's health check on a
 // cluster, with the check's problems in one line: the first Unhealthy check after anything else
-// is notified (operator.unhealthy), and the first Healthy one after that (operator.recovered).
-// Degraded (a check that could not run) changes nothing.
-func (s *Service) OperatorHealth(ctx context.Context, tx store.Executor, rec *store.OperatorHealth, problems string) error {
+// is notified (operator.unhealthy, saying whether failed checks roll back or only alert: alert
+// is why they only alert), and the first Healthy one after that (operator.recovered). Degraded (a
+// check that could not run) changes nothing.
+func (s *Service) OperatorHealth(ctx context.Context, tx store.Executor, rec *store.OperatorHealth, problems, alert string) error {
 	if rec.Health != string(store.HealthHealthy) && rec.Health != string(store.HealthUnhealthy) {
 		return nil
 	}
@@ -116,8 +117,12 @@ func (s *Service) OperatorHealth(ctx context.Context, tx store.Executor, rec *st
 		CheckedAt: rec.CheckedAt}
 	summary := fmt.Sprintf("%s is Healthy again on %s", rec.OperatorName, place(rec.ClusterName, env))
 	if kind == KindOperatorUnhealthy {
-		info.Problems = problems
+		info.Problems, info.OnUnhealthy, info.AlertReason = problems, "rollback", alert
 		summary = fmt.Sprintf("%s is Unhealthy on %s: %s", rec.OperatorName, place(rec.ClusterName, env), problems)
+		if alert != "" {
+			info.OnUnhealthy = "alert"
+			summary += "; no automatic rollback: " + alert
+		}
 	}
 	_, err = s.Enqueue(ctx, tx, Event{Kind: kind, Subject: "operator/" + rec.OperatorName + "/" + rec.ClusterName,
 		Environments: envList(env), Payload: Payload{Summary: summary, Operator: info,

@@ -82,12 +82,17 @@ type DeploymentCluster struct {
 
 // OperatorInfo is an operator's health on one cluster.
 type OperatorInfo struct {
-	Name                string    `json:"name"`
-	Cluster             string    `json:"cluster"`
-	Environment         string    `json:"environment,omitempty"`
-	Health              string    `json:"health"`
-	PreviousHealth      string    `json:"previousHealth,omitempty"`
-	Problems            string    `json:"problems,omitempty"`
+	Name           string `json:"name"`
+	Cluster        string `json:"cluster"`
+	Environment    string `json:"environment,omitempty"`
+	Health         string `json:"health"`
+	PreviousHealth string `json:"previousHealth,omitempty"`
+	Problems       string `json:"problems,omitempty"`
+	// OnUnhealthy is what failed checks here lead to (operator.unhealthy): rollback (the
+	// deployment runs, or is within its bake window) or alert (no automatic rollback, why in
+	// AlertReason).
+	OnUnhealthy         string    `json:"onUnhealthy,omitempty"`
+	AlertReason         string    `json:"alertReason,omitempty"`
 	ConsecutiveFailures int       `json:"consecutiveFailures"`
 	DeploymentID        string    `json:"deploymentId"`
 	CheckedAt           time.Time `json:"checkedAt"`

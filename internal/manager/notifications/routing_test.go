@@ -60,15 +60,18 @@ func TestRouting(t *testing.T) {
 		deploy(store.DeploymentPlanning, deployment(store.DeploymentDeploying, store.EnvironmentDev))
 		deploy(store.DeploymentFailed, deployment(store.DeploymentFailed, store.EnvironmentDev))
 
-		health := func(c *store.Cluster, h string, failures int) {
-			rec := &store.OperatorHealth{OperatorName: "cert-manager", ClusterName: c.Name, DeploymentID: "6f1c2b9e-0a5d-4e47-9a8e-2f4f0c1d7b31",
+		const pastBake = "past its bake window (15m0s after it completed at 2026-11-29T06:00:00Z)"
+		healthOf := func(op string, c *store.Cluster, h string, failures int, alert string) {
+			rec := &store.OperatorHealth{OperatorName: op, ClusterName: c.Name, DeploymentID: "6f1c2b9e-0a5d-4e47-9a8e-2f4f0c1d7b31",
 				Health: h, ConsecutiveFailures: failures, CheckedAt: time.Now().UTC()}
 			e.inTx(func(ctx context.Context, tx store.Tx) error {
-				return s.OperatorHealth(ctx, tx, rec, "pods Unhealthy: CrashLoopBackOff")
+				return s.OperatorHealth(ctx, tx, rec, "pods Unhealthy: CrashLoopBackOff", alert)
 			})
 		}
+		health := func(c *store.Cluster, h string, failures int) { healthOf("cert-manager", c, h, failures, pastBake) }
 		health(prod, "Healthy", 0)
 		health(prod, "Unhealthy", 1)
+		healthOf("external-dns", prod, "Unhealthy", 1, "") // within its bake window: a rollback follows
 		health(prod, "Unhealthy", 2)
 		health(prod, "Degraded", 2)
 		health(prod, "Healthy", 0)
@@ -99,7 +102,7 @@ func TestRouting(t *testing.T) {
 		want := map[string][]string{
 			"prod-failures": {"deployment.failed"},
 			"dev-all":       {"deployment.failed", "deployment.completed", "cluster.unreachable", "cluster.recovered"},
-			"health":        {"operator.unhealthy", "operator.recovered", "cluster.unreachable", "cluster.recovered"},
+			"health":        {"operator.unhealthy", "operator.unhealthy", "operator.recovered", "cluster.unreachable", "cluster.recovered"},
 			"approvals":     {"deployment.completed", "deployment.waitingApproval"},
 		}
 		for ch, kinds := range want {
@@ -111,15 +114,22 @@ func TestRouting(t *testing.T) {
 		for _, n := range all {
 			events[n.EventID]++
 		}
-		if len(events) != 8 {
-			t.Errorf("%d events stored, want 8 (each once, shared by its channels): %v", len(events), events)
+		if len(events) != 9 {
+			t.Errorf("%d events stored, want 9 (each once, shared by its channels): %v", len(events), events)
 		}
 		var p notifications.Payload
 		unhealthy := e.deliveries(store.NotificationListParams{Kind: "operator.unhealthy"})
-		if len(unhealthy) != 1 || json.Unmarshal(unhealthy[0].Payload, &p) != nil || p.Operator == nil ||
+		slices.Reverse(unhealthy) // oldest first
+		if len(unhealthy) != 2 || json.Unmarshal(unhealthy[0].Payload, &p) != nil || p.Operator == nil ||
 			p.Operator.Environment != "Production" || p.Operator.Problems != "pods Unhealthy: CrashLoopBackOff" ||
-			p.Summary != "cert-manager is Unhealthy on prod-1 (Production): pods Unhealthy: CrashLoopBackOff" {
-			t.Errorf("operator.unhealthy: %s", unhealthy[0].Payload)
+			p.Operator.OnUnhealthy != "alert" || p.Operator.AlertReason != pastBake ||
+			p.Summary != "cert-manager is Unhealthy on prod-1 (Production): pods Unhealthy: CrashLoopBackOff; no automatic rollback: "+pastBake {
+			t.Fatalf("operator.unhealthy past the bake window: %d, %s", len(unhealthy), unhealthy[0].Payload)
+		}
+		p = notifications.Payload{}
+		if json.Unmarshal(unhealthy[1].Payload, &p) != nil || p.Operator == nil || p.Operator.OnUnhealthy != "rollback" || p.Operator.AlertReason != "" ||
+			p.Summary != "external-dns is Unhealthy on prod-1 (Production): pods Unhealthy: CrashLoopBackOff" {
+			t.Errorf("operator.unhealthy within the bake window: %s", unhealthy[1].Payload)
 		}
 		waiting := e.deliveries(store.NotificationListParams{Kind: "deployment.waitingApproval"})
 		if len(waiting) != 1 || json.Unmarshal(waiting[0].Payload, &p) != nil || p.Deployment == nil ||

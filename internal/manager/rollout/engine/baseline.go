@@ -49,8 +49,8 @@ const baselineRefreshEvery = 5 * time.Minute
 // checkLiveRelease is checkOne for the health loop: a Healthy check becomes the operator's last
 // Healthy baseline on the cluster (what it saw, with the previous one's metrics as the window
 // before) when the stored one is baselineRefreshEvery old, or there is none.
-func (e *Engine) checkLiveRelease(ctx context.Context, deploymentID, operator, cluster string, t health.Target) (checkResult, error) {
-	res, err := e.checkOne(ctx, deploymentID, operator, cluster, t)
+func (e *Engine) checkLiveRelease(ctx context.Context, deploymentID, operator, cluster, alert string, t health.Target) (checkResult, error) {
+	res, err := e.checkOne(ctx, deploymentID, operator, cluster, alert, t)
 	if err != nil || res.health.Health != health.Healthy || res.health.Observed == nil {
 		return res, err
 	}

@@ -42,7 +42,7 @@ func (e *Engine) checkStage(ctx context.Context, d *store.Deployment, op *store.
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			out[i], errs[i] = e.checkOne(ctx, d.ID, op.Name, name, health.Target{
+			out[i], errs[i] = e.checkOne(ctx, d.ID, op.Name, name, "", health.Target{
 				OperatorName: op.Name, Namespace: c.Namespace, Release: c.Release, CRDs: ch.crds,
 			})
 		})
@@ -57,8 +57,9 @@ func (e *Engine) checkStage(ctx context.Context, d *store.Deployment, op *store.
 }
 
 // checkOne runs one health check and records it (the consecutive failures are counted in the
-// database, so they survive a change of replica).
-func (e *Engine) checkOne(ctx context.Context, deploymentID, operator, cluster string, t health.Target) (checkResult, error) {
+// database, so they survive a change of replica); alert says why failed checks only alert ("":
+// they roll the deployment back), for the notification.
+func (e *Engine) checkOne(ctx context.Context, deploymentID, operator, cluster, alert string, t health.Target) (checkResult, error) {
 	var h health.ClusterHealth
 	cfg, err := e.cfg.Clusters.RESTConfig(ctx, cluster)
 	if err == nil && t.Baseline == nil {
@@ -76,7 +77,7 @@ func (e *Engine) checkOne(ctx context.Context, deploymentID, operator, cluster s
 	rec, err := e.recordHealth(ctx, h, &store.OperatorHealthRecordParams{
 		OperatorName: operator, ClusterName: cluster, DeploymentID: deploymentID,
 		Health: string(h.Health), Result: raw, CheckedAt: h.LastChecked,
-	})
+	}, alert)
 	if err != nil {
 		return checkResult{}, err
 	}

@@ -170,7 +170,8 @@ func (e *Engine) checkLive(ctx context.Context, op *store.Operator, r *store.Liv
 		e.logErr(e.liveLogContext(ctx, op, r), "health: fetching the chart of "+op.Name+" "+r.Version, err)
 		return
 	}
-	res, err := e.checkLiveRelease(ctx, r.DeploymentID, op.Name, r.ClusterName, health.Target{
+	_, alert := RollbackScope(r, e.now())
+	res, err := e.checkLiveRelease(ctx, r.DeploymentID, op.Name, r.ClusterName, alert, health.Target{
 		OperatorName: op.Name, Namespace: r.Namespace, Release: r.Release, CRDs: ch.crds,
 	})
 	if err != nil {
@@ -184,7 +185,7 @@ func (e *Engine) checkLive(ctx context.Context, op *store.Operator, r *store.Liv
 	if res.failures < e.cfg.FailureThreshold {
 		return
 	}
-	if _, why := RollbackScope(r, e.now()); why != "" {
+	if why := alert; why != "" {
 		if res.failures == e.cfg.FailureThreshold { // once: when a rollback would have been due
 			e.event(ctx, r.DeploymentID, "healthcheck.alert", r.ClusterName, fmt.Sprintf("%s %s is Unhealthy on %s (%s in a row: %s); no automatic rollback: %s",
 				op.Name, r.Version, r.ClusterName, words.Count(res.failures, "failed check"), summary(res.health), why), nil)

@@ -12,8 +12,9 @@ import (
 type Notifications interface {
 	// DeploymentStatus: the deployment d moved from status from to d.Status.
 	DeploymentStatus(ctx context.Context, tx store.Executor, from store.DeploymentStatus, d *store.Deployment) error
-	// OperatorHealth: a health check was recorded; problems is its problems in one line.
-	OperatorHealth(ctx context.Context, tx store.Executor, rec *store.OperatorHealth, problems string) error
+	// OperatorHealth: a health check was recorded; problems is its problems in one line, alert
+	// why failed checks of it only alert ("": they roll its deployment back; RollbackScope).
+	OperatorHealth(ctx context.Context, tx store.Executor, rec *store.OperatorHealth, problems, alert string) error
 }
 
 // updateNotifying is the store's DeploymentUpdate, telling Notifications in the same
@@ -44,7 +45,7 @@ func (e *Engine) notifyStatus(ctx context.Context, tx store.Executor, from store
 }
 
 // recordHealth stores a health check, telling Notifications in the same transaction.
-func (e *Engine) recordHealth(ctx context.Context, h health.ClusterHealth, p *store.OperatorHealthRecordParams) (*store.OperatorHealth, error) {
+func (e *Engine) recordHealth(ctx context.Context, h health.ClusterHealth, p *store.OperatorHealthRecordParams, alert string) (*store.OperatorHealth, error) {
 	if e.cfg.Notifications == nil {
 		return e.cfg.Store.OperatorHealthRecord(ctx, p)
 	}
@@ -53,6 +54,6 @@ func (e *Engine) recordHealth(ctx context.Context, h health.ClusterHealth, p *st
 		if err != nil {
 			return nil, err
 		}
-		return rec, e.cfg.Notifications.OperatorHealth(ctx, tx, rec, summary(h))
+		return rec, e.cfg.Notifications.OperatorHealth(ctx, tx, rec, summary(h), alert)
 	})
 }
