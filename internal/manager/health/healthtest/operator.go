@@ -1,9 +1,9 @@
 // Package healthtest runs a real controller-runtime controller in the test process, for the
 // health checks to judge: it reconciles the custom resources of one kind in one namespace, sets
 // their Ready condition and observedGeneration (or stops writing status, or fails every
-// reconcile, as a broken version would), and serves controller-runtime's own metrics behind a
-// Service of the release, reached through the API server's Service proxy as an installed
-// operator's would be.
+// reconcile, as a broken version would), and serves controller-runtime's own metrics (its
+// controller's series, as a process of its own would) behind a Service of the release, reached
+// through the API server's Service proxy as an installed operator's would be.
 package healthtest
 
 import (
@@ -30,7 +30,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -74,6 +73,7 @@ type Options struct {
 // Operator is a running controller. Stop it with Stop (done in t.Cleanup anyway).
 type Operator struct {
 	opts    Options
+	name    string // the controller's, unique in the process
 	cl      client.Client
 	mode    atomic.Int32
 	mu      sync.Mutex
@@ -93,16 +93,15 @@ func Start(t testing.TB, cfg *rest.Config, opts Options) *Operator {
 	if opts.Requeue <= 0 {
 		opts.Requeue = 500 * time.Millisecond
 	}
-	o := &Operator{opts: opts, failing: map[string]bool{}, done: make(chan struct{})}
+	o := &Operator{opts: opts, name: fmt.Sprintf("%s-%d", opts.Release, seq.Add(1)), failing: map[string]bool{}, done: make(chan struct{})}
 	mgr, srv := o.manager(t, cfg)
 	o.cl = mgr.GetClient()
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(opts.GVK)
-	name := fmt.Sprintf("%s-%d", opts.Release, seq.Add(1))
 	// Failed reconciles are retried at most every 500 ms (not controller-runtime's backoff to
 	// 1000 s): a steady flow of reconciles whose error rate a check can read.
 	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 500*time.Millisecond)
-	if err := ctrl.NewControllerManagedBy(mgr).Named(name).For(u).
+	if err := ctrl.NewControllerManagedBy(mgr).Named(o.name).For(u).
 		WithOptions(controller.Options{RateLimiter: limiter}).Complete(o); err != nil {
 		t.Fatal(err)
 	}
@@ -129,10 +128,8 @@ func (o *Operator) manager(t testing.TB, cfg *rest.Config) (ctrl.Manager, metric
 	// would leave resources unreconciled, which the checks rightly count against it.
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 200, 400
-	mopts := metricsserver.Options{BindAddress: net.JoinHostPort(HostIP(t).String(), "0"), SecureServing: o.opts.Secure}
-	if o.opts.Secure {
-		mopts.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
+	mopts := metricsserver.Options{BindAddress: net.JoinHostPort(HostIP(t).String(), "0"), SecureServing: o.opts.Secure,
+		FilterProvider: filterProvider(o.name, o.opts.Secure)}
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)
