@@ -79,7 +79,8 @@ bench: controlplane ui ## Run the benchmarks (BENCH=regexp) on the real control 
 chaos: deps-test controlplane ## Run the chaos suites at full size (operator SIGKILLs, an API server restart, registry faults) and print their figures
 	SLIPWAY_CHAOS_SCALE=full KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) $(GO) test -tags e2e $(CHAOS_FLAGS) -run '^TestChaos_' ./test/chaos/
 
-# The web UI's screenshots in the docs (docs/images: Fleet in light and dark, a live Canary, Approvals, a CRD diff)
+# The web UI's screenshots in the docs (docs/images: Fleet in light and dark, a live Canary, Approvals, a CRD diff,
+# analysis runs, an operator's health)
 # are taken by its browser tests (internal/manager/ui/browsertest) when SLIPWAY_SCREENSHOTS names
 # a directory.
 .PHONY: screenshots

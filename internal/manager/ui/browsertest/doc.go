@@ -5,7 +5,9 @@
 // Canary from the New deployment form, watch it advance live, approve it as another Admin, pause,
 // resume and roll it back; reject a deployment from the Approvals inbox, cancel a running one and
 // switch a BlueGreen to green, each followed live; read a breaking CRD diff, and check what a
-// Viewer sees, that a 401 returns to sign-in and that the pages run under the strict CSP. Every
+// Viewer sees, that a 401 returns to sign-in and that the pages run under the strict CSP; read a
+// deployment's analysis runs measured against a real Prometheus, an operator's health per cluster
+// (whose failures, its error rate, its baseline) and a Fleet cell that only alerts. Every
 // page passes axe-core's WCAG 2 A and AA rules in the light and the dark colour scheme (axe-core
 // is a devDependency of web/, read from web/node_modules: npm ci, which make test runs), and the
 // Fleet is walked with the keyboard. BenchmarkFleet_Browser measures the Fleet page on 10,000 cells.

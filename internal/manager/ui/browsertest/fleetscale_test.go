@@ -151,6 +151,15 @@ func scaleTab(tb testing.TB, url, token string) context.Context {
 // Viewer's token.
 func scaleServer(tb testing.TB) (string, string) {
 	tb.Helper()
+	url, secret := storeServer(tb, seedScaleFleet)
+	return url, mintViewer(tb, secret)
+}
+
+// storeServer serves the manager's API and embedded UI over TLS (the test certificate the
+// package's chromium trusts) on a SQLite store that seed wrote, with the rollout engine the
+// manager runs (not started: nothing deploys); it returns the URL and the tokens' signing secret.
+func storeServer(tb testing.TB, seed func(testing.TB, store.Store)) (string, []byte) {
+	tb.Helper()
 	if !ui.Built(ui.Dist()) {
 		tb.Fatal("the test binary holds no web UI build: run make ui (cd web && npm ci && npm run build) first")
 	}
@@ -160,7 +169,7 @@ func scaleServer(tb testing.TB) (string, string) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = st.Close() })
-	seedScaleFleet(tb, st)
+	seed(tb, st)
 	log := slog.New(slog.DiscardHandler)
 	line, err := clusters.GenerateKey()
 	if err != nil {
@@ -192,7 +201,7 @@ func scaleServer(tb testing.TB) (string, string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return serveTLS(tb, srv), mintViewer(tb, secret)
+	return serveTLS(tb, srv), secret
 }
 
 // serveTLS serves srv on loopback with the test certificate.

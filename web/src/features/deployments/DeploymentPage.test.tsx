@@ -108,6 +108,8 @@ describe('Deployment page', () => {
     expect(ms.map((m) => m.dataset.verdict)).toEqual(['Failed', 'Failed']);
     expect(ms[1]).toHaveTextContent('value 0.08 (baseline 0.01): 0.08 > max 0.01');
     expect(ms[1]).toHaveTextContent('namespace="sample"');
+    // Every run has its Measurements: each disclosure is named for its run.
+    expect(within(runs[0]!).getByText('Measurements').closest('summary')).toHaveAccessibleName('Measurements of error-rate on dev-1, stage 1');
     expect(within(runs[1]!).queryAllByTestId('analysis-measurement')).toHaveLength(0);
   });
 

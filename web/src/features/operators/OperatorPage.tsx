@@ -158,6 +158,7 @@ function Health({ name, cells }: { name: string; cells: FleetCell[] }) {
         <p className="notice">The operator runs on no cluster yet.</p>
       ) : (
         <table className="data" data-testid="operator-health">
+          <caption className="visually-hidden">Health per cluster</caption>
           <thead>
             <tr>
               <th scope="col">Cluster</th>

@@ -76,6 +76,7 @@ describe('Operators', () => {
     expect(versions[2]).toHaveAttribute('data-removed', 'true');
     expect(versions[2]).toHaveTextContent('removed from the chart source');
     const rows = await screen.findAllByTestId('operator-health-row');
+    expect(screen.getByRole('table', { name: 'Health per cluster' })).toBe(screen.getByTestId('operator-health'));
     const stg = rows.find((r) => r.dataset.cluster === 'stg-1')!;
     expect(stg).toHaveTextContent('Unhealthy');
     expect(stg).toHaveTextContent('pod sample-0 is crash-looping');
