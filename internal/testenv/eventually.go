@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"net"
+	"sync"
 	"testing"
 	"time"
 )
@@ -29,10 +30,27 @@ func Eventually(ctx context.Context, t testing.TB, what string, check func() (do
 // FreeAddr returns a free 127.0.0.1 TCP address for a server the test starts.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	freeMu.Lock()
+	defer freeMu.Unlock()
+	// The kernel may hand a port just closed out again: two calls in a row (an operator's
+	// metrics and probe addresses) once got the same one. Never return an address twice.
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		_ = l.Close()
+		if !freeGiven[addr] {
+			freeGiven[addr] = true
+			return addr
+		}
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
+	t.Fatal("no free loopback port not handed out before, in 100 tries")
+	return ""
 }
+
+var (
+	freeMu    sync.Mutex
+	freeGiven = map[string]bool{}
+)

@@ -44,7 +44,9 @@ func start(l *life, opts Options) (*Manager, error) {
 	}
 	m := &Manager{Operator: opts.Operator, Log: &testenv.SyncBuffer{}, dir: l.TempDir(),
 		bin: operatorproc.BinaryOf(l, "./cmd/manager", BinaryEnv)}
-	fleet := testenv.WorkloadFleet(l, len(opts.Clusters))
+	// The test binary's fleet is sized by its first caller: never smaller than the default world,
+	// so a test with one cluster running first does not starve the ones after it.
+	fleet := testenv.WorkloadFleet(l, max(len(opts.Clusters), len(DefaultClusters)))
 	for i, c := range opts.Clusters {
 		c.Server = fleet.Servers[i]
 		m.Clusters = append(m.Clusters, c)
