@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -48,18 +49,29 @@ const baselineRefreshEvery = 5 * time.Minute
 
 // checkLiveRelease is checkOne for the health loop: a Healthy check becomes the operator's last
 // Healthy baseline on the cluster (what it saw, with the previous one's metrics as the window
-// before) when the stored one is baselineRefreshEvery old, or there is none.
+// before) when the stored one is baselineRefreshEvery old, or there is none. While there is none,
+// a Degraded check becomes it too: without a baseline the metrics are not compared, and a rate
+// that is merely high since the process started keeps the check Degraded, which would otherwise
+// never end.
 func (e *Engine) checkLiveRelease(ctx context.Context, deploymentID, operator, cluster, alert string, t health.Target) (checkResult, error) {
 	res, err := e.checkOne(ctx, deploymentID, operator, cluster, alert, t)
-	if err != nil || res.health.Health != health.Healthy || res.health.Observed == nil {
+	if err != nil || res.health.Observed == nil || res.health.Health == health.Unhealthy {
 		return res, err
+	}
+	last, lerr := e.baseline(ctx, operator, cluster, "")
+	none := errors.Is(lerr, store.ErrNotFound)
+	switch {
+	case lerr != nil && !none:
+		e.logErr(clusterContext(ctx, cluster), "health: reading the last Healthy baseline of "+operator, lerr)
+		return res, nil
+	case res.health.Health != health.Healthy && !none:
+		return res, nil
+	case !none && res.health.Observed.CapturedAt.Sub(last.CapturedAt) < baselineRefreshEvery:
+		return res, nil
 	}
 	b := res.health.Observed
 	b.Source = health.BaselineLastHealthy
-	if last, err := e.baseline(ctx, operator, cluster, ""); err == nil {
-		if b.CapturedAt.Sub(last.CapturedAt) < baselineRefreshEvery {
-			return res, nil
-		}
+	if !none {
 		b.Before = last.Metrics
 	}
 	if err := e.storeBaseline(ctx, operator, cluster, b); err != nil {

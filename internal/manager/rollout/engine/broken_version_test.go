@@ -71,6 +71,15 @@ func TestBrokenVersion_RolledBackWithinTheStage(t *testing.T) {
 				t.Errorf("reason %q (stage started %v, rollback %v): want a rollback within the validation stage, the restored version healthy",
 					d.Reason, d.StageStartedAt, d.RollbackStartedAt)
 			}
+			var captured string
+			for _, e := range h.events(d.ID) {
+				if e.Type == "cluster.baseline" {
+					captured = e.Message
+				}
+			}
+			if !strings.Contains(captured, "6 resources, 2 failing; metrics read") {
+				t.Errorf("the baseline captured as the deployment started: %q, want the 6 widgets, the tenants' 2 failing and a metrics snapshot", captured)
+			}
 			if slices.Contains(h.eventTypes(d.ID), "rollback.baselineUnhealthy") {
 				t.Errorf("the restored 1.0.0 was judged unhealthy:\n%s", h.eventLog(d.ID))
 			}
@@ -108,8 +117,8 @@ func follow(t *testing.T, cfg *rest.Config, release, namespace string, op *healt
 }
 
 // waitReconciled waits until the controller has reconciled every widget (the failing ones
-// reported Ready=False) and the health loop then found the operator Healthy with its metrics read,
-// so the upgrade's baseline holds the tenants' failures as failing.
+// reported Ready=False) and the health loop then found its resources Healthy with its metrics
+// read, so the upgrade's baseline holds the tenants' failures as failing.
 func waitReconciled(t *testing.T, h *harness, operator, namespace string, failing int) {
 	t.Helper()
 	dc, err := dynamic.NewForConfig(h.admin["dev-1"])
@@ -125,9 +134,11 @@ func waitReconciled(t *testing.T, h *harness, operator, namespace string, failin
 			}
 			continue
 		}
+		// The custom resources judged Healthy and the metrics read (their rate since the process
+		// started may keep the check Degraded until a baseline holds a snapshot to compare with).
 		recs, err := h.store.OperatorHealthList(context.Background(), &store.OperatorHealthListParams{OperatorName: operator})
-		if err == nil && len(recs) == 1 && recs[0].Health == string(health.Healthy) && recs[0].CheckedAt.After(since) {
-			if res, err := health.DecodeResult(recs[0].Result); err == nil && res.Metrics.Read == health.Passed {
+		if err == nil && len(recs) == 1 && recs[0].Health != string(health.Unhealthy) && recs[0].CheckedAt.After(since) {
+			if res, err := health.DecodeResult(recs[0].Result); err == nil && res.CRDs.Health == health.Healthy && res.Metrics.Read == health.Passed {
 				return
 			}
 		}
@@ -137,7 +148,7 @@ func waitReconciled(t *testing.T, h *harness, operator, namespace string, failin
 	if len(recs) == 1 {
 		last = recs[0].Health + " " + string(recs[0].Result)
 	}
-	t.Fatalf("%s: the widgets never all reconciled (%d of them failing; reconciled since %v), or the operator never found Healthy with its metrics read after; last check: %s",
+	t.Fatalf("%s: the widgets never all reconciled (%d of them failing; reconciled since %v), or their check never Healthy with the metrics read after; last check: %s",
 		operator, reconciled(t, dc, namespace), since, last)
 }
 
