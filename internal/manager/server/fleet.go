@@ -5,7 +5,6 @@ import (
 	"context"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
@@ -217,25 +216,5 @@ func drift(version, latest string) string {
 
 // healthReason names the parts of a stored check that are not healthy, with their first message.
 func healthReason(rec *store.OperatorHealth) string {
-	ch := clusterHealthOf(rec)
-	var parts []string
-	for _, p := range []struct {
-		name string
-		h    health.Health
-		msgs []string
-	}{
-		{"pods", ch.Pods.Health, ch.Pods.Messages},
-		{"webhooks", ch.Webhooks.Health, ch.Webhooks.Messages},
-		{"crds", ch.CRDs.Health, ch.CRDs.Messages},
-	} {
-		if p.h == health.Healthy || p.h == "" {
-			continue
-		}
-		m := p.name + " " + string(p.h)
-		if len(p.msgs) > 0 {
-			m += ": " + p.msgs[0]
-		}
-		parts = append(parts, m)
-	}
-	return strings.Join(parts, "; ")
+	return clusterHealthOf(rec).Problems()
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -54,24 +53,23 @@ const baselineRefreshEvery = 5 * time.Minute
 // that is merely high since the process started keeps the check Degraded, which would otherwise
 // never end.
 func (e *Engine) checkLiveRelease(ctx context.Context, deploymentID, operator, cluster, alert string, t health.Target) (checkResult, error) {
-	res, err := e.checkOne(ctx, deploymentID, operator, cluster, alert, t)
-	if err != nil || res.health.Observed == nil || res.health.Health == health.Unhealthy {
-		return res, err
+	compare, last, rerr := e.baselines(ctx, operator, cluster)
+	if rerr != nil {
+		e.logErr(clusterContext(ctx, cluster), "health: reading the baselines of "+operator, rerr)
 	}
-	last, lerr := e.baseline(ctx, operator, cluster, "")
-	none := errors.Is(lerr, store.ErrNotFound)
+	t.Baseline = compare
+	res, err := e.checkOne(ctx, deploymentID, operator, cluster, alert, t)
 	switch {
-	case lerr != nil && !none:
-		e.logErr(clusterContext(ctx, cluster), "health: reading the last Healthy baseline of "+operator, lerr)
+	case err != nil || rerr != nil || res.health.Observed == nil || res.health.Health == health.Unhealthy:
+		return res, err
+	case last != nil && res.health.Health != health.Healthy:
 		return res, nil
-	case res.health.Health != health.Healthy && !none:
-		return res, nil
-	case !none && res.health.Observed.CapturedAt.Sub(last.CapturedAt) < baselineRefreshEvery:
+	case last != nil && res.health.Observed.CapturedAt.Sub(last.CapturedAt) < baselineRefreshEvery:
 		return res, nil
 	}
 	b := res.health.Observed
 	b.Source = health.BaselineLastHealthy
-	if !none {
+	if last != nil {
 		b.Before = last.Metrics
 	}
 	if err := e.storeBaseline(ctx, operator, cluster, b); err != nil {
@@ -87,17 +85,33 @@ func (e *Engine) checkLiveRelease(ctx context.Context, deploymentID, operator, c
 // restored; after it, the first Healthy check of the health loop takes over. nil when there is
 // none (or it cannot be read: logged).
 func (e *Engine) baselineFor(ctx context.Context, operator, cluster string) *health.Baseline {
-	recs, err := e.cfg.Store.OperatorBaselineList(ctx, &store.OperatorBaselineListParams{OperatorName: operator, ClusterName: cluster})
-	if err == nil && len(recs) > 0 {
-		var b *health.Baseline
-		if b, err = health.DecodeBaseline(recs[0].Data); err == nil {
-			return b
-		}
-	}
+	b, _, err := e.baselines(ctx, operator, cluster)
 	if err != nil {
 		e.logErr(clusterContext(ctx, cluster), "health: reading the baseline of "+operator, err)
 	}
-	return nil
+	return b
+}
+
+// baselines reads the operator's stored baselines on the cluster (at most two) in one query: the
+// one a check compares with (the newer: baselineFor) and the last Healthy one (nil when none).
+func (e *Engine) baselines(ctx context.Context, operator, cluster string) (compare, lastHealthy *health.Baseline, err error) {
+	recs, err := e.cfg.Store.OperatorBaselineList(ctx, &store.OperatorBaselineListParams{OperatorName: operator, ClusterName: cluster})
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, r := range recs {
+		b, err := health.DecodeBaseline(r.Data)
+		if err != nil {
+			return nil, nil, err
+		}
+		if i == 0 {
+			compare = b
+		}
+		if r.DeploymentID == "" {
+			lastHealthy = b
+		}
+	}
+	return compare, lastHealthy, nil
 }
 
 // baseline reads one stored baseline (deploymentID "" for the last Healthy one).

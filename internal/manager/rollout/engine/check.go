@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -86,38 +85,10 @@ func (e *Engine) checkOne(ctx context.Context, deploymentID, operator, cluster, 
 
 // summary is a check's problems in one line.
 func summary(h health.ClusterHealth) string {
-	var msgs []string
-	for _, part := range []struct {
-		name string
-		h    health.Health
-		msgs []string
-	}{
-		{"pods", h.Pods.Health, h.Pods.Messages},
-		{"webhooks", h.Webhooks.Health, h.Webhooks.Messages},
-		{"crds", h.CRDs.Health, h.CRDs.Messages},
-		{"metrics", metricsVerdict(h.Metrics), h.Metrics.Messages},
-	} {
-		if part.h != health.Healthy {
-			m := part.name + " " + string(part.h)
-			if len(part.msgs) > 0 {
-				m += ": " + part.msgs[0]
-			}
-			msgs = append(msgs, m)
-		}
+	if p := h.Problems(); p != "" {
+		return p
 	}
-	if len(msgs) == 0 {
-		return string(h.Health)
-	}
-	return strings.Join(msgs, "; ")
-}
-
-// metricsVerdict is the metrics part's health as a summary counts it: metrics not read are no
-// verdict (the cluster was judged on the other parts).
-func metricsVerdict(m health.MetricsStatus) health.Health {
-	if m.Read != health.Passed {
-		return health.Healthy
-	}
-	return m.Health
+	return string(h.Health)
 }
 
 // restoredRelease is what a cluster went back to: the release to check and the version it runs.

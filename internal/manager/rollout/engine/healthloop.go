@@ -185,10 +185,10 @@ func (e *Engine) checkLive(ctx context.Context, op *store.Operator, r *store.Liv
 	if res.failures < e.cfg.FailureThreshold {
 		return
 	}
-	if why := alert; why != "" {
+	if alert != "" {
 		if res.failures == e.cfg.FailureThreshold { // once: when a rollback would have been due
 			e.event(ctx, r.DeploymentID, "healthcheck.alert", r.ClusterName, fmt.Sprintf("%s %s is Unhealthy on %s (%s in a row: %s); no automatic rollback: %s",
-				op.Name, r.Version, r.ClusterName, words.Count(res.failures, "failed check"), summary(res.health), why), nil)
+				op.Name, r.Version, r.ClusterName, words.Count(res.failures, "failed check"), summary(res.health), alert), nil)
 		}
 		return
 	}
