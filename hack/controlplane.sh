@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local control plane from Go modules (no binary downloads): kube-apiserver,
-# kube-controller-manager, kube-scheduler, kubectl, etcd, etcdctl and kwok.
+# kube-controller-manager, kube-scheduler, kubectl, etcd, etcdctl, kwok, and the kubelet of the real
+# node (internal/controlplane/realnode.go).
 # Binaries land in a cache directory outside the repository, keyed by the pinned versions, and are
 # built once. Prints that directory (usable as KUBEBUILDER_ASSETS) on stdout; progress on stderr.
 #
@@ -11,13 +12,14 @@ set -euo pipefail
 K8S_VERSION=${K8S_VERSION:-1.37.1}   # the module proxy refuses k8s.io/kubernetes v1.37.2
 ETCD_VERSION=${ETCD_VERSION:-3.7.3}
 KWOK_VERSION=${KWOK_VERSION:-0.8.0}
-K8S_BINS="kube-apiserver kube-controller-manager kube-scheduler kubectl"
+K8S_BINS="kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet"
 CACHE=${SLIPWAY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/slipway}
 OUT=$CACHE/controlplane/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION
 STAMP=$OUT/.complete
 
 if [[ ${1:-} == --dir ]]; then echo "$OUT"; exit 0; fi
-if [[ -f $STAMP ]]; then echo "$OUT"; exit 0; fi
+# The kubelet came later than the rest: a cache completed before it builds only the kubelet.
+if [[ -f $STAMP && -x $OUT/kubelet ]]; then echo "$OUT"; exit 0; fi
 
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
