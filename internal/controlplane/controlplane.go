@@ -73,6 +73,9 @@ type Options struct {
 	Nodes int
 	// WebhookInstallOptions are passed to envtest (webhook configurations and serving certs).
 	WebhookInstallOptions envtest.WebhookInstallOptions
+	// RealNode, in full mode, adds a real node (containerd and a kubelet, see realnode.go) beside
+	// the kwok nodes; nil for none.
+	RealNode *RealNodeOptions
 }
 
 // ControlPlane is a running control plane.
@@ -100,6 +103,8 @@ type ControlPlane struct {
 	binDir string
 	// etcdPIDs and apiserverPIDs are etcd's and kube-apiserver's processes, for reading only.
 	etcdPIDs, apiserverPIDs []int
+	// realNodes are stopped first by Stop.
+	realNodes []*RealNode
 }
 
 // Start brings the control plane up and returns once it is usable: the apiserver serves, the CRDs
@@ -206,6 +211,11 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if opts.Mode == Full {
 		if err := cp.startFull(ctx, opts.Nodes); err != nil {
 			return cp, err
+		}
+		if opts.RealNode != nil {
+			if _, err := cp.StartRealNode(ctx, *opts.RealNode); err != nil {
+				return cp, fmt.Errorf("starting the real node: %w", err)
+			}
 		}
 	}
 	return cp, nil
@@ -354,6 +364,11 @@ func countReady(nodes []corev1.Node) int {
 // more than once and on a partly started control plane.
 func (cp *ControlPlane) Stop() error {
 	var errs []error
+	// Real nodes first: their kubelets talk to the apiserver until they stop.
+	for i := len(cp.realNodes) - 1; i >= 0; i-- {
+		errs = append(errs, cp.realNodes[i].Stop())
+	}
+	cp.realNodes = nil
 	for i := len(cp.procs) - 1; i >= 0; i-- {
 		errs = append(errs, cp.procs[i].stop(10*time.Second))
 	}

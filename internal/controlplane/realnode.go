@@ -1,0 +1,474 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// A real node: containerd (Debian's, with runc) and a kubelet built from k8s.io/kubernetes
+// (hack/controlplane.sh), registered with the control plane's API server beside kwok's nodes.
+// Pods on it are real containers on a bridge network of their own (the bridge and host-local CNI
+// plugins of containernetworking-plugins, on a private /24 that exists only on this machine: no
+// masquerade, no route out). Only pods that tolerate RealNodeTaint land on it; select it with
+// RealNodeLabel. Stop leaves nothing behind: containers, shims, mounts, network namespaces, the
+// bridge, iptables rules and the kernel settings the kubelet and the bridge plugin change.
+//
+// It needs root, cgroups (v1 or v2) and Debian's containerd, runc, containernetworking-plugins,
+// busybox-static and iptables (hack/deps.sh).
+
+const (
+	// RealNodeLabel (value "true") is on every real node.
+	RealNodeLabel = "slipway.dev/real-node"
+	// RealNodeTaint (value "true", NoSchedule) keeps the pods that do not tolerate it off real nodes.
+	RealNodeTaint = "slipway.dev/real-node"
+	// cniBinDir holds Debian's CNI plugins.
+	cniBinDir = "/usr/lib/cni"
+)
+
+// RealNodeTolerations are what a pod needs to run on a real node (with a node selector
+// RealNodeLabel=true).
+func RealNodeTolerations() []corev1.Toleration {
+	return []corev1.Toleration{{Key: RealNodeTaint, Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+}
+
+// RealNodeOptions configures a real node.
+type RealNodeOptions struct {
+	// Name of the Node; default "real-node".
+	Name string
+}
+
+// RealNode is a running real node.
+type RealNode struct {
+	Name string
+	// Subnet is the pod network (a private /24), Gateway the bridge's address on it.
+	Subnet  *net.IPNet
+	Gateway net.IP
+	// Bridge is the name of the Linux bridge the pods are attached to.
+	Bridge string
+	// Dir holds containerd's and the kubelet's state, configuration and socket.
+	Dir string
+
+	logDir     string
+	socket     string
+	containerd *process
+	kubelet    *process
+	host       hostState
+	files      []*os.File
+	stopped    bool
+}
+
+// StartRealNode starts a real node and waits until its Node is Ready. Stop (or the control plane's
+// Stop) removes it.
+func (cp *ControlPlane) StartRealNode(ctx context.Context, opts RealNodeOptions) (n *RealNode, err error) {
+	if opts.Name == "" {
+		opts.Name = "real-node"
+	}
+	for _, need := range []string{"/usr/bin/containerd", "/usr/bin/ctr", "/usr/sbin/runc", filepath.Join(cniBinDir, "bridge"),
+		filepath.Join(cniBinDir, "host-local"), busyboxPath, filepath.Join(cp.assets, "kubelet")} {
+		if _, err := os.Stat(need); err != nil {
+			return nil, fmt.Errorf("real node: %s missing (hack/deps.sh installs containerd, runc, containernetworking-plugins "+
+				"and busybox-static; hack/controlplane.sh builds the kubelet): %w", need, err)
+		}
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("real node: needs root (containers, network namespaces, a bridge)")
+	}
+	for _, c := range []string{"memory", "pids", "cpu"} {
+		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c, "kubepods")); err == nil {
+			return nil, errors.New("real node: /sys/fs/cgroup/" + c + "/kubepods exists: another kubelet runs on this machine " +
+				"(one real node at a time)")
+		}
+	}
+	n = &RealNode{Name: opts.Name, logDir: cp.LogDir}
+	// A short directory: containerd's socket path must fit a sockaddr_un (108 bytes).
+	if n.Dir, err = os.MkdirTemp("", "slipway-node-"); err != nil {
+		return nil, err
+	}
+	n.socket = filepath.Join(n.Dir, "containerd.sock")
+	if n.host, err = recordHost(); err != nil {
+		_ = os.RemoveAll(n.Dir)
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, n.Stop())
+			n = nil
+		}
+	}()
+	if err := n.pickNetwork(); err != nil {
+		return n, err
+	}
+	if err := n.writeConfig(); err != nil {
+		return n, err
+	}
+
+	start := time.Now()
+	n.containerd = &process{name: "containerd", path: "/usr/bin/containerd", args: []string{"--config", filepath.Join(n.Dir, "containerd.toml")}}
+	if err := n.containerd.start(n.logFile("containerd.log")); err != nil {
+		return n, err
+	}
+	if err := n.waitContainerd(ctx); err != nil {
+		return n, err
+	}
+	if err := n.importImages(ctx); err != nil {
+		return n, err
+	}
+	n.logf("containerd up with images in %s", time.Since(start).Round(time.Millisecond))
+
+	kubeconfig, err := cp.nodeKubeconfig(ctx, n.Name, filepath.Join(n.Dir, "kubelet.kubeconfig"))
+	if err != nil {
+		return n, err
+	}
+	kubeletConfig, err := n.writeKubeletConfig()
+	if err != nil {
+		return n, err
+	}
+	n.kubelet = &process{name: "kubelet", path: filepath.Join(cp.assets, "kubelet"), args: []string{
+		"--config=" + kubeletConfig,
+		"--kubeconfig=" + kubeconfig,
+		"--root-dir=" + filepath.Join(n.Dir, "kubelet"),
+		"--hostname-override=" + n.Name,
+		"--node-labels=" + RealNodeLabel + "=true",
+		"--v=2",
+	}}
+	if err := n.kubelet.start(n.logFile("kubelet.log")); err != nil {
+		return n, err
+	}
+	if err := n.waitReady(ctx, cp.Client); err != nil {
+		return n, err
+	}
+	n.logf("node %s Ready %s after start", n.Name, time.Since(start).Round(time.Millisecond))
+	cp.realNodes = append(cp.realNodes, n)
+	return n, nil
+}
+
+// nodeKubeconfig writes a kubeconfig for the node's user (system:node:NAME in system:nodes), bound
+// to the system:node ClusterRole, as a node's credentials are in a cluster.
+func (cp *ControlPlane) nodeKubeconfig(ctx context.Context, name, path string) (string, error) {
+	user := "system:node:" + name
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "slipway-real-node-" + name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:node"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if err := cp.Client.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("binding the node's user: %w", err)
+	}
+	return cp.writeUserKubeconfig(path, envtest.User{Name: user, Groups: []string{"system:nodes"}})
+}
+
+// pickNetwork chooses a bridge and a /24 in 10.251.0.0/16 that no interface or route uses.
+func (n *RealNode) pickNetwork() error {
+	routes, err := exec.Command("ip", "-4", "route", "show", "table", "all").Output()
+	if err != nil {
+		return fmt.Errorf("listing routes: %w", err)
+	}
+	for i := 0; i < 256; i++ {
+		bridge := fmt.Sprintf("slwbr%d", i)
+		prefix := fmt.Sprintf("10.251.%d.", i)
+		if _, err := os.Stat("/sys/class/net/" + bridge); err == nil || strings.Contains(string(routes), prefix) {
+			continue
+		}
+		_, subnet, _ := net.ParseCIDR(prefix + "0/24")
+		n.Bridge, n.Subnet, n.Gateway = bridge, subnet, net.ParseIP(prefix+"1")
+		n.host.bridge = bridge
+		return nil
+	}
+	return errors.New("real node: no free /24 in 10.251.0.0/16")
+}
+
+func (n *RealNode) writeConfig() error {
+	for _, d := range []string{"cni/net.d", "cni/ipam", "containerd/root", "containerd/state", "containerd/opt", "runc", "kubelet", "pod-logs", "volume-plugins"} {
+		if err := os.MkdirAll(filepath.Join(n.Dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	cni := fmt.Sprintf(`{
+  "cniVersion": "1.0.0",
+  "name": "slipway-real-node",
+  "plugins": [{
+    "type": "bridge",
+    "bridge": %q,
+    "isGateway": true,
+    "ipMasq": false,
+    "hairpinMode": true,
+    "ipam": {
+      "type": "host-local",
+      "dataDir": %q,
+      "ranges": [[{"subnet": %q, "gateway": %q}]]
+    }
+  }]
+}
+`, n.Bridge, filepath.Join(n.Dir, "cni/ipam"), n.Subnet.String(), n.Gateway.String())
+	if err := os.WriteFile(filepath.Join(n.Dir, "cni/net.d/10-slipway.conflist"), []byte(cni), 0o644); err != nil {
+		return err
+	}
+	d := func(p string) string { return strconv.Quote(filepath.Join(n.Dir, p)) }
+	config := `version = 2
+root = ` + d("containerd/root") + `
+state = ` + d("containerd/state") + `
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp"]
+
+[grpc]
+  address = ` + strconv.Quote(n.socket) + `
+
+[ttrpc]
+  address = ` + strconv.Quote(n.socket+".ttrpc") + `
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = ` + d("containerd/opt") + `
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "` + PauseImage + `"
+  # runc cannot write oom_score_adj here (CAP_SYS_RESOURCE is not in the bounding set).
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = ` + d("runc") + `
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "` + cniBinDir + `"
+    conf_dir = ` + d("cni/net.d") + `
+    max_conf_num = 1
+`
+	return os.WriteFile(filepath.Join(n.Dir, "containerd.toml"), []byte(config), 0o644)
+}
+
+func (n *RealNode) writeKubeletConfig() (string, error) {
+	port, err := freeTCPPort()
+	if err != nil {
+		return "", err
+	}
+	config := `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+# This machine kind has cgroup v1 and no systemd.
+failCgroupV1: false
+cgroupDriver: cgroupfs
+containerRuntimeEndpoint: unix://` + n.socket + `
+address: 127.0.0.1
+port: ` + strconv.Itoa(port) + `
+readOnlyPort: 0
+healthzPort: 0
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+authorization:
+  mode: AlwaysAllow
+failSwapOn: false
+resolvConf: ""
+registerWithTaints:
+- {key: ` + RealNodeTaint + `, value: "true", effect: NoSchedule}
+podLogsDirectory: ` + filepath.Join(n.Dir, "pod-logs") + `
+volumePluginDir: ` + filepath.Join(n.Dir, "volume-plugins") + `
+# Images are imported, never pulled: never collect them, never evict for disk.
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: 1Mi
+  nodefs.available: 0%
+  nodefs.inodesFree: 0%
+  imagefs.available: 0%
+  imagefs.inodesFree: 0%
+syncFrequency: 10s
+fileCheckFrequency: 10s
+nodeStatusUpdateFrequency: 5s
+serializeImagePulls: false
+`
+	path := filepath.Join(n.Dir, "kubelet.yaml")
+	return path, os.WriteFile(path, []byte(config), 0o644)
+}
+
+func freeTCPPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// cri is a client of containerd's CRI service.
+func (n *RealNode) cri() (runtimeapi.RuntimeServiceClient, func(), error) {
+	conn, err := grpc.NewClient("unix://"+n.socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, nil, err
+	}
+	return runtimeapi.NewRuntimeServiceClient(conn), func() { _ = conn.Close() }, nil
+}
+
+func (n *RealNode) waitContainerd(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	rt, closeConn, err := n.cri()
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	for {
+		st, err := rt.Status(ctx, &runtimeapi.StatusRequest{})
+		if err == nil && st.Status != nil {
+			return nil
+		}
+		if exited, perr := n.containerd.exited(); exited {
+			return fmt.Errorf("containerd exited (see %s): %w", filepath.Join(n.logDir, "containerd.log"), perr)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for containerd's CRI service: %w", errors.Join(ctx.Err(), err))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// importImages builds the node's images and imports them into containerd's k8s.io namespace.
+func (n *RealNode) importImages(ctx context.Context) error {
+	images, err := realNodeImages()
+	if err != nil {
+		return err
+	}
+	for i, img := range images {
+		file := filepath.Join(n.Dir, fmt.Sprintf("image-%d.tar", i))
+		if err := img.WriteArchive(file); err != nil {
+			return fmt.Errorf("building %s: %w", img.Ref, err)
+		}
+		out, err := exec.CommandContext(ctx, "/usr/bin/ctr", "--address", n.socket, "-n", "k8s.io", "images", "import", file).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("importing %s: %w: %s", img.Ref, err, out)
+		}
+		_ = os.Remove(file)
+	}
+	return nil
+}
+
+func (n *RealNode) waitReady(ctx context.Context, c client.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		var node corev1.Node
+		if err := c.Get(ctx, client.ObjectKey{Name: n.Name}, &node); err == nil && countReady([]corev1.Node{node}) == 1 {
+			return nil
+		}
+		for _, p := range []*process{n.containerd, n.kubelet} {
+			if exited, err := p.exited(); exited {
+				return fmt.Errorf("%s exited while waiting for node %s (see %s): %w", p.name, n.Name, n.logDir, err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for real node %s to be Ready: %w (logs in %s)", n.Name, ctx.Err(), n.logDir)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Stop stops the kubelet, removes every pod sandbox through the CRI (containerd then stops the
+// containers, calls CNI DEL and removes the network namespaces), stops containerd, and then puts the
+// machine back as it was: leftover shims and container processes killed, mounts under Dir
+// unmounted, new network namespaces removed, the bridge deleted, the iptables rules and chains
+// added since the start removed, ip_forward and the kernel settings the kubelet changes restored,
+// the kubelet's cgroups removed. Safe to call twice.
+func (n *RealNode) Stop() error {
+	if n == nil || n.stopped {
+		return nil
+	}
+	n.stopped = true
+	var errs []error
+	if n.kubelet != nil {
+		errs = append(errs, n.kubelet.stop(10*time.Second))
+	}
+	if n.containerd != nil {
+		if exited, _ := n.containerd.exited(); !exited {
+			errs = append(errs, n.removeSandboxes())
+		}
+		errs = append(errs, n.containerd.stop(10*time.Second))
+	}
+	errs = append(errs, n.host.restore(n.Dir, n.socket))
+	for _, f := range n.files {
+		_ = f.Close()
+	}
+	n.files = nil
+	if n.Dir != "" {
+		errs = append(errs, os.RemoveAll(n.Dir))
+	}
+	return errors.Join(errs...)
+}
+
+// removeSandboxes stops and removes every pod sandbox (and so its containers) through the CRI.
+func (n *RealNode) removeSandboxes() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rt, closeConn, err := n.cri()
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	list, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return fmt.Errorf("listing pod sandboxes: %w", err)
+	}
+	var errs []error
+	for _, s := range list.Items {
+		if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.Id}); err != nil {
+			errs = append(errs, fmt.Errorf("stopping pod sandbox %s: %w", s.Metadata.GetName(), err))
+		}
+		if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.Id}); err != nil {
+			errs = append(errs, fmt.Errorf("removing pod sandbox %s: %w", s.Metadata.GetName(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RSS is the resident memory of containerd and the kubelet, in bytes.
+func (n *RealNode) RSS() (int64, error) {
+	var pids []int
+	for _, p := range []*process{n.containerd, n.kubelet} {
+		if p != nil {
+			pids = append(pids, p.pid())
+		}
+	}
+	return rssOf(pids)
+}
+
+func (n *RealNode) logFile(name string) *os.File {
+	f, err := os.OpenFile(filepath.Join(n.logDir, name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		f, _ = os.Open(os.DevNull)
+	}
+	n.files = append(n.files, f)
+	return f
+}
+
+// logf notes a step in realnode.log.
+func (n *RealNode) logf(format string, args ...any) {
+	f := n.logFile("realnode.log")
+	_, _ = fmt.Fprintf(f, time.Now().UTC().Format(time.RFC3339Nano)+" "+format+"\n", args...)
+}
+
+// RealNodes are the control plane's running real nodes.
+func (cp *ControlPlane) RealNodes() []*RealNode { return cp.realNodes }
