@@ -4,10 +4,12 @@ import (
 	"archive/tar"
 	"bytes"
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"time"
 )
@@ -47,6 +49,12 @@ func busyboxImage(ref string, entrypoint []string, extra map[string]string) (*OC
 	bb, err := os.ReadFile(busyboxPath)
 	if err != nil {
 		return nil, fmt.Errorf("busybox-static is needed for the real node's images (hack/deps.sh): %w", err)
+	}
+	// Debian's busybox package is linked dynamically: in an image without a libc it cannot start.
+	if f, err := elf.NewFile(bytes.NewReader(bb)); err != nil {
+		return nil, fmt.Errorf("%s: %w", busyboxPath, err)
+	} else if slices.ContainsFunc(f.Progs, func(p *elf.Prog) bool { return p.Type == elf.PT_INTERP }) {
+		return nil, fmt.Errorf("%s is linked dynamically: install busybox-static (hack/deps.sh)", busyboxPath)
 	}
 	files := map[string]imageFile{
 		"bin":         {dir: true, mode: 0o755},

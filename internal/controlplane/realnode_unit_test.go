@@ -1,0 +1,89 @@
+package controlplane
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func TestShellFields_IptablesRuleWithQuotedComment(t *testing.T) {
+	got := shellFields(`-A KUBE-FIREWALL ! -s 127.0.0.0/8 -d 127.0.0.0/8 -m comment --comment "block incoming localnet connections" -j DROP`)
+	want := []string{"-A", "KUBE-FIREWALL", "!", "-s", "127.0.0.0/8", "-d", "127.0.0.0/8", "-m", "comment", "--comment",
+		"block incoming localnet connections", "-j", "DROP"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("shellFields = %q, want %q", got, want)
+	}
+	if got := shellFields(`-A X --comment "a \"b\" c"`); !slices.Equal(got, []string{"-A", "X", "--comment", `a "b" c`}) {
+		t.Fatalf("escaped quotes: %q", got)
+	}
+}
+
+// The images are OCI layout archives that name their reference, hold every blob their index
+// points to, and come out byte for byte the same each time.
+func TestOCIImage_ArchiveIsCompleteAndReproducible(t *testing.T) {
+	if _, err := os.Stat(busyboxPath); err != nil {
+		t.Skip("busybox-static not installed (hack/deps.sh)")
+	}
+	images, err := realNodeImages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for i, img := range images {
+		a, b := filepath.Join(dir, "a.tar"), filepath.Join(dir, "b.tar")
+		if err := img.WriteArchive(a); err != nil {
+			t.Fatal(err)
+		}
+		if err := img.WriteArchive(b); err != nil {
+			t.Fatal(err)
+		}
+		da, _ := os.ReadFile(a)
+		db, _ := os.ReadFile(b)
+		if !bytes.Equal(da, db) {
+			t.Fatalf("image %d: two archives differ", i)
+		}
+		files := map[string][]byte{}
+		tr := tar.NewReader(bytes.NewReader(da))
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := io.ReadAll(tr)
+			files[h.Name] = data
+		}
+		var index struct {
+			Manifests []struct {
+				Digest      string
+				Annotations map[string]string
+			}
+		}
+		if err := json.Unmarshal(files["index.json"], &index); err != nil {
+			t.Fatal(err)
+		}
+		if len(index.Manifests) != 1 || index.Manifests[0].Annotations["io.containerd.image.name"] != img.Ref {
+			t.Fatalf("index %s: want one manifest named %s", files["index.json"], img.Ref)
+		}
+		var manifest struct {
+			Config struct{ Digest string }
+			Layers []struct{ Digest string }
+		}
+		if err := json.Unmarshal(files["blobs/sha256/"+index.Manifests[0].Digest[len("sha256:"):]], &manifest); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range append([]string{manifest.Config.Digest}, manifest.Layers[0].Digest) {
+			blob, ok := files["blobs/sha256/"+d[len("sha256:"):]]
+			if !ok || digest(blob) != d {
+				t.Fatalf("blob %s missing or wrong", d)
+			}
+		}
+	}
+}
