@@ -91,6 +91,9 @@ func (cp *ControlPlane) StartRealNode(ctx context.Context, opts RealNodeOptions)
 	if os.Geteuid() != 0 {
 		return nil, errors.New("real node: needs root (containers, network namespaces, a bridge)")
 	}
+	if _, err := SweepRealNodes(); err != nil {
+		return nil, fmt.Errorf("real node: cleaning up after a real node that was not stopped: %w", err)
+	}
 	for _, c := range []string{"memory", "pids", "cpu"} {
 		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c, "kubepods")); err == nil {
 			return nil, errors.New("real node: /sys/fs/cgroup/" + c + "/kubepods exists: another kubelet runs on this machine " +
@@ -114,6 +117,9 @@ func (cp *ControlPlane) StartRealNode(ctx context.Context, opts RealNodeOptions)
 		}
 	}()
 	if err := n.pickNetwork(); err != nil {
+		return n, err
+	}
+	if err := n.host.save(n.Dir); err != nil {
 		return n, err
 	}
 	if err := n.writeConfig(); err != nil {
@@ -189,7 +195,7 @@ func (n *RealNode) pickNetwork() error {
 		}
 		_, subnet, _ := net.ParseCIDR(prefix + "0/24")
 		n.Bridge, n.Subnet, n.Gateway = bridge, subnet, net.ParseIP(prefix+"1")
-		n.host.bridge = bridge
+		n.host.Bridge = bridge
 		return nil
 	}
 	return errors.New("real node: no free /24 in 10.251.0.0/16")

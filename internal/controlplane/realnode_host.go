@@ -3,6 +3,7 @@ package controlplane
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -21,16 +22,16 @@ type hostState struct {
 	// sysctls: ip_forward (the bridge plugin turns it on) and the ones the kubelet sets at its
 	// start (vm.overcommit_memory, vm.panic_on_oom, kernel.panic, kernel.panic_on_oops,
 	// kernel.keys.root_max*).
-	sysctls map[string]string
-	// iptables holds `iptables -t TABLE -S` (and ip6tables) lines per "iptables/TABLE".
-	iptables map[string][]string
-	// netns are the network namespaces in /run/netns before the start.
-	netns []string
-	// created are the directories outside Dir that did not exist before the start (the kubelet
+	Sysctls map[string]string `json:"sysctls"`
+	// Iptables holds `iptables -t TABLE -S` (and ip6tables) lines per "iptables/TABLE".
+	Iptables map[string][]string `json:"iptables"`
+	// Netns are the network namespaces in /run/netns before the start.
+	Netns []string `json:"netns"`
+	// Created are the directories outside Dir that did not exist before the start (the kubelet
 	// and containerd make some whatever their configuration says).
-	created []string
-	// bridge is the pods' bridge.
-	bridge string
+	Created []string `json:"created"`
+	// Bridge is the pods' bridge.
+	Bridge string `json:"bridge"`
 }
 
 var (
@@ -45,13 +46,13 @@ var (
 )
 
 func recordHost() (hostState, error) {
-	h := hostState{sysctls: map[string]string{}, iptables: map[string][]string{}}
+	h := hostState{Sysctls: map[string]string{}, Iptables: map[string][]string{}}
 	for _, s := range hostSysctls {
 		v, err := os.ReadFile("/proc/sys/" + s)
 		if err != nil {
 			return h, err
 		}
-		h.sysctls[s] = strings.TrimSpace(string(v))
+		h.Sysctls[s] = strings.TrimSpace(string(v))
 	}
 	for _, cmd := range []string{"iptables", "ip6tables"} {
 		for _, t := range iptablesTables {
@@ -59,13 +60,13 @@ func recordHost() (hostState, error) {
 			if err != nil {
 				return h, err
 			}
-			h.iptables[cmd+"/"+t] = lines
+			h.Iptables[cmd+"/"+t] = lines
 		}
 	}
-	h.netns = listDir("/run/netns")
+	h.Netns = listDir("/run/netns")
 	for _, d := range hostDirs {
 		if _, err := os.Lstat(d); errors.Is(err, os.ErrNotExist) {
-			h.created = append(h.created, d)
+			h.Created = append(h.Created, d)
 		}
 	}
 	return h, nil
@@ -90,7 +91,7 @@ func listDir(dir string) []string {
 
 // restore puts the machine back as recordHost saw it, after containerd and the kubelet stopped.
 func (h hostState) restore(dir, socket string) error {
-	if h.sysctls == nil {
+	if h.Sysctls == nil {
 		return nil // never recorded: nothing was started
 	}
 	var errs []error
@@ -103,26 +104,26 @@ func (h hostState) restore(dir, socket string) error {
 		prefixes = append(prefixes, dir+"/")
 	}
 	for _, ns := range listDir("/run/netns") {
-		if !slices.Contains(h.netns, ns) {
+		if !slices.Contains(h.Netns, ns) {
 			prefixes = append(prefixes, filepath.Join("/run/netns", ns))
 		}
 	}
 	errs = append(errs, unmountUnder(prefixes))
 	for _, ns := range listDir("/run/netns") {
-		if !slices.Contains(h.netns, ns) {
+		if !slices.Contains(h.Netns, ns) {
 			errs = append(errs, os.Remove(filepath.Join("/run/netns", ns)))
 		}
 	}
-	if h.bridge != "" {
-		if _, err := os.Stat("/sys/class/net/" + h.bridge); err == nil {
-			if out, err := exec.Command("ip", "link", "del", h.bridge).CombinedOutput(); err != nil {
-				errs = append(errs, fmt.Errorf("deleting bridge %s: %w: %s", h.bridge, err, out))
+	if h.Bridge != "" {
+		if _, err := os.Stat("/sys/class/net/" + h.Bridge); err == nil {
+			if out, err := exec.Command("ip", "link", "del", h.Bridge).CombinedOutput(); err != nil {
+				errs = append(errs, fmt.Errorf("deleting bridge %s: %w: %s", h.Bridge, err, out))
 			}
 		}
 	}
 	errs = append(errs, h.restoreIptables())
 	for _, s := range hostSysctls {
-		if v, ok := h.sysctls[s]; ok {
+		if v, ok := h.Sysctls[s]; ok {
 			if cur, err := os.ReadFile("/proc/sys/" + s); err == nil && strings.TrimSpace(string(cur)) == v {
 				continue
 			}
@@ -131,7 +132,7 @@ func (h hostState) restore(dir, socket string) error {
 	}
 	errs = append(errs, removeCgroups("kubepods"))
 	// What containerd, CNI and the kubelet created outside dir, deepest first.
-	created := slices.Clone(h.created)
+	created := slices.Clone(h.Created)
 	sort.Sort(sort.Reverse(sort.StringSlice(created)))
 	for _, d := range created {
 		errs = append(errs, os.RemoveAll(d))
@@ -304,7 +305,7 @@ func (h hostState) restoreIptables() error {
 	var errs []error
 	for _, cmd := range []string{"iptables", "ip6tables"} {
 		for _, t := range iptablesTables {
-			before := h.iptables[cmd+"/"+t]
+			before := h.Iptables[cmd+"/"+t]
 			now, err := iptablesRules(cmd, t)
 			if err != nil {
 				errs = append(errs, err)
@@ -366,4 +367,51 @@ func shellFields(s string) []string {
 		fields = append(fields, cur.String())
 	}
 	return fields
+}
+
+// hostStateFile, in a real node's Dir, keeps the machine's state from before the node, so that a
+// node whose process died without Stop (a crashed or killed test) can be cleaned up later.
+const hostStateFile = "host.json"
+
+func (h hostState) save(dir string) error {
+	data, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, hostStateFile), data, 0o600)
+}
+
+// SweepRealNodes cleans up after real nodes whose process died without stopping them (their
+// containerd and kubelet died with it, through the parent-death signal, but the shims, the
+// containers, the network namespaces, the bridge, the iptables rules, the kernel settings and the
+// mounts stayed): every slipway-node-* directory under the temporary directory that no running
+// containerd or kubelet uses is put back as its host.json says and removed. StartRealNode calls it
+// first. It returns the directories it cleaned.
+func SweepRealNodes() ([]string, error) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "slipway-node-*"))
+	var swept []string
+	var errs []error
+	for _, dir := range dirs {
+		if len(processesMatching(func(argv []string) bool {
+			base := filepath.Base(argv[0])
+			return (base == "containerd" || base == "kubelet") && strings.Contains(strings.Join(argv, " "), dir)
+		})) > 0 {
+			continue // a live node
+		}
+		var h hostState
+		if data, err := os.ReadFile(filepath.Join(dir, hostStateFile)); err == nil {
+			if err := json.Unmarshal(data, &h); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", dir, err))
+				continue
+			}
+		}
+		socket := filepath.Join(dir, "containerd.sock")
+		err := h.restore(dir, socket)
+		if h.Sysctls == nil { // died before recording: its processes and mounts only
+			err = errors.Join(killShims(socket), unmountUnder([]string{dir + "/"}))
+		}
+		errs = append(errs, err, os.RemoveAll(dir))
+		swept = append(swept, dir)
+	}
+	return swept, errors.Join(errs...)
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -119,12 +120,18 @@ func TestRealNode_PodServesHTTPOnThePodNetwork(t *testing.T) {
 	}
 	t.Logf("stopped in %s", time.Since(stopStart).Round(time.Millisecond))
 
-	// Nothing left behind.
+	checkNothingLeft(t, before, dir, socket, bridge)
+}
+
+// checkNothingLeft checks that the machine is as before showed it, with nothing left of the real
+// node that had dir, socket and bridge.
+func checkNothingLeft(t *testing.T, before hostState, dir, socket, bridge string) {
+	t.Helper()
 	if _, err := os.Stat("/sys/class/net/" + bridge); err == nil {
 		t.Errorf("bridge %s left", bridge)
 	}
-	if ns := listDir("/run/netns"); !slices.Equal(ns, before.netns) {
-		t.Errorf("network namespaces %v, before %v", ns, before.netns)
+	if ns := listDir("/run/netns"); !slices.Equal(ns, before.Netns) {
+		t.Errorf("network namespaces %v, before %v", ns, before.Netns)
 	}
 	if pids := processesMatching(func(argv []string) bool {
 		return strings.Contains(strings.Join(argv, " "), dir) || slices.Contains(argv, socket)
@@ -144,17 +151,102 @@ func TestRealNode_PodServesHTTPOnThePodNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range before.sysctls {
-		if after.sysctls[k] != v {
-			t.Errorf("sysctl %s = %s, was %s", k, after.sysctls[k], v)
+	for k, v := range before.Sysctls {
+		if after.Sysctls[k] != v {
+			t.Errorf("sysctl %s = %s, was %s", k, after.Sysctls[k], v)
 		}
 	}
-	for k, v := range before.iptables {
-		if !slices.Equal(after.iptables[k], v) {
-			t.Errorf("%s rules %q, were %q", k, after.iptables[k], v)
+	for k, v := range before.Iptables {
+		if !slices.Equal(after.Iptables[k], v) {
+			t.Errorf("%s rules %q, were %q", k, after.Iptables[k], v)
 		}
 	}
-	if !slices.Equal(after.created, before.created) {
-		t.Errorf("directories made and left: before %v missing, now %v missing", before.created, after.created)
+	if !slices.Equal(after.Created, before.Created) {
+		t.Errorf("directories made and left: before %v missing, now %v missing", before.Created, after.Created)
 	}
+}
+
+const realNodeCrashEnv = "SLIPWAY_REALNODE_CRASH"
+
+// TestRealNode_KilledWithoutStopIsSweptUp needs real containers: a test process that dies with a
+// real node running a pod (a panic, a timeout, a SIGKILL) leaves the shim, the container, the
+// network namespace, the bridge and the kubelet's settings behind (containerd and the kubelet
+// die with it); SweepRealNodes, which the next StartRealNode calls, removes them all.
+func TestRealNode_KilledWithoutStopIsSweptUp(t *testing.T) {
+	if os.Getenv(realNodeCrashEnv) != "" {
+		crashWithARealNode()
+		return
+	}
+	before, err := recordHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRealNode_KilledWithoutStopIsSweptUp$", "-test.v")
+	cmd.Env = append(os.Environ(), realNodeCrashEnv+"="+t.TempDir())
+	out, _ := cmd.CombinedOutput()
+	var dir, socket, bridge string
+	for _, line := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(line, "realnode "); ok {
+			f := strings.Fields(rest)
+			if len(f) == 3 {
+				dir, socket, bridge = f[0], f[1], f[2]
+			}
+		}
+	}
+	if dir == "" || cmd.ProcessState.ExitCode() != 3 {
+		t.Fatalf("the crashing process (exit %d) did not run a real node:\n%s", cmd.ProcessState.ExitCode(), out)
+	}
+	// The shim and its containers outlive the process; so does the bridge.
+	if _, err := os.Stat("/sys/class/net/" + bridge); err != nil {
+		t.Fatalf("no bridge %s after the crash: nothing to sweep up? %v", bridge, err)
+	}
+	if len(processesMatching(func(argv []string) bool { return slices.Contains(argv, socket) })) == 0 {
+		t.Fatalf("no shim left after the crash: nothing to sweep up?")
+	}
+	swept, err := SweepRealNodes()
+	if err != nil {
+		t.Fatalf("SweepRealNodes: %v", err)
+	}
+	if !slices.Contains(swept, dir) {
+		t.Fatalf("swept %v, want %s", swept, dir)
+	}
+	checkNothingLeft(t, before, dir, socket, bridge)
+}
+
+// crashWithARealNode starts a full control plane with a real node running a pod, prints the node's
+// directory, socket and bridge, and exits without stopping anything.
+func crashWithARealNode() {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	fail := func(err error) {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cp, err := Start(ctx, Options{Mode: Full, LogDir: os.Getenv(realNodeCrashEnv), RealNode: &RealNodeOptions{}})
+	if err != nil {
+		fail(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: metav1.NamespaceDefault},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{RealNodeLabel: "true"},
+			Tolerations:  RealNodeTolerations(),
+			Containers:   []corev1.Container{{Name: "web", Image: HTTPTestImage, ImagePullPolicy: corev1.PullNever}},
+		},
+	}
+	if err := cp.Client.Create(ctx, pod); err != nil {
+		fail(err)
+	}
+	for pod.Status.Phase != corev1.PodRunning {
+		if ctx.Err() != nil {
+			fail(fmt.Errorf("pod not running: %v", pod.Status))
+		}
+		time.Sleep(200 * time.Millisecond)
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			fail(err)
+		}
+	}
+	n := cp.RealNodes()[0]
+	fmt.Printf("realnode %s %s %s\n", n.Dir, n.socket, n.Bridge)
+	os.Exit(3)
 }
