@@ -287,6 +287,8 @@ authentication:
 authorization:
   mode: AlwaysAllow
 failSwapOn: false
+# No KUBE-FIREWALL chain (it drops traffic to 127.0.0.0/8 from other addresses): nothing needs it.
+makeIPTablesUtilChains: false
 resolvConf: ""
 registerWithTaints:
 - {key: ` + RealNodeTaint + `, value: "true", effect: NoSchedule}
