@@ -250,6 +250,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   disable_apparmor = true
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
+  # Pod network namespaces under state (StateDir/netns), not in the machine's /run/netns.
+  netns_mounts_under_state_dir = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
