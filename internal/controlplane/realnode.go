@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +23,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/slipway-dev/slipway/internal/ociimage"
 )
 
 // A real node: containerd (Debian's, with runc) and a kubelet built from k8s.io/kubernetes
@@ -356,6 +360,60 @@ func (n *RealNode) waitContainerd(ctx context.Context) error {
 	}
 }
 
+// ImportImages imports images (one per platform, as internal/ociimage builds them) into the node's
+// containerd as ref, where pods with imagePullPolicy Never or IfNotPresent find them.
+func (n *RealNode) ImportImages(ctx context.Context, ref string, images []v1.Image) error {
+	layout, err := os.MkdirTemp(n.Dir, "layout-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(layout) }()
+	if _, err := ociimage.WriteLayout(layout, ref, images); err != nil {
+		return fmt.Errorf("writing %s as an OCI layout: %w", ref, err)
+	}
+	// ctr names an imported image after io.containerd.image.name; the layout names it in
+	// org.opencontainers.image.ref.name only.
+	index, err := os.ReadFile(filepath.Join(layout, "index.json"))
+	if err != nil {
+		return err
+	}
+	var idx map[string]any
+	if err := json.Unmarshal(index, &idx); err != nil {
+		return err
+	}
+	manifests, _ := idx["manifests"].([]any)
+	for _, m := range manifests {
+		if desc, ok := m.(map[string]any); ok {
+			ann, _ := desc["annotations"].(map[string]any)
+			if ann == nil {
+				ann = map[string]any{}
+			}
+			ann["io.containerd.image.name"] = ref
+			desc["annotations"] = ann
+		}
+	}
+	if index, err = json.Marshal(idx); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(layout, "index.json"), index, 0o644); err != nil {
+		return err
+	}
+	archive := layout + ".tar"
+	defer func() { _ = os.Remove(archive) }()
+	if out, err := exec.CommandContext(ctx, "tar", "-C", layout, "-cf", archive, ".").CombinedOutput(); err != nil {
+		return fmt.Errorf("archiving the layout of %s: %w: %s", ref, err, out)
+	}
+	return n.importArchive(ctx, ref, archive)
+}
+
+func (n *RealNode) importArchive(ctx context.Context, ref, archive string) error {
+	out, err := exec.CommandContext(ctx, "/usr/bin/ctr", "--address", n.socket, "-n", "k8s.io", "images", "import", archive).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("importing %s: %w: %s", ref, err, out)
+	}
+	return nil
+}
+
 // importImages builds the node's images and imports them into containerd's k8s.io namespace.
 func (n *RealNode) importImages(ctx context.Context) error {
 	images, err := realNodeImages()
@@ -367,9 +425,8 @@ func (n *RealNode) importImages(ctx context.Context) error {
 		if err := img.WriteArchive(file); err != nil {
 			return fmt.Errorf("building %s: %w", img.Ref, err)
 		}
-		out, err := exec.CommandContext(ctx, "/usr/bin/ctr", "--address", n.socket, "-n", "k8s.io", "images", "import", file).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("importing %s: %w: %s", img.Ref, err, out)
+		if err := n.importArchive(ctx, img.Ref, file); err != nil {
+			return err
 		}
 		_ = os.Remove(file)
 	}

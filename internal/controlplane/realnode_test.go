@@ -10,15 +10,20 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/slipway-dev/slipway/internal/ociimage"
 )
 
 // TestRealNode_PodServesHTTPOnThePodNetwork needs real containers: it starts a full control plane
@@ -249,4 +254,101 @@ func crashWithARealNode() {
 	n := cp.RealNodes()[0]
 	fmt.Printf("realnode %s %s %s\n", n.Dir, n.socket, n.Bridge)
 	os.Exit(3)
+}
+
+// TestRealNode_RunsAnImageOfTheProjectsBuilder needs real containers: an image built by
+// internal/ociimage (the builder of the operator's and the manager's images: static binary,
+// nonroot user, no shell) runs on the real node under the restricted Pod Security profile's
+// settings (non-root, read-only root file system, no privilege escalation, no capabilities) and
+// answers on the pod network as that user.
+func TestRealNode_RunsAnImageOfTheProjectsBuilder(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin := filepath.Join(t.TempDir(), "httpserver")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./testdata/httpserver")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the test server: %v\n%s", err, out)
+	}
+	img, err := ociimage.Build(ociimage.Spec{Binary: bin, Path: "/httpserver",
+		Platform: v1.Platform{OS: "linux", Architecture: "amd64"}, Created: time.Unix(0, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := recordHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := Start(ctx, Options{Mode: Full, LogDir: testLogDir(t), RealNode: &RealNodeOptions{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = cp.Stop()
+		}
+	}()
+	node := cp.RealNodes()[0]
+	const ref = "slipway.local/test/httpserver:1"
+	importStart := time.Now()
+	if err := node.ImportImages(ctx, ref, []v1.Image{img}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("image imported in %s", time.Since(importStart).Round(time.Millisecond))
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "restricted", Namespace: metav1.NamespaceDefault},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{RealNodeLabel: "true"},
+			Tolerations:  RealNodeTolerations(),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr.To(true),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name:            "server",
+				Image:           ref,
+				ImagePullPolicy: corev1.PullNever,
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					ReadOnlyRootFilesystem:   ptr.To(true),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8080)}},
+					PeriodSeconds: 1,
+				},
+			}},
+		},
+	}
+	if err := cp.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	poll(ctx, t, "the restricted pod Ready", func() (bool, string) {
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return false, err.Error()
+		}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return pod.Status.PodIP != "", "ready"
+			}
+		}
+		return false, fmt.Sprintf("phase %s, containers %v", pod.Status.Phase, pod.Status.ContainerStatuses)
+	})
+	hc := &http.Client{Timeout: 5 * time.Second}
+	resp, err := hc.Get("http://" + net.JoinHostPort(pod.Status.PodIP, "8080") + "/")
+	if err != nil {
+		t.Fatalf("GET from the pod: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if want := fmt.Sprintf("uid=%d readonly=true host=restricted\n", ociimage.UID); string(body) != want {
+		t.Fatalf("the pod answered %q, want %q", body, want)
+	}
+	dir, socket, bridge := node.Dir, node.socket, node.Bridge
+	stopped = true
+	if err := cp.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	checkNothingLeft(t, before, dir, socket, bridge)
 }
