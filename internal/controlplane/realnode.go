@@ -74,7 +74,7 @@ type RealNode struct {
 	socket     string
 	containerd *process
 	kubelet    *process
-	host       hostState
+	record     nodeRecord
 	files      []*os.File
 	stopped    bool
 }
@@ -95,24 +95,9 @@ func (cp *ControlPlane) StartRealNode(ctx context.Context, opts RealNodeOptions)
 	if os.Geteuid() != 0 {
 		return nil, errors.New("real node: needs root (containers, network namespaces, a bridge)")
 	}
-	if _, err := SweepRealNodes(); err != nil {
-		return nil, fmt.Errorf("real node: cleaning up after a real node that was not stopped: %w", err)
-	}
-	for _, c := range []string{"memory", "pids", "cpu"} {
-		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c, "kubepods")); err == nil {
-			return nil, errors.New("real node: /sys/fs/cgroup/" + c + "/kubepods exists: another kubelet runs on this machine " +
-				"(one real node at a time)")
-		}
-	}
 	n = &RealNode{Name: opts.Name, logDir: cp.LogDir}
-	// A short directory: containerd's socket path must fit a sockaddr_un (108 bytes).
-	if n.Dir, err = os.MkdirTemp("", "slipway-node-"); err != nil {
-		return nil, err
-	}
-	n.socket = filepath.Join(n.Dir, "containerd.sock")
-	if n.host, err = recordHost(); err != nil {
-		_ = os.RemoveAll(n.Dir)
-		return nil, err
+	if err := n.register(); err != nil {
+		return nil, errors.Join(err, n.Stop())
 	}
 	defer func() {
 		if err != nil {
@@ -120,12 +105,6 @@ func (cp *ControlPlane) StartRealNode(ctx context.Context, opts RealNodeOptions)
 			n = nil
 		}
 	}()
-	if err := n.pickNetwork(); err != nil {
-		return n, err
-	}
-	if err := n.host.save(n.Dir); err != nil {
-		return n, err
-	}
 	if err := n.writeConfig(); err != nil {
 		return n, err
 	}
@@ -170,6 +149,45 @@ func (cp *ControlPlane) StartRealNode(ctx context.Context, opts RealNodeOptions)
 	return n, nil
 }
 
+// register, under the machine lock: sweeps up after dead nodes, records the machine's state when
+// no other node runs, makes the node's directory, picks its network, makes its cgroups and records
+// the node for Stop and for a later sweep.
+func (n *RealNode) register() (err error) {
+	unlock, err := lockMachine()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, err := sweepLocked(); err != nil {
+		return fmt.Errorf("real node: cleaning up after a real node that was not stopped: %w", err)
+	}
+	if len(loadRecords()) == 0 {
+		if _, err := os.Stat(filepath.Join(cgroupRoot, "memory", "kubepods")); err == nil {
+			return errors.New("real node: /sys/fs/cgroup/memory/kubepods exists: a kubelet of something else runs on this machine")
+		}
+		h, err := recordHost()
+		if err != nil {
+			return err
+		}
+		if err := writeJSON(filepath.Join(machineDir, "host.json"), h); err != nil {
+			return err
+		}
+	}
+	// A short directory: containerd's socket path must fit a sockaddr_un (108 bytes).
+	if n.Dir, err = os.MkdirTemp("", "slipway-node-"); err != nil {
+		return err
+	}
+	n.socket = filepath.Join(n.Dir, "containerd.sock")
+	n.record = nodeRecord{Dir: n.Dir, Socket: n.socket, Cgroup: filepath.Base(n.Dir), Owner: os.Getpid(), OwnerStart: processStart(os.Getpid())}
+	if err := n.pickNetwork(); err != nil {
+		return err
+	}
+	if err := cgroupCreate(n.record.Cgroup); err != nil {
+		return err
+	}
+	return writeJSON(n.record.file(), n.record)
+}
+
 // nodeKubeconfig writes a kubeconfig for the node's user (system:node:NAME in system:nodes), bound
 // to the system:node ClusterRole, as a node's credentials are in a cluster.
 func (cp *ControlPlane) nodeKubeconfig(ctx context.Context, name, path string) (string, error) {
@@ -191,15 +209,20 @@ func (n *RealNode) pickNetwork() error {
 	if err != nil {
 		return fmt.Errorf("listing routes: %w", err)
 	}
+	// The bridge plugin makes the bridge at the first pod: other nodes' records name theirs.
+	taken := map[string]bool{}
+	for _, r := range loadRecords() {
+		taken[r.Bridge] = true
+	}
 	for i := 0; i < 256; i++ {
 		bridge := fmt.Sprintf("slwbr%d", i)
 		prefix := fmt.Sprintf("10.251.%d.", i)
-		if _, err := os.Stat("/sys/class/net/" + bridge); err == nil || strings.Contains(string(routes), prefix) {
+		if _, err := os.Stat("/sys/class/net/" + bridge); err == nil || taken[bridge] || strings.Contains(string(routes), prefix) {
 			continue
 		}
 		_, subnet, _ := net.ParseCIDR(prefix + "0/24")
 		n.Bridge, n.Subnet, n.Gateway = bridge, subnet, net.ParseIP(prefix+"1")
-		n.host.Bridge = bridge
+		n.record.Bridge = bridge
 		return nil
 	}
 	return errors.New("real node: no free /24 in 10.251.0.0/16")
@@ -282,6 +305,9 @@ kind: KubeletConfiguration
 # This machine kind has cgroup v1 and no systemd.
 failCgroupV1: false
 cgroupDriver: cgroupfs
+# The node's own cgroup tree (made in every hierarchy by cgroupCreate): nodes side by side, and
+# what is left in it after a crash, are told apart.
+cgroupRoot: /` + n.record.Cgroup + `
 containerRuntimeEndpoint: unix://` + n.socket + `
 address: 127.0.0.1
 port: ` + strconv.Itoa(port) + `
@@ -455,11 +481,12 @@ func (n *RealNode) waitReady(ctx context.Context, c client.Client) error {
 }
 
 // Stop stops the kubelet, removes every pod sandbox through the CRI (containerd then stops the
-// containers, calls CNI DEL and removes the network namespaces), stops containerd, and then puts the
-// machine back as it was: leftover shims and container processes killed, mounts under Dir
-// unmounted, new network namespaces removed, the bridge deleted, the iptables rules and chains
-// added since the start removed, ip_forward and the kernel settings the kubelet changes restored,
-// the kubelet's cgroups removed. Safe to call twice.
+// containers, calls CNI DEL and removes the network namespaces), stops containerd, and cleans up:
+// leftover shims and container processes killed, mounts under Dir unmounted, the bridge deleted,
+// the node's cgroups and Dir removed. The last real node to stop also puts the machine back as it
+// was before the first started: the iptables rules and chains added since removed, ip_forward and
+// the kernel settings the kubelet changes restored, the directories made outside removed. Safe to
+// call twice.
 func (n *RealNode) Stop() error {
 	if n == nil || n.stopped {
 		return nil
@@ -475,13 +502,17 @@ func (n *RealNode) Stop() error {
 		}
 		errs = append(errs, n.containerd.stop(10*time.Second))
 	}
-	errs = append(errs, n.host.restore(n.Dir, n.socket))
 	for _, f := range n.files {
 		_ = f.Close()
 	}
 	n.files = nil
 	if n.Dir != "" {
-		errs = append(errs, os.RemoveAll(n.Dir))
+		unlock, err := lockMachine()
+		if err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		defer unlock()
+		errs = append(errs, cleanupNode(n.record), restoreIfLast())
 	}
 	return errors.Join(errs...)
 }

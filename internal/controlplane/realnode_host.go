@@ -16,8 +16,8 @@ import (
 	"time"
 )
 
-// hostState is what a real node changes on the machine, as it was before the node started, so
-// that Stop can put it back.
+// hostState is what real nodes change on the machine, as it was before the first of them started,
+// so that the last one to stop can put it back.
 type hostState struct {
 	// sysctls: ip_forward (the bridge plugin turns it on) and the ones the kubelet sets at its
 	// start (vm.overcommit_memory, vm.panic_on_oom, kernel.panic, kernel.panic_on_oops,
@@ -30,8 +30,6 @@ type hostState struct {
 	// Created are the directories outside Dir that did not exist before the start (the kubelet
 	// and containerd make some whatever their configuration says).
 	Created []string `json:"created"`
-	// Bridge is the pods' bridge.
-	Bridge string `json:"bridge"`
 }
 
 var (
@@ -89,37 +87,23 @@ func listDir(dir string) []string {
 	return names
 }
 
-// restore puts the machine back as recordHost saw it, after containerd and the kubelet stopped.
-func (h hostState) restore(dir, socket string) error {
+// restoreMachine puts back what recordHost saw, once no real node runs: the network namespaces
+// made since in /run/netns, the iptables rules and chains added since, the sysctls, and the
+// directories that did not exist.
+func (h hostState) restoreMachine() error {
 	if h.Sysctls == nil {
-		return nil // never recorded: nothing was started
+		return nil
 	}
 	var errs []error
-	// Shims outlive containerd; their containers outlive them.
-	errs = append(errs, killShims(socket))
-	errs = append(errs, killCgroup("kubepods"))
-	// Mounts: snapshots and sandbox files under dir, network namespaces, shim sockets.
-	var prefixes []string
-	if dir != "" {
-		prefixes = append(prefixes, dir+"/")
-	}
+	var netns []string
 	for _, ns := range listDir("/run/netns") {
 		if !slices.Contains(h.Netns, ns) {
-			prefixes = append(prefixes, filepath.Join("/run/netns", ns))
+			netns = append(netns, filepath.Join("/run/netns", ns))
 		}
 	}
-	errs = append(errs, unmountUnder(prefixes))
-	for _, ns := range listDir("/run/netns") {
-		if !slices.Contains(h.Netns, ns) {
-			errs = append(errs, os.Remove(filepath.Join("/run/netns", ns)))
-		}
-	}
-	if h.Bridge != "" {
-		if _, err := os.Stat("/sys/class/net/" + h.Bridge); err == nil {
-			if out, err := exec.Command("ip", "link", "del", h.Bridge).CombinedOutput(); err != nil {
-				errs = append(errs, fmt.Errorf("deleting bridge %s: %w: %s", h.Bridge, err, out))
-			}
-		}
+	errs = append(errs, unmountUnder(netns))
+	for _, ns := range netns {
+		errs = append(errs, os.Remove(ns))
 	}
 	errs = append(errs, h.restoreIptables())
 	for _, s := range hostSysctls {
@@ -130,8 +114,7 @@ func (h hostState) restore(dir, socket string) error {
 			errs = append(errs, os.WriteFile("/proc/sys/"+s, []byte(v), 0o644))
 		}
 	}
-	errs = append(errs, removeCgroups("kubepods"))
-	// What containerd, CNI and the kubelet created outside dir, deepest first.
+	// What containerd, CNI and the kubelet created outside the nodes' directories, deepest first.
 	created := slices.Clone(h.Created)
 	sort.Sort(sort.Reverse(sort.StringSlice(created)))
 	for _, d := range created {
@@ -369,49 +352,201 @@ func shellFields(s string) []string {
 	return fields
 }
 
-// hostStateFile, in a real node's Dir, keeps the machine's state from before the node, so that a
-// node whose process died without Stop (a crashed or killed test) can be cleaned up later.
-const hostStateFile = "host.json"
+// Real nodes may run side by side (one per test package, say). What is the machine's is shared:
+// the first node to start records it (machineDir/host.json), each node registers itself
+// (machineDir/node-*.json, with the process that owns it), and the last node to stop, or a sweep
+// once no owner lives, puts the machine back. Changes are made under an exclusive flock of /run
+// (a lock file would be something left behind).
+const machineDir = "/run/slipway-real-nodes"
 
-func (h hostState) save(dir string) error {
-	data, err := json.Marshal(h)
+// nodeRecord is what the machine needs to know of a real node to clean up after it.
+type nodeRecord struct {
+	Dir    string `json:"dir"`
+	Socket string `json:"socket"`
+	Bridge string `json:"bridge"`
+	// Cgroup is the kubelet's cgroupRoot, a directory in every hierarchy.
+	Cgroup string `json:"cgroup"`
+	// Owner is the PID of the process that started the node, OwnerStart its start time (so that
+	// a reused PID is not taken for it).
+	Owner      int    `json:"owner"`
+	OwnerStart string `json:"ownerStart"`
+}
+
+func (r nodeRecord) file() string {
+	return filepath.Join(machineDir, "node-"+filepath.Base(r.Dir)+".json")
+}
+
+// alive tells whether the process that started the node still runs.
+func (r nodeRecord) alive() bool {
+	return r.Owner > 0 && processStart(r.Owner) == r.OwnerStart
+}
+
+// processStart is a process's start time in clock ticks since boot ("" when it does not run).
+func processStart(pid int) string {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	_, rest, ok := strings.Cut(string(stat), ") ")
+	if fields := strings.Fields(rest); ok && len(fields) > 19 {
+		return fields[19] // field 22 of stat
+	}
+	return ""
+}
+
+func lockMachine() (unlock func(), err error) {
+	f, err := os.Open("/run")
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("locking /run: %w", err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = f.Close()
+	}, nil
+}
+
+func writeJSON(file string, v any) error {
+	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, hostStateFile), data, 0o600)
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(file, data, 0o600)
+}
+
+func loadRecords() []nodeRecord {
+	files, _ := filepath.Glob(filepath.Join(machineDir, "node-*.json"))
+	var records []nodeRecord
+	for _, f := range files {
+		var r nodeRecord
+		if data, err := os.ReadFile(f); err == nil && json.Unmarshal(data, &r) == nil && r.Dir != "" {
+			records = append(records, r)
+		}
+	}
+	return records
+}
+
+func aliveRecords() []nodeRecord {
+	var alive []nodeRecord
+	for _, r := range loadRecords() {
+		if r.alive() {
+			alive = append(alive, r)
+		}
+	}
+	return alive
+}
+
+// cleanupNode removes what one node leaves once its containerd and kubelet have ended: its shims
+// (they outlive containerd) and every process in its cgroups, the mounts under its directory
+// (snapshots, sandbox files, network namespaces), its bridge, its cgroups, its directory.
+func cleanupNode(r nodeRecord) error {
+	var errs []error
+	errs = append(errs, killShims(r.Socket))
+	if r.Cgroup != "" {
+		errs = append(errs, killCgroup(r.Cgroup))
+	}
+	errs = append(errs, unmountUnder([]string{r.Dir + "/"}))
+	if r.Bridge != "" {
+		if _, err := os.Stat("/sys/class/net/" + r.Bridge); err == nil {
+			if out, err := exec.Command("ip", "link", "del", r.Bridge).CombinedOutput(); err != nil {
+				errs = append(errs, fmt.Errorf("deleting bridge %s: %w: %s", r.Bridge, err, out))
+			}
+		}
+	}
+	if r.Cgroup != "" {
+		errs = append(errs, removeCgroups(r.Cgroup))
+	}
+	errs = append(errs, os.RemoveAll(r.Dir))
+	if err := os.Remove(r.file()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// restoreIfLast puts the machine back when no real node runs any more. Called with the lock held.
+func restoreIfLast() error {
+	if len(loadRecords()) > 0 {
+		return nil
+	}
+	var h hostState
+	data, err := os.ReadFile(filepath.Join(machineDir, "host.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err == nil {
+		err = json.Unmarshal(data, &h)
+	}
+	if err != nil {
+		return fmt.Errorf("the machine's state before the real nodes: %w", err)
+	}
+	return errors.Join(h.restoreMachine(), os.RemoveAll(machineDir))
 }
 
 // SweepRealNodes cleans up after real nodes whose process died without stopping them (their
 // containerd and kubelet died with it, through the parent-death signal, but the shims, the
-// containers, the network namespaces, the bridge, the iptables rules, the kernel settings and the
-// mounts stayed): every slipway-node-* directory under the temporary directory that no running
-// containerd or kubelet uses is put back as its host.json says and removed. StartRealNode calls it
-// first. It returns the directories it cleaned.
+// containers, the mounts, the bridge, the cgroups stayed), and puts the machine back (iptables,
+// kernel settings, directories) when no real node runs any more. StartRealNode calls it first. It
+// returns the node directories it removed.
 func SweepRealNodes() ([]string, error) {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "slipway-node-*"))
+	unlock, err := lockMachine()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return sweepLocked()
+}
+
+func sweepLocked() ([]string, error) {
 	var swept []string
 	var errs []error
-	for _, dir := range dirs {
-		if len(processesMatching(func(argv []string) bool {
-			base := filepath.Base(argv[0])
-			return (base == "containerd" || base == "kubelet") && strings.Contains(strings.Join(argv, " "), dir)
-		})) > 0 {
-			continue // a live node
+	recorded := map[string]bool{}
+	for _, r := range loadRecords() {
+		recorded[r.Dir] = true
+		if !r.alive() {
+			errs = append(errs, cleanupNode(r))
+			swept = append(swept, r.Dir)
 		}
-		var h hostState
-		if data, err := os.ReadFile(filepath.Join(dir, hostStateFile)); err == nil {
-			if err := json.Unmarshal(data, &h); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", dir, err))
-				continue
+	}
+	// A directory without a record: its process died while starting the node.
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "slipway-node-*"))
+	for _, dir := range dirs {
+		if !recorded[dir] {
+			errs = append(errs, cleanupNode(nodeRecord{Dir: dir, Socket: filepath.Join(dir, "containerd.sock")}))
+			swept = append(swept, dir)
+		}
+	}
+	errs = append(errs, restoreIfLast())
+	return swept, errors.Join(errs...)
+}
+
+// cgroupCreate makes the cgroup name (a kubelet's cgroupRoot) in every hierarchy, with the
+// parent's CPUs and memory nodes for cpuset (a new v1 cpuset has none).
+func cgroupCreate(name string) error {
+	roots := []string{cgroupRoot}
+	for _, h := range listDir(cgroupRoot) {
+		roots = append(roots, filepath.Join(cgroupRoot, h))
+	}
+	for _, root := range roots {
+		if _, err := os.Stat(filepath.Join(root, "cgroup.procs")); err != nil {
+			continue // not a hierarchy (v1's /sys/fs/cgroup is a tmpfs)
+		}
+		dir := filepath.Join(root, name)
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("creating cgroup %s: %w", dir, err)
+		}
+		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+			if v, err := os.ReadFile(filepath.Join(root, f)); err == nil {
+				if err := os.WriteFile(filepath.Join(dir, f), v, 0o644); err != nil {
+					return fmt.Errorf("%s: %w", filepath.Join(dir, f), err)
+				}
 			}
 		}
-		socket := filepath.Join(dir, "containerd.sock")
-		err := h.restore(dir, socket)
-		if h.Sysctls == nil { // died before recording: its processes and mounts only
-			err = errors.Join(killShims(socket), unmountUnder([]string{dir + "/"}))
-		}
-		errs = append(errs, err, os.RemoveAll(dir))
-		swept = append(swept, dir)
 	}
-	return swept, errors.Join(errs...)
+	return nil
 }

@@ -149,8 +149,11 @@ func checkNothingLeft(t *testing.T, before hostState, dir, socket, bridge string
 	if _, err := os.Stat(dir); err == nil {
 		t.Errorf("%s left", dir)
 	}
-	if dirs := cgroupDirs("kubepods"); len(dirs) > 0 {
+	if dirs := append(cgroupDirs("kubepods"), cgroupDirs(filepath.Base(dir))...); len(dirs) > 0 {
 		t.Errorf("cgroups left: %v", dirs)
+	}
+	if _, err := os.Stat(machineDir); err == nil {
+		t.Errorf("%s left", machineDir)
 	}
 	after, err := recordHost()
 	if err != nil {
@@ -346,6 +349,115 @@ func TestRealNode_RunsAnImageOfTheProjectsBuilder(t *testing.T) {
 		t.Fatalf("the pod answered %q, want %q", body, want)
 	}
 	dir, socket, bridge := node.Dir, node.socket, node.Bridge
+	stopped = true
+	if err := cp.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	checkNothingLeft(t, before, dir, socket, bridge)
+}
+
+// TestRealNode_TwoNodesSideBySide needs real containers: two real nodes run at once (as two test
+// packages' would), each with its own bridge, subnet and cgroups; a pod on each answers; stopping
+// one leaves the other serving and the machine's settings in place until the last one stops.
+func TestRealNode_TwoNodesSideBySide(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	before, err := recordHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := Start(ctx, Options{Mode: Full, LogDir: testLogDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = cp.Stop()
+		}
+	}()
+	a, err := cp.StartRealNode(ctx, RealNodeOptions{Name: "real-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cp.StartRealNode(ctx, RealNodeOptions{Name: "real-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Bridge == b.Bridge || a.Subnet.String() == b.Subnet.String() {
+		t.Fatalf("nodes share a network: %s %s, %s %s", a.Bridge, a.Subnet, b.Bridge, b.Subnet)
+	}
+	ips := map[string]string{}
+	for _, n := range []*RealNode{a, b} {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "web-" + n.Name, Namespace: metav1.NamespaceDefault},
+			Spec: corev1.PodSpec{
+				NodeSelector: map[string]string{RealNodeLabel: "true", "kubernetes.io/hostname": n.Name},
+				Tolerations:  RealNodeTolerations(),
+				Containers: []corev1.Container{{Name: "web", Image: HTTPTestImage, ImagePullPolicy: corev1.PullNever,
+					ReadinessProbe: &corev1.Probe{
+						ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8080)}},
+						PeriodSeconds: 1,
+					}}},
+			},
+		}
+		if err := cp.Client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		poll(ctx, t, "pod Ready on "+n.Name, func() (bool, string) {
+			if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+				return false, err.Error()
+			}
+			for _, c := range pod.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					return pod.Status.PodIP != "", "ready"
+				}
+			}
+			return false, fmt.Sprintf("phase %s on %q", pod.Status.Phase, pod.Spec.NodeName)
+		})
+		if !n.Subnet.Contains(net.ParseIP(pod.Status.PodIP)) || pod.Spec.NodeName != n.Name {
+			t.Fatalf("pod on %s at %s, want on %s in %s", pod.Spec.NodeName, pod.Status.PodIP, n.Name, n.Subnet)
+		}
+		ips[n.Name] = pod.Status.PodIP
+	}
+	get := func(ip string) error {
+		hc := &http.Client{Timeout: 5 * time.Second}
+		resp, err := hc.Get("http://" + net.JoinHostPort(ip, "8080") + "/")
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if string(body) != HTTPTestBody {
+			return fmt.Errorf("answered %q", body)
+		}
+		return nil
+	}
+	for name, ip := range ips {
+		if err := get(ip); err != nil {
+			t.Fatalf("pod on %s: %v", name, err)
+		}
+	}
+	aDir, aSocket, aBridge := a.Dir, a.socket, a.Bridge
+	if err := a.Stop(); err != nil {
+		t.Fatalf("stopping %s: %v", a.Name, err)
+	}
+	if _, err := os.Stat("/sys/class/net/" + aBridge); err == nil {
+		t.Errorf("bridge %s of the stopped node left", aBridge)
+	}
+	if _, err := os.Stat(aDir); err == nil {
+		t.Errorf("%s of the stopped node left", aDir)
+	}
+	if len(processesMatching(func(argv []string) bool { return slices.Contains(argv, aSocket) })) > 0 {
+		t.Errorf("shims of the stopped node left")
+	}
+	if err := get(ips[b.Name]); err != nil {
+		t.Fatalf("pod on %s after %s stopped: %v", b.Name, a.Name, err)
+	}
+	if _, err := os.Stat(machineDir); err != nil {
+		t.Errorf("the machine's record went with the first node: %v", err)
+	}
+	dir, socket, bridge := b.Dir, b.socket, b.Bridge
 	stopped = true
 	if err := cp.Stop(); err != nil {
 		t.Fatalf("Stop: %v", err)
