@@ -159,3 +159,24 @@ func WithPodDuration(job *batchv1.Job, d time.Duration) *batchv1.Job {
 	job.Spec.Template.Annotations[controlplane.DurationAnnotation] = d.String()
 	return job
 }
+
+// RealNode starts a real node (containerd, runc, bridge CNI and a kubelet:
+// internal/controlplane/realnode.go) on a full env and stops it in t.Cleanup. Only pods with
+// controlplane.RealNodeTolerations() (and the node selector controlplane.RealNodeLabel=true) land
+// on it; kwok's nodes keep the rest. Its images: controlplane.HTTPTestImage, and what
+// RealNode.ImportImages imports. Needs root and the packages hack/deps.sh installs.
+func RealNode(t testing.TB, env *Env, name string) *controlplane.RealNode {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n, err := env.StartRealNode(ctx, controlplane.RealNodeOptions{Name: name})
+	if err != nil {
+		t.Fatalf("starting real node %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := n.Stop(); err != nil {
+			t.Errorf("stopping real node %s: %v", name, err)
+		}
+	})
+	return n
+}
