@@ -108,6 +108,9 @@ func (cp *ControlPlane) StartRealNode(ctx context.Context, opts RealNodeOptions)
 	if err := n.writeConfig(); err != nil {
 		return n, err
 	}
+	if err := n.createBridge(); err != nil {
+		return n, err
+	}
 
 	start := time.Now()
 	n.containerd = &process{name: "containerd", path: "/usr/bin/containerd", args: []string{"--config", filepath.Join(n.Dir, "containerd.toml")}}
@@ -226,6 +229,23 @@ func (n *RealNode) pickNetwork() error {
 		return nil
 	}
 	return errors.New("real node: no free /24 in 10.251.0.0/16")
+}
+
+// createBridge makes the pods' bridge with the gateway address before any pod exists (the bridge
+// plugin takes it as it finds it), so that the machine is reachable from the pods at Gateway from
+// the start: a server of the machine can listen there before the first pod.
+func (n *RealNode) createBridge() error {
+	ones, _ := n.Subnet.Mask.Size()
+	for _, args := range [][]string{
+		{"link", "add", n.Bridge, "type", "bridge"},
+		{"addr", "add", fmt.Sprintf("%s/%d", n.Gateway, ones), "dev", n.Bridge},
+		{"link", "set", n.Bridge, "up"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	return nil
 }
 
 func (n *RealNode) writeConfig() error {

@@ -464,3 +464,64 @@ func TestRealNode_TwoNodesSideBySide(t *testing.T) {
 	}
 	checkNothingLeft(t, before, dir, socket, bridge)
 }
+
+// TestRealNode_PodReachesTheMachineAtItsGateway needs real containers: a server of the test
+// listening on the node's gateway address (the bridge's, there from the node's start) is reached by
+// a pod, as a component of the machine (an API server, a registry) would be.
+func TestRealNode_PodReachesTheMachineAtItsGateway(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cp, err := Start(ctx, Options{Mode: Full, LogDir: testLogDir(t), RealNode: &RealNodeOptions{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cp.Stop() }()
+	node := cp.RealNodes()[0]
+	l, err := net.Listen("tcp", net.JoinHostPort(node.Gateway.String(), "0"))
+	if err != nil {
+		t.Fatalf("listening on the gateway %s: %v", node.Gateway, err)
+	}
+	got := make(chan string, 1)
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case got <- r.RemoteAddr:
+		default:
+		}
+		_, _ = io.WriteString(w, "hello pod\n")
+	})}
+	go func() { _ = srv.Serve(l) }()
+	defer func() { _ = srv.Close() }()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "client", Namespace: metav1.NamespaceDefault},
+		Spec: corev1.PodSpec{
+			NodeSelector:  map[string]string{RealNodeLabel: "true"},
+			Tolerations:   RealNodeTolerations(),
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "client", Image: HTTPTestImage, ImagePullPolicy: corev1.PullNever,
+				Command: []string{"/bin/busybox", "wget", "-q", "-O", "-", "http://" + l.Addr().String() + "/"},
+			}},
+		},
+	}
+	if err := cp.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	poll(ctx, t, "the client pod Succeeded", func() (bool, string) {
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return false, err.Error()
+		}
+		if pod.Status.Phase == corev1.PodFailed {
+			t.Fatalf("the client pod failed: %v", pod.Status.ContainerStatuses)
+		}
+		return pod.Status.Phase == corev1.PodSucceeded, string(pod.Status.Phase)
+	})
+	select {
+	case from := <-got:
+		host, _, _ := net.SplitHostPort(from)
+		if host != pod.Status.PodIP {
+			t.Fatalf("request from %s, want the pod's %s", host, pod.Status.PodIP)
+		}
+	default:
+		t.Fatal("the pod succeeded but the server saw no request")
+	}
+}
