@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -139,6 +140,15 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		}
 	}()
 
+	// A real node's network comes first: its gateway is where kube-apiserver serves, so that pods
+	// reach it (and its serving certificate names that address).
+	var realNode *RealNode
+	if opts.Mode == Full && opts.RealNode != nil {
+		if realNode, err = cp.prepareRealNode(*opts.RealNode); err != nil {
+			return cp, fmt.Errorf("preparing the real node: %w", err)
+		}
+	}
+
 	// etcd and kube-apiserver through wrappers that give them a parent-death signal: envtest starts
 	// them with a SysProcAttr of its own.
 	if cp.binDir, err = os.MkdirTemp("", "slipway-controlplane-bin-"); err != nil {
@@ -177,6 +187,19 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	// On SIGTERM, end the open watches within seconds (clients reconnect, as they do when a
 	// cluster's apiserver restarts); without it the shutdown waits a minute for them.
 	apiserver.Configure().Set("shutdown-watch-termination-grace-period", "5s")
+	if realNode != nil {
+		// Served on the real node's gateway (a local address like 127.0.0.1 for this machine's
+		// clients), and with the ServiceAccount admission plugin that envtest disables: pods on
+		// the real node get their token and reach the API server in-cluster (with
+		// KUBERNETES_SERVICE_HOST/PORT set to the gateway: no kube-proxy makes the kubernetes
+		// Service's ClusterIP reachable).
+		port, err := freeTCPPortOn(realNode.Gateway)
+		if err != nil {
+			return cp, err
+		}
+		apiserver.SecureServing.Address, apiserver.SecureServing.Port = realNode.Gateway.String(), strconv.Itoa(port)
+		apiserver.Configure().Disable("disable-admission-plugins")
+	}
 	etcd := env.ControlPlane.Etcd
 	if etcd == nil {
 		etcd = &envtest.Etcd{}
@@ -212,8 +235,8 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		if err := cp.startFull(ctx, opts.Nodes); err != nil {
 			return cp, err
 		}
-		if opts.RealNode != nil {
-			if _, err := cp.StartRealNode(ctx, *opts.RealNode); err != nil {
+		if realNode != nil {
+			if err := realNode.start(ctx, cp); err != nil {
 				return cp, fmt.Errorf("starting the real node: %w", err)
 			}
 		}
@@ -364,11 +387,11 @@ func countReady(nodes []corev1.Node) int {
 // more than once and on a partly started control plane.
 func (cp *ControlPlane) Stop() error {
 	var errs []error
-	// Real nodes first: their kubelets talk to the apiserver until they stop.
+	// Real nodes' processes first (their kubelets talk to the apiserver until they stop); the rest
+	// of them (their bridges, whose gateway address the apiserver may serve on) last.
 	for i := len(cp.realNodes) - 1; i >= 0; i-- {
-		errs = append(errs, cp.realNodes[i].Stop())
+		errs = append(errs, cp.realNodes[i].stopProcesses())
 	}
-	cp.realNodes = nil
 	for i := len(cp.procs) - 1; i >= 0; i-- {
 		errs = append(errs, cp.procs[i].stop(10*time.Second))
 	}
@@ -381,6 +404,10 @@ func (cp *ControlPlane) Stop() error {
 		_ = f.Close()
 	}
 	cp.files = nil
+	for i := len(cp.realNodes) - 1; i >= 0; i-- {
+		errs = append(errs, cp.realNodes[i].cleanup())
+	}
+	cp.realNodes = nil
 	for _, dir := range []*string{&cp.certDir, &cp.binDir} {
 		if *dir != "" {
 			errs = append(errs, os.RemoveAll(*dir))

@@ -76,12 +76,27 @@ type RealNode struct {
 	kubelet    *process
 	record     nodeRecord
 	files      []*os.File
-	stopped    bool
+	// processesStopped and stopped: Stop's two halves are done.
+	processesStopped, stopped bool
 }
 
 // StartRealNode starts a real node and waits until its Node is Ready. Stop (or the control plane's
 // Stop) removes it.
-func (cp *ControlPlane) StartRealNode(ctx context.Context, opts RealNodeOptions) (n *RealNode, err error) {
+func (cp *ControlPlane) StartRealNode(ctx context.Context, opts RealNodeOptions) (*RealNode, error) {
+	n, err := cp.prepareRealNode(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.start(ctx, cp); err != nil {
+		return nil, errors.Join(err, n.Stop())
+	}
+	return n, nil
+}
+
+// prepareRealNode checks what a real node needs, registers it, and makes its directory, its
+// configuration and its bridge with the gateway address; start starts it. The control plane's
+// Stop stops it from then on.
+func (cp *ControlPlane) prepareRealNode(opts RealNodeOptions) (n *RealNode, err error) {
 	if opts.Name == "" {
 		opts.Name = "real-node"
 	}
@@ -96,42 +111,47 @@ func (cp *ControlPlane) StartRealNode(ctx context.Context, opts RealNodeOptions)
 		return nil, errors.New("real node: needs root (containers, network namespaces, a bridge)")
 	}
 	n = &RealNode{Name: opts.Name, logDir: cp.LogDir}
-	if err := n.register(); err != nil {
-		return nil, errors.Join(err, n.Stop())
-	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, n.Stop())
 			n = nil
 		}
 	}()
+	if err := n.register(); err != nil {
+		return n, err
+	}
 	if err := n.writeConfig(); err != nil {
 		return n, err
 	}
 	if err := n.createBridge(); err != nil {
 		return n, err
 	}
+	cp.realNodes = append(cp.realNodes, n)
+	return n, nil
+}
 
+// start starts containerd with the node's images and the kubelet, and waits until the Node is Ready.
+func (n *RealNode) start(ctx context.Context, cp *ControlPlane) error {
 	start := time.Now()
 	n.containerd = &process{name: "containerd", path: "/usr/bin/containerd", args: []string{"--config", filepath.Join(n.Dir, "containerd.toml")}}
 	if err := n.containerd.start(n.logFile("containerd.log")); err != nil {
-		return n, err
+		return err
 	}
 	if err := n.waitContainerd(ctx); err != nil {
-		return n, err
+		return err
 	}
 	if err := n.importImages(ctx); err != nil {
-		return n, err
+		return err
 	}
 	n.logf("containerd up with images in %s", time.Since(start).Round(time.Millisecond))
 
 	kubeconfig, err := cp.nodeKubeconfig(ctx, n.Name, filepath.Join(n.Dir, "kubelet.kubeconfig"))
 	if err != nil {
-		return n, err
+		return err
 	}
 	kubeletConfig, err := n.writeKubeletConfig()
 	if err != nil {
-		return n, err
+		return err
 	}
 	n.kubelet = &process{name: "kubelet", path: filepath.Join(cp.assets, "kubelet"), args: []string{
 		"--config=" + kubeletConfig,
@@ -142,14 +162,13 @@ func (cp *ControlPlane) StartRealNode(ctx context.Context, opts RealNodeOptions)
 		"--v=2",
 	}}
 	if err := n.kubelet.start(n.logFile("kubelet.log")); err != nil {
-		return n, err
+		return err
 	}
 	if err := n.waitReady(ctx, cp.Client); err != nil {
-		return n, err
+		return err
 	}
 	n.logf("node %s Ready %s after start", n.Name, time.Since(start).Round(time.Millisecond))
-	cp.realNodes = append(cp.realNodes, n)
-	return n, nil
+	return nil
 }
 
 // register, under the machine lock: sweeps up after dead nodes, records the machine's state when
@@ -364,8 +383,10 @@ serializeImagePulls: false
 	return path, os.WriteFile(path, []byte(config), 0o644)
 }
 
-func freeTCPPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func freeTCPPort() (int, error) { return freeTCPPortOn(net.IPv4(127, 0, 0, 1)) }
+
+func freeTCPPortOn(ip net.IP) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
 	if err != nil {
 		return 0, err
 	}
@@ -508,10 +529,17 @@ func (n *RealNode) waitReady(ctx context.Context, c client.Client) error {
 // the kernel settings the kubelet changes restored, the directories made outside removed. Safe to
 // call twice.
 func (n *RealNode) Stop() error {
-	if n == nil || n.stopped {
+	return errors.Join(n.stopProcesses(), n.cleanup())
+}
+
+// stopProcesses stops the kubelet, the pods and containerd; cleanup then removes the rest. The
+// control plane's Stop runs cleanup after its own processes ended, as they may talk to the API
+// server on the bridge's gateway address, which goes with the bridge.
+func (n *RealNode) stopProcesses() error {
+	if n == nil || n.processesStopped {
 		return nil
 	}
-	n.stopped = true
+	n.processesStopped = true
 	var errs []error
 	if n.kubelet != nil {
 		errs = append(errs, n.kubelet.stop(10*time.Second))
@@ -522,6 +550,15 @@ func (n *RealNode) Stop() error {
 		}
 		errs = append(errs, n.containerd.stop(10*time.Second))
 	}
+	return errors.Join(errs...)
+}
+
+func (n *RealNode) cleanup() error {
+	if n == nil || n.stopped {
+		return nil
+	}
+	n.stopped = true
+	var errs []error
 	for _, f := range n.files {
 		_ = f.Close()
 	}

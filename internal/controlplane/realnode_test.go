@@ -525,3 +525,80 @@ func TestRealNode_PodReachesTheMachineAtItsGateway(t *testing.T) {
 		t.Fatal("the pod succeeded but the server saw no request")
 	}
 }
+
+// TestRealNode_PodTalksToTheAPIServerInCluster needs real containers: a pod on the real node gets
+// its ServiceAccount token and the cluster's CA mounted, reaches kube-apiserver (served on the
+// node's gateway) and is authenticated as its ServiceAccount — what the operator's pods and the
+// WerfBundle Job's container do in a cluster.
+func TestRealNode_PodTalksToTheAPIServerInCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin := filepath.Join(t.TempDir(), "incluster")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./testdata/incluster")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the test program: %v\n%s", err, out)
+	}
+	img, err := ociimage.Build(ociimage.Spec{Binary: bin, Path: "/incluster",
+		Platform: v1.Platform{OS: "linux", Architecture: "amd64"}, Created: time.Unix(0, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	cp, err := Start(ctx, Options{Mode: Full, LogDir: testLogDir(t), RealNode: &RealNodeOptions{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stopStart := time.Now()
+		if err := cp.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+		t.Logf("stopped in %s", time.Since(stopStart).Round(time.Millisecond))
+	}()
+	t.Logf("control plane with a real node up in %s", time.Since(start).Round(time.Millisecond))
+	node := cp.RealNodes()[0]
+	const ref = "slipway.local/test/incluster:1"
+	if err := node.ImportImages(ctx, ref, []v1.Image{img}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("image imported %s after the start", time.Since(start).Round(time.Millisecond))
+	host, port, err := net.SplitHostPort(strings.TrimPrefix(cp.Config.Host, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != node.Gateway.String() {
+		t.Fatalf("kube-apiserver serves at %s, want the real node's gateway %s", cp.Config.Host, node.Gateway)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "incluster", Namespace: metav1.NamespaceDefault},
+		Spec: corev1.PodSpec{
+			NodeSelector:  map[string]string{RealNodeLabel: "true"},
+			Tolerations:   RealNodeTolerations(),
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "incluster", Image: ref, ImagePullPolicy: corev1.PullNever,
+				Env: []corev1.EnvVar{{Name: "KUBERNETES_SERVICE_HOST", Value: host}, {Name: "KUBERNETES_SERVICE_PORT", Value: port}},
+			}},
+		},
+	}
+	podStart := time.Now()
+	if err := cp.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	poll(ctx, t, "the in-cluster pod done", func() (bool, string) {
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return false, err.Error()
+		}
+		return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed,
+			fmt.Sprintf("phase %s, conditions %v, containers %v", pod.Status.Phase, pod.Status.Conditions, pod.Status.ContainerStatuses)
+	})
+	t.Logf("pod done %s after its creation", time.Since(podStart).Round(time.Millisecond))
+	var msg string
+	if cs := pod.Status.ContainerStatuses; len(cs) == 1 && cs[0].State.Terminated != nil {
+		msg = cs[0].State.Terminated.Message
+	}
+	if want := "system:serviceaccount:default:default"; pod.Status.Phase != corev1.PodSucceeded || msg != want {
+		t.Fatalf("the pod %s saying %q, want Succeeded saying %q", pod.Status.Phase, msg, want)
+	}
+}
