@@ -199,6 +199,9 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		}
 		apiserver.SecureServing.Address, apiserver.SecureServing.Port = realNode.Gateway.String(), strconv.Itoa(port)
 		apiserver.Configure().Disable("disable-admission-plugins")
+		// Webhooks (and aggregated APIs) are called at their Service's endpoints, pod IPs on the
+		// node's bridge, not at the ClusterIP that nothing routes.
+		apiserver.Configure().Set("enable-aggregator-routing", "true")
 	}
 	etcd := env.ControlPlane.Etcd
 	if etcd == nil {

@@ -4,8 +4,15 @@ package controlplane
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +24,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -601,4 +609,134 @@ func TestRealNode_PodTalksToTheAPIServerInCluster(t *testing.T) {
 	if want := "system:serviceaccount:default:default"; pod.Status.Phase != corev1.PodSucceeded || msg != want {
 		t.Fatalf("the pod %s saying %q, want Succeeded saying %q", pod.Status.Phase, msg, want)
 	}
+}
+
+// TestRealNode_WebhookIsCalledThroughItsService needs real containers: a validating webhook served
+// by a pod on the real node, registered through a Service, is called by kube-apiserver (at the
+// Service's endpoint, the pod's IP on the bridge) and its denial reaches the client — as the
+// operator's webhooks are in a cluster.
+func TestRealNode_WebhookIsCalledThroughItsService(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin := filepath.Join(t.TempDir(), "webhook")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./testdata/webhook")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the webhook: %v\n%s", err, out)
+	}
+	img, err := ociimage.Build(ociimage.Spec{Binary: bin, Path: "/webhook",
+		Platform: v1.Platform{OS: "linux", Architecture: "amd64"}, Created: time.Unix(0, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, certPEM, keyPEM := webhookCert(t, "whk.default.svc")
+	cp, err := Start(ctx, Options{Mode: Full, LogDir: testLogDir(t), RealNode: &RealNodeOptions{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cp.Stop() }()
+	const ref, deny = "slipway.local/test/webhook:1", "denied by the webhook on the real node"
+	if err := cp.RealNodes()[0].ImportImages(ctx, ref, []v1.Image{img}); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "whk"}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "whk", Namespace: metav1.NamespaceDefault, Labels: labels},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{RealNodeLabel: "true"},
+			Tolerations:  RealNodeTolerations(),
+			Containers: []corev1.Container{{
+				Name: "webhook", Image: ref, ImagePullPolicy: corev1.PullNever,
+				Env: []corev1.EnvVar{{Name: "TLS_CERT", Value: string(certPEM)}, {Name: "TLS_KEY", Value: string(keyPEM)}, {Name: "DENY", Value: deny}},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8443), Path: "/healthz", Scheme: corev1.URISchemeHTTPS}},
+					PeriodSeconds: 1,
+				},
+			}},
+		},
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "whk", Namespace: metav1.NamespaceDefault},
+		Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 443, TargetPort: intstr.FromInt32(8443)}}},
+	}
+	fail := admissionregistrationv1.Fail
+	none := admissionregistrationv1.SideEffectClassNone
+	whc := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "real-node-test"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name: "deny.real-node.slipway.dev",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{
+				Service:  &admissionregistrationv1.ServiceReference{Namespace: "default", Name: "whk", Path: ptr.To("/validate")},
+				CABundle: caPEM,
+			},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+			}},
+			ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"webhook-test": "true"}},
+			FailurePolicy:           &fail,
+			SideEffects:             &none,
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+	for _, o := range []client.Object{pod, svc, whc} {
+		if err := cp.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll(ctx, t, "the webhook's pod Ready", func() (bool, string) {
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return false, err.Error()
+		}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return true, "ready"
+			}
+		}
+		return false, fmt.Sprintf("phase %s, containers %v", pod.Status.Phase, pod.Status.ContainerStatuses)
+	})
+	// The EndpointSlice follows the pod's readiness: until then the call fails with no endpoint.
+	var last error
+	poll(ctx, t, "the webhook's denial", func() (bool, string) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: "default",
+			Labels: map[string]string{"webhook-test": "true"}}}
+		last = cp.Client.Create(ctx, cm)
+		return last != nil && strings.Contains(last.Error(), deny), fmt.Sprint(last)
+	})
+	t.Logf("the API server answered: %v", last)
+}
+
+// webhookCert returns a CA and a serving certificate and key for dnsName, PEM.
+func webhookCert(t *testing.T, dnsName string) (caPEM, certPEM, keyPEM []byte) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "real-node-test-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsName}, DNSNames: []string{dnsName},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }
