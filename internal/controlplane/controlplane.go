@@ -197,7 +197,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		if err != nil {
 			return cp, err
 		}
-		apiserver.SecureServing.Address, apiserver.SecureServing.Port = realNode.Gateway.String(), strconv.Itoa(port)
+		apiserver.Address, apiserver.Port = realNode.Gateway.String(), strconv.Itoa(port)
 		apiserver.Configure().Disable("disable-admission-plugins")
 		// Webhooks (and aggregated APIs) are called at their Service's endpoints, pod IPs on the
 		// node's bridge, not at the ClusterIP that nothing routes.

@@ -432,16 +432,6 @@ func loadRecords() []nodeRecord {
 	return records
 }
 
-func aliveRecords() []nodeRecord {
-	var alive []nodeRecord
-	for _, r := range loadRecords() {
-		if r.alive() {
-			alive = append(alive, r)
-		}
-	}
-	return alive
-}
-
 // cleanupNode removes what one node leaves once its containerd and kubelet have ended: its shims
 // (they outlive containerd) and every process in its cgroups, the mounts under its directory
 // (snapshots, sandbox files, network namespaces), its bridge, its cgroups, its directory.
