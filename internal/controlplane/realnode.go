@@ -267,6 +267,12 @@ func (n *RealNode) createBridge() error {
 	return nil
 }
 
+// writeConfig writes containerd's configuration and the CNI network. The network has no gateway
+// role (isGateway false): pods get an address and the subnet's route only, no default route, so a
+// packet for anything but the bridge's subnet (a ClusterIP that nothing routes, an outside
+// address) fails in the pod at once ("network unreachable") instead of being forwarded by the
+// machine; the bridge plugin then leaves ip_forward alone too. The machine is still at Gateway on
+// the subnet (createBridge gives the bridge that address).
 func (n *RealNode) writeConfig() error {
 	for _, d := range []string{"cni/net.d", "cni/ipam", "containerd/root", "containerd/state", "containerd/opt", "runc", "kubelet", "pod-logs", "volume-plugins"} {
 		if err := os.MkdirAll(filepath.Join(n.Dir, d), 0o755); err != nil {
@@ -279,7 +285,7 @@ func (n *RealNode) writeConfig() error {
   "plugins": [{
     "type": "bridge",
     "bridge": %q,
-    "isGateway": true,
+    "isGateway": false,
     "ipMasq": false,
     "hairpinMode": true,
     "ipam": {

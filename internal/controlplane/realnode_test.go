@@ -121,6 +121,10 @@ func TestRealNode_PodServesHTTPOnThePodNetwork(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || string(body) != HTTPTestBody {
 		t.Fatalf("pod answered %d %q, want 200 %q", resp.StatusCode, body, HTTPTestBody)
 	}
+	// Nothing of the machine is routed for the pods: no forwarding turned on.
+	if v, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward"); strings.TrimSpace(string(v)) != before.Sysctls["net/ipv4/ip_forward"] {
+		t.Errorf("ip_forward is %s while the node runs, was %s", strings.TrimSpace(string(v)), before.Sysctls["net/ipv4/ip_forward"])
+	}
 	if rss, err := node.RSS(); err == nil {
 		t.Logf("containerd + kubelet resident memory: %d MiB", rss>>20)
 	}
@@ -507,7 +511,9 @@ func TestRealNode_PodReachesTheMachineAtItsGateway(t *testing.T) {
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{
 				Name: "client", Image: HTTPTestImage, ImagePullPolicy: corev1.PullNever,
-				Command: []string{"/bin/busybox", "wget", "-q", "-O", "-", "http://" + l.Addr().String() + "/"},
+				// The pod's routes go to the termination message: the subnet's only, no default route.
+				Command: []string{"/bin/sh", "-c", "/bin/busybox wget -q -O - http://" + l.Addr().String() +
+					"/ && /bin/busybox ip route >/dev/termination-log"},
 			}},
 		},
 	}
@@ -532,6 +538,14 @@ func TestRealNode_PodReachesTheMachineAtItsGateway(t *testing.T) {
 	default:
 		t.Fatal("the pod succeeded but the server saw no request")
 	}
+	var routes string
+	if cs := pod.Status.ContainerStatuses; len(cs) == 1 && cs[0].State.Terminated != nil {
+		routes = cs[0].State.Terminated.Message
+	}
+	if !strings.Contains(routes, node.Subnet.String()) || strings.Contains(routes, "default") {
+		t.Fatalf("the pod's routes %q: want %s only, no default route", routes, node.Subnet)
+	}
+	t.Logf("the pod's routes: %q", routes)
 }
 
 // TestRealNode_PodTalksToTheAPIServerInCluster needs real containers: a pod on the real node gets
