@@ -202,6 +202,9 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		// Webhooks (and aggregated APIs) are called at their Service's endpoints, pod IPs on the
 		// node's bridge, not at the ClusterIP that nothing routes.
 		apiserver.Configure().Set("enable-aggregator-routing", "true")
+		// A namespace annotated with RealNodeNamespaceAnnotations sends all its pods to the real
+		// node (the workloads of make dev that run real containers), with no change to them.
+		apiserver.Configure().Set("enable-admission-plugins", "PodNodeSelector,PodTolerationRestriction")
 	}
 	etcd := env.ControlPlane.Etcd
 	if etcd == nil {

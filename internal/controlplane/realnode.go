@@ -53,6 +53,17 @@ func RealNodeTolerations() []corev1.Toleration {
 	return []corev1.Toleration{{Key: RealNodeTaint, Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
 }
 
+// RealNodeNamespaceAnnotations put every pod of a namespace on the real node, whatever its spec
+// says: the PodNodeSelector admission plugin adds the node selector RealNodeLabel=true and
+// PodTolerationRestriction the toleration of RealNodeTaint. The API server runs with both plugins
+// when the control plane starts with its real node (Options.RealNode).
+func RealNodeNamespaceAnnotations() map[string]string {
+	return map[string]string{
+		"scheduler.alpha.kubernetes.io/node-selector":      RealNodeLabel + "=true",
+		"scheduler.alpha.kubernetes.io/defaultTolerations": `[{"key":"` + RealNodeTaint + `","operator":"Equal","value":"true","effect":"NoSchedule"}]`,
+	}
+}
+
 // RealNodeOptions configures a real node.
 type RealNodeOptions struct {
 	// Name of the Node; default "real-node".

@@ -479,7 +479,8 @@ func TestRealNode_TwoNodesSideBySide(t *testing.T) {
 
 // TestRealNode_PodReachesTheMachineAtItsGateway needs real containers: a server of the test
 // listening on the node's gateway address (the bridge's, there from the node's start) is reached by
-// a pod, as a component of the machine (an API server, a registry) would be.
+// a pod, as a component of the machine (an API server, a registry) would be. The pod lands on the
+// real node by its namespace's annotations (RealNodeNamespaceAnnotations) alone.
 func TestRealNode_PodReachesTheMachineAtItsGateway(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -503,11 +504,18 @@ func TestRealNode_PodReachesTheMachineAtItsGateway(t *testing.T) {
 	})}
 	go func() { _ = srv.Serve(l) }()
 	defer func() { _ = srv.Close() }()
+	// The pod says nothing of the real node: its namespace's annotations put it there.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "routed", Annotations: RealNodeNamespaceAnnotations()}}
+	if err := cp.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	poll(ctx, t, "the namespace's default ServiceAccount", func() (bool, string) {
+		err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{})
+		return err == nil, fmt.Sprint(err)
+	})
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "client", Namespace: metav1.NamespaceDefault},
+		ObjectMeta: metav1.ObjectMeta{Name: "client", Namespace: ns.Name},
 		Spec: corev1.PodSpec{
-			NodeSelector:  map[string]string{RealNodeLabel: "true"},
-			Tolerations:   RealNodeTolerations(),
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{
 				Name: "client", Image: HTTPTestImage, ImagePullPolicy: corev1.PullNever,
@@ -529,6 +537,9 @@ func TestRealNode_PodReachesTheMachineAtItsGateway(t *testing.T) {
 		}
 		return pod.Status.Phase == corev1.PodSucceeded, string(pod.Status.Phase)
 	})
+	if pod.Spec.NodeName != node.Name || pod.Spec.NodeSelector[RealNodeLabel] != "true" {
+		t.Fatalf("pod ran on %q with node selector %v: want the real node %s, selected by its namespace", pod.Spec.NodeName, pod.Spec.NodeSelector, node.Name)
+	}
 	select {
 	case from := <-got:
 		host, _, _ := net.SplitHostPort(from)
