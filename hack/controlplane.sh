@@ -23,14 +23,42 @@ if [[ -f $STAMP && -x $OUT/kubelet ]]; then echo "$OUT"; exit 0; fi
 
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+trap 'kill "${OTHERS:-}" 2>/dev/null; rm -rf "$WORK"' EXIT
 export CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
 START=$SECONDS
 log() { echo "[controlplane] $(date +%T) (+$((SECONDS - START))s) $*" >&2; }
-quiet() { "$@" >"$WORK/quiet.log" 2>&1 || { cat "$WORK/quiet.log" >&2; return 1; }; }
+quiet() { local f; f=$(mktemp -p "$WORK"); "$@" >"$f" 2>&1 || { cat "$f" >&2; return 1; }; }
 built() { [[ -x $OUT/$1 ]]; }
 
 log "building into $OUT (a cold build takes 10-15 minutes on 2 cores)"
+
+# etcd and kwok build beside the Kubernetes binaries (their own modules, few shared packages):
+# they fill the cores while the big build links.
+others() {
+  # etcd in its own module so its dependencies do not perturb Kubernetes'.
+  mkdir -p "$WORK/etcd" && cd "$WORK/etcd"
+  printf 'module local/etcdbin\n\ngo 1.26.0\n' >go.mod
+  if ! built etcd || ! built etcdctl; then
+    quiet go get -tool "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" "go.etcd.io/etcd/etcdctl/v3@v$ETCD_VERSION"
+    log "building etcd v$ETCD_VERSION"
+    go build -trimpath -ldflags "-s -w" -o "$OUT/etcd.tmp" go.etcd.io/etcd/server/v3
+    go build -trimpath -ldflags "-s -w" -o "$OUT/etcdctl.tmp" go.etcd.io/etcd/etcdctl/v3
+    mv "$OUT/etcd.tmp" "$OUT/etcd"
+    mv "$OUT/etcdctl.tmp" "$OUT/etcdctl"
+  fi
+
+  # kwok; its stage configs are the project's own (internal/controlplane/kwok-stages.yaml).
+  mkdir -p "$WORK/kwok" && cd "$WORK/kwok"
+  printf 'module local/kwokbin\n\ngo 1.26.0\n' >go.mod
+  quiet go get -tool "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION"
+  if ! built kwok; then
+    log "building kwok v$KWOK_VERSION"
+    go build -trimpath -ldflags "-s -w" -o "$OUT/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok
+    mv "$OUT/kwok.tmp" "$OUT/kwok"
+  fi
+}
+others &
+OTHERS=$!
 
 # kube-* from k8s.io/kubernetes: a throwaway module that pins every staging module to v0.<minor>.<patch>.
 STAGING=0.${K8S_VERSION#1.}
@@ -48,34 +76,21 @@ LD="-s -w"
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   LD="$LD -X $p.gitVersion=v$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$MINOR -X $p.gitTreeState=clean"
 done
+# One go build for every missing binary: the packages they share (most of the kubelet's are the
+# apiserver's) compile once in one action graph, and each link runs while other packages compile,
+# instead of five builds one after the other with their links on one core.
+MISSING=()
 for b in $K8S_BINS; do
-  if built "$b"; then log "$b already built"; continue; fi
-  log "building $b v$K8S_VERSION"
-  go build -trimpath -ldflags "$LD" -o "$OUT/$b.tmp" "k8s.io/kubernetes/cmd/$b"
-  mv "$OUT/$b.tmp" "$OUT/$b"
+  if built "$b"; then log "$b already built"; else MISSING+=("$b"); fi
 done
-
-# etcd in its own module so its dependencies do not perturb Kubernetes'.
-mkdir -p "$WORK/etcd" && cd "$WORK/etcd"
-printf 'module local/etcdbin\n\ngo 1.26.0\n' >go.mod
-if ! built etcd || ! built etcdctl; then
-  quiet go get -tool "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" "go.etcd.io/etcd/etcdctl/v3@v$ETCD_VERSION"
-  log "building etcd v$ETCD_VERSION"
-  go build -trimpath -ldflags "-s -w" -o "$OUT/etcd.tmp" go.etcd.io/etcd/server/v3
-  go build -trimpath -ldflags "-s -w" -o "$OUT/etcdctl.tmp" go.etcd.io/etcd/etcdctl/v3
-  mv "$OUT/etcd.tmp" "$OUT/etcd"
-  mv "$OUT/etcdctl.tmp" "$OUT/etcdctl"
+if ((${#MISSING[@]})); then
+  log "building ${MISSING[*]} v$K8S_VERSION"
+  mkdir -p "$WORK/bin"
+  go build -trimpath -ldflags "$LD" -o "$WORK/bin/" $(for b in "${MISSING[@]}"; do echo "k8s.io/kubernetes/cmd/$b"; done)
+  for b in "${MISSING[@]}"; do mv "$WORK/bin/$b" "$OUT/$b.tmp" && mv "$OUT/$b.tmp" "$OUT/$b"; done
 fi
 
-# kwok; its stage configs are the project's own (internal/controlplane/kwok-stages.yaml).
-mkdir -p "$WORK/kwok" && cd "$WORK/kwok"
-printf 'module local/kwokbin\n\ngo 1.26.0\n' >go.mod
-quiet go get -tool "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION"
-if ! built kwok; then
-  log "building kwok v$KWOK_VERSION"
-  go build -trimpath -ldflags "-s -w" -o "$OUT/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok
-  mv "$OUT/kwok.tmp" "$OUT/kwok"
-fi
+wait "$OTHERS" || { log "building etcd or kwok failed"; exit 1; }
 
 log "done: $("$OUT/kube-apiserver" --version), etcd $("$OUT/etcd" --version | head -1 | awk '{print $3}'), kwok $KWOK_VERSION"
 touch "$STAMP"
