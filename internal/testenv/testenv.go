@@ -46,8 +46,23 @@ type Env = controlplane.ControlPlane
 // New starts a control plane for one test and stops it in t.Cleanup.
 func New(t testing.TB, mode controlplane.Mode) *Env {
 	t.Helper()
+	return newEnv(t, mode, nil)
+}
+
+// NewWithRealNode starts a full control plane with its real node (controlplane.Options.RealNode)
+// for one test and stops both in t.Cleanup. Unlike RealNode on a shared env, its kube-apiserver
+// serves on the node's gateway with ServiceAccount admission (pods reach it with their token),
+// calls webhooks at their Service's endpoints, and sends every pod of a namespace annotated with
+// controlplane.RealNodeNamespaceAnnotations() to the node. Needs root and hack/deps.sh's packages.
+func NewWithRealNode(t testing.TB, opts controlplane.RealNodeOptions) *Env {
+	t.Helper()
+	return newEnv(t, controlplane.Full, &opts)
+}
+
+func newEnv(t testing.TB, mode controlplane.Mode, realNode *controlplane.RealNodeOptions) *Env {
+	t.Helper()
 	logDir := logDir(t.Name())
-	env, err := start(mode, logDir)
+	env, err := start(mode, logDir, realNode)
 	if err != nil {
 		t.Fatalf("starting %s control plane: %v (logs in %s)", mode, err, logDir)
 	}
@@ -74,7 +89,7 @@ func Main(m *testing.M, mode controlplane.Mode, setup func(*Env)) {
 
 func run(m *testing.M, mode controlplane.Mode, setup func(*Env)) int {
 	dir := logDir(filepath.Base(mustWd()))
-	env, err := start(mode, dir)
+	env, err := start(mode, dir, nil)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting %s control plane: %v (logs in %s)\n", mode, err, dir)
 		return 1
@@ -89,7 +104,7 @@ func run(m *testing.M, mode controlplane.Mode, setup func(*Env)) int {
 	return code
 }
 
-func start(mode controlplane.Mode, logDir string) (*Env, error) {
+func start(mode controlplane.Mode, logDir string, realNode *controlplane.RealNodeOptions) (*Env, error) {
 	// Controller logs go to stderr, which go test shows for failing packages and with -v.
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.Level(zapcore.InfoLevel)))
 	crds, err := config.CRDs()
@@ -99,10 +114,11 @@ func start(mode controlplane.Mode, logDir string) (*Env, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	return controlplane.Start(ctx, controlplane.Options{
-		Mode:   mode,
-		LogDir: logDir,
-		CRDs:   crds,
-		Scheme: scheme.New(),
+		Mode:     mode,
+		LogDir:   logDir,
+		CRDs:     crds,
+		Scheme:   scheme.New(),
+		RealNode: realNode,
 	})
 }
 
