@@ -57,8 +57,15 @@ func main() {
 	fs.StringVar(&opts.ChartDir, "chart-dir", "", "chart published as the manager's sample operator (default: charts/slipway of this repository)")
 	fs.DurationVar(&opts.LaterVersionDelay, "later-version-delay", devenv.DefaultLaterVersionDelay,
 		"how long after the environment is ready version "+devenv.SampleLaterVersion+" of the sample operator's chart is published (negative: never)")
+	realNode, realNodeWhy, realNodeErr := devenv.RealNodeDefault()
+	fs.BoolVar(&opts.RealNode, "real-node", realNode,
+		"run a real node (containerd, kubelet; needs root) beside kwok's simulated one (default from $"+devenv.EnvRealNode+": "+realNodeWhy+")")
 	_ = fs.Parse(os.Args[2:])
 	ctrl.SetLogger(zap.New())
+	if realNodeErr != nil && !flagSet(fs, "real-node") {
+		fmt.Fprintln(os.Stderr, "devenv:", realNodeErr)
+		os.Exit(2)
+	}
 	if err := webhookPortFromEnv(fs, &opts); err != nil {
 		fmt.Fprintln(os.Stderr, "devenv:", err)
 		os.Exit(2)
@@ -160,7 +167,8 @@ func serveCmd(opts devenv.Options) *exec.Cmd {
 	return exec.Command(self, "serve", "--dir="+opts.Dir, "--registry-addr="+opts.RegistryAddr,
 		"--probe-addr="+opts.ProbeAddr, "--metrics-addr="+opts.MetricsAddr, "--webhook-port="+strconv.Itoa(opts.WebhookPort), "--git-addr="+opts.GitAddr,
 		"--operator="+opts.OperatorBinary, "--manager-addr="+opts.ManagerAddr, "--manager-metrics-addr="+opts.ManagerMetricsAddr,
-		"--manager="+opts.ManagerBinary, "--chart-dir="+opts.ChartDir, "--later-version-delay="+opts.LaterVersionDelay.String())
+		"--manager="+opts.ManagerBinary, "--chart-dir="+opts.ChartDir, "--later-version-delay="+opts.LaterVersionDelay.String(),
+		"--real-node="+strconv.FormatBool(opts.RealNode))
 }
 
 // supervise runs serve in the foreground, in its own process group so Ctrl-C reaches only this

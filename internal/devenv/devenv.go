@@ -1,9 +1,9 @@
 // Package devenv runs the whole product on one machine with no cluster and no container engine:
 // the full local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok
-// with a fake node), a local OCI registry, the CRDs and RBAC, the operator as a process under its
-// own RBAC-limited identity, the samples from config/samples, and the operator manager on embedded
-// SQLite with the control plane and a sample operator registered. Pods are simulated by kwok: no
-// container runs.
+// with a fake node) and, by default, a real node (containerd and a kubelet, realnode.go), a local
+// OCI registry, the CRDs and RBAC, the operator as a process under its own RBAC-limited identity,
+// the samples from config/samples, and the operator manager on embedded SQLite with the control
+// plane and a sample operator registered. kwok simulates every pod that is not on the real node.
 package devenv
 
 import (
@@ -61,6 +61,9 @@ type Options struct {
 	// ChartDir is the chart published as the manager's sample operator; charts/slipway of the
 	// repository around the working directory when empty.
 	ChartDir string
+	// RealNode adds a real node (containerd and a kubelet, realnode.go) beside kwok's; it needs
+	// root. cmd/devenv turns it on by default ($SLIPWAY_REAL_NODE, --real-node).
+	RealNode bool
 	// Out receives progress and the status display.
 	Out io.Writer
 }
@@ -116,13 +119,18 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if err != nil {
 		return env, err
 	}
-	step("Starting the control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)")
+	node, err := opts.realNodeOptions()
+	if err != nil {
+		return env, err
+	}
+	step("%s", opts.controlPlaneStep())
 	start := time.Now()
 	env.cp, err = controlplane.Start(ctx, controlplane.Options{
-		Mode:   controlplane.Full,
-		LogDir: filepath.Join(opts.Dir, "logs"),
-		CRDs:   crds,
-		Scheme: scheme.New(),
+		Mode:     controlplane.Full,
+		LogDir:   filepath.Join(opts.Dir, "logs"),
+		CRDs:     crds,
+		Scheme:   scheme.New(),
+		RealNode: node,
 	})
 	if err != nil {
 		return env, err
@@ -131,7 +139,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if _, err := env.cp.WriteKubeconfig(kubeconfig, "dev-admin"); err != nil {
 		return env, err
 	}
-	step("Control plane ready in %s; kwok node Ready", time.Since(start).Round(100*time.Millisecond))
+	step("Control plane ready in %s; %s", time.Since(start).Round(100*time.Millisecond), env.nodeReadyStep())
 
 	step("Starting the OCI registry on %s", opts.RegistryAddr)
 	if env.registry, err = startRegistry(opts.RegistryAddr, filepath.Join(opts.Dir, "logs", "registry.log")); err != nil {
@@ -186,7 +194,8 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if err := os.Symlink(filepath.Join(env.cp.Env.BinaryAssetsDirectory, "kubectl"), kubectl); err != nil {
 		kubectl = filepath.Join(env.cp.Env.BinaryAssetsDirectory, "kubectl")
 	}
-	fmt.Fprintf(opts.Out, "\nReady in %s. Pods are simulated by kwok: no container runs.\n", time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintf(opts.Out, "\nReady in %s.\n", time.Since(start).Round(100*time.Millisecond))
+	env.printPods(ctx, opts.Out)
 	fmt.Fprintf(opts.Out, "  kubeconfig: %s\n", abs)
 	fmt.Fprintf(opts.Out, "  try:        %s --kubeconfig %s get nodes\n", filepath.Clean(kubectl), kubeconfig)
 	fmt.Fprintf(opts.Out, "  registry:   %s\n  git:        http://%s/%s\n  operator:   http://%s/healthz  http://%s/metrics  webhooks https://127.0.0.1:%d\n",

@@ -23,13 +23,14 @@ import (
 
 	catalystv1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
+	"github.com/slipway-dev/slipway/internal/controlplane"
 	"github.com/slipway-dev/slipway/internal/devenv"
 	"github.com/slipway-dev/slipway/internal/scheme"
 	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
 // TestDevEnv_StartsEverythingAndLeavesNothingBehind is what `make dev-up` and `make dev-down` do:
-// the node is Ready through the written kubeconfig, the operator answers /healthz under its own
+// with the real node (it needs root), both nodes are Ready through the written kubeconfig, the operator answers /healthz under its own
 // RBAC-limited identity, the registry serves /v2/, and Stop leaves no child process.
 func TestDevEnv_StartsEverythingAndLeavesNothingBehind(t *testing.T) {
 	dir := t.TempDir()
@@ -47,6 +48,7 @@ func TestDevEnv_StartsEverythingAndLeavesNothingBehind(t *testing.T) {
 		MetricsAddr:    testenv.FreeAddr(t),
 		WebhookPort:    webhookPort(t),
 		OperatorBinary: bin,
+		RealNode:       true,
 		Out:            &out,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -74,8 +76,17 @@ func TestDevEnv_StartsEverythingAndLeavesNothingBehind(t *testing.T) {
 	if err := c.List(ctx, &nodes); err != nil {
 		t.Fatal(err)
 	}
-	if len(nodes.Items) != 1 || !ready(nodes.Items[0]) {
-		t.Fatalf("want one Ready node, got %+v", nodes.Items)
+	real := 0
+	for _, n := range nodes.Items {
+		if !ready(n) {
+			t.Errorf("node %s is not Ready", n.Name)
+		}
+		if n.Labels[controlplane.RealNodeLabel] == "true" {
+			real++
+		}
+	}
+	if len(nodes.Items) != 2 || real != 1 {
+		t.Fatalf("want kwok's node and one real node, got %+v", nodes.Items)
 	}
 	for _, url := range []string{"http://" + opts.ProbeAddr + "/healthz", "http://" + opts.RegistryAddr + "/v2/"} {
 		if code := get(url); code != http.StatusOK {
@@ -119,8 +130,8 @@ func TestDevEnv_StartsEverythingAndLeavesNothingBehind(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(opts.Dir, "ready")); err != nil {
 		t.Errorf("no ready marker: %v", err)
 	}
-	if !strings.Contains(out.String(), "Pods are simulated by kwok") {
-		t.Errorf("the banner does not say pods are simulated:\n%s", out.String())
+	if !strings.Contains(out.String(), "kwok simulates the others") || strings.Contains(out.String(), "Pods are simulated by kwok") {
+		t.Errorf("the banner does not say which pods are real:\n%s", out.String())
 	}
 
 	if err := env.Stop(); err != nil {

@@ -82,7 +82,7 @@ func (e *Env) statusTable(ctx context.Context) string {
 				status = "Ready"
 			}
 		}
-		fmt.Fprintf(w, "Node\t\t%s\t%s\tkwok\n", n.Name, status)
+		fmt.Fprintf(w, "Node\t\t%s\t%s\t%s\n", n.Name, status, nodeKind(&n))
 	}
 	for _, s := range e.samples {
 		if s.gvk.Group == "" {
