@@ -27,17 +27,15 @@ const (
 )
 
 // buildLogTail returns the end of the log of the build Job's last pod (of the container that
-// failed: fetch, build or push), or a note saying why there is none.
+// failed: fetch, build or push; from its termination message when the log cannot be read), or a
+// note saying why there is none.
 func buildLogTail(ctx context.Context, c client.Reader, logs LogReader, j *batchv1.Job) string {
 	last, err := joblog.LastPod(ctx, c, j)
 	if err != nil {
 		return fmt.Sprintf("(log unavailable: %v)", err)
 	}
-	if logs == nil {
-		return "(log unavailable: no log reader)"
-	}
 	container := failedContainer(last)
-	tail, err := logs.Tail(ctx, last.Namespace, last.Name, container, logReadBytes)
+	tail, err := joblog.ContainerTail(ctx, logs, last, container, logReadBytes)
 	if err != nil && tail == "" {
 		return fmt.Sprintf("(log unavailable: %v)", err)
 	}

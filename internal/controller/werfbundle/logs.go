@@ -35,7 +35,8 @@ const (
 )
 
 // jobOutput finds the Job's last pod and returns its container exit code (-1 when unknown) and
-// the end of its log.
+// the end of its log: from pods/log, or, when the node cannot be asked, from the container's
+// termination message (joblog.ContainerTail).
 func (r *Reconciler) jobOutput(ctx context.Context, j *batchv1.Job) (exit int32, tail string, logErr error) {
 	exit = -1
 	last, err := joblog.LastPod(ctx, r.APIReader, j)
@@ -47,10 +48,7 @@ func (r *Reconciler) jobOutput(ctx context.Context, j *batchv1.Job) (exit int32,
 			exit = cs.State.Terminated.ExitCode
 		}
 	}
-	if r.Logs == nil {
-		return exit, "", fmt.Errorf("no log reader")
-	}
-	tail, logErr = r.Logs.Tail(ctx, last.Namespace, last.Name, containerName, r.LogBytes)
+	tail, logErr = joblog.ContainerTail(ctx, r.Logs, last, containerName, r.LogBytes)
 	return exit, tail, logErr
 }
 
