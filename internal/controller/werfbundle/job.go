@@ -110,6 +110,7 @@ type jobSpec struct {
 	deadline    int64
 	backoff     int32
 	decorate    func(JobKind, *corev1.PodTemplateSpec)
+	extraEnv    []corev1.EnvVar
 	secretName  string
 	repoForWerf string
 }
@@ -173,6 +174,7 @@ func buildJob(js jobSpec, req jobRequest) *batchv1.Job {
 			SecretName: js.secretName, Items: []corev1.KeyToPath{{Key: secretKeyCA, Path: "ca.crt"}},
 		}}})
 	}
+	env = append(env, js.extraEnv...)
 
 	limits := corev1.ResourceList{}
 	if q := b.Spec.Converge.ResourceLimits.CPU; q != nil {

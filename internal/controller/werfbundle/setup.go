@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -28,6 +29,8 @@ type Config struct {
 	WebhookSecretFile string
 	// AllowCrossNamespace lifts tenant isolation (see Reconciler.AllowCrossNamespace).
 	AllowCrossNamespace bool
+	// JobEnv is added to the Jobs' environment (see Reconciler.JobEnv).
+	JobEnv []corev1.EnvVar
 }
 
 // Controller returns the WerfBundle system for the operator binary.
@@ -46,6 +49,9 @@ func Controller() operator.Controller {
 			fs.BoolVar(&cfg.AllowCrossNamespace, "werfbundle-allow-cross-namespace", false,
 				"let every WerfBundle deploy into any namespace and read values there (single-tenant clusters); "+
 					"otherwise a namespace accepts bundles of other namespaces only through its werf.io/accept-bundles-from annotation")
+			fs.Var(jobEnvFlag{env: &cfg.JobEnv}, "werfbundle-job-env",
+				"NAME=VALUE added to the environment of the werf Jobs (repeatable): HTTPS_PROXY, WERF_* settings, or "+
+					"KUBERNETES_SERVICE_HOST/PORT where pods cannot reach the kubernetes Service")
 		},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, opts operator.Options) error {
 			return cfg.setup(ctx, mgr, opts)
@@ -67,6 +73,7 @@ func (cfg *Config) setup(ctx context.Context, mgr ctrl.Manager, opts operator.Op
 		OperatorNamespace: opts.Namespace,
 		WerfImage:         cfg.WerfImage,
 		JobDeadline:       cfg.JobDeadline,
+		JobEnv:            cfg.JobEnv,
 
 		AllowCrossNamespace: cfg.AllowCrossNamespace,
 	}

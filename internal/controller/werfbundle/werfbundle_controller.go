@@ -90,6 +90,10 @@ type Reconciler struct {
 	JobBackoffLimit   int32
 	JobHistory        int
 	LogBytes          int64
+	// JobEnv is added to the environment of every Job's werf container (--werfbundle-job-env):
+	// proxies for the registry, werf settings, or the API server's address where pods cannot
+	// reach the kubernetes Service. It never replaces what the Job sets itself (ReservedJobEnv).
+	JobEnv []corev1.EnvVar
 	// AllowCrossNamespace lets every bundle deploy into any namespace and read values there, as
 	// on a single-tenant cluster; otherwise another namespace must accept the bundle's namespace
 	// (werfv1.AcceptBundlesFromAnnotation).

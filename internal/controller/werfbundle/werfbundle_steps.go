@@ -422,7 +422,7 @@ func (r *Reconciler) createJob(ctx context.Context, s *scope, req jobRequest) er
 		hasValues: len(secretData[secretKeyValues]) > 0,
 		hasDocker: len(secretData[secretKeyDocker]) > 0, hasCA: len(secretData[secretKeyCA]) > 0,
 		deadline: int64(r.JobDeadline.Seconds()), backoff: r.JobBackoffLimit, decorate: r.DecoratePod,
-		repoForWerf: b.Spec.Registry.URL,
+		extraEnv: r.JobEnv, repoForWerf: b.Spec.Registry.URL,
 	}
 	js.secretName = jobName(b, req)
 	job := buildJob(js, req)
