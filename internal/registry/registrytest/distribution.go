@@ -25,7 +25,7 @@ const distributionBinary = "docker-registry"
 
 // Registry is a running distribution registry.
 type Registry struct {
-	// Host is the registry's address, 127.0.0.1:<port>, as used in image references.
+	// Host is the registry's address, 127.0.0.1:<port> (or WithListenIP's address), as used in image references.
 	Host string
 	// URL is http://<Host>.
 	URL string
@@ -46,6 +46,7 @@ type Option func(*distributionConfig)
 
 type distributionConfig struct {
 	username, password string
+	ip                 net.IP
 }
 
 // WithBasicAuth makes the registry require Basic authentication with username and password
@@ -54,8 +55,15 @@ func WithBasicAuth(username, password string) Option {
 	return func(c *distributionConfig) { c.username, c.password = username, password }
 }
 
+// WithListenIP makes the registry listen on ip instead of 127.0.0.1: an address of this machine
+// that pods reach too, such as a real node's gateway (controlplane.RealNode.Gateway).
+func WithListenIP(ip net.IP) Option {
+	return func(c *distributionConfig) { c.ip = ip }
+}
+
 // StartDistribution runs the distribution registry (the docker-registry binary from PATH or
-// /usr/bin) with filesystem storage in a temporary directory, listening on a free loopback port,
+// /usr/bin) with filesystem storage in a temporary directory, listening on a free loopback port
+// (or on WithListenIP's address),
 // waits until it answers /v2/, and stops it when the test ends. It fails the test when the
 // binary is missing: install it with `apt-get install docker-registry`.
 func StartDistribution(t testing.TB, opts ...Option) *Registry {
@@ -87,7 +95,7 @@ func StartDistribution(t testing.TB, opts ...Option) *Registry {
 	// binds it; try a few times.
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		host := freeLoopbackAddr(t)
+		host := freeAddrOn(t, cfg.ip)
 		configPath := filepath.Join(dir, "config.yml")
 		if err := os.WriteFile(configPath, []byte(distributionConfigYAML(host, reg.DataDir, htpasswd)), 0o600); err != nil {
 			t.Fatalf("registrytest: writing the registry config: %v", err)
@@ -125,9 +133,13 @@ func findDistributionBinary(t testing.TB) string {
 	return ""
 }
 
-func freeLoopbackAddr(t testing.TB) string {
+// freeAddrOn is a free TCP address on ip, 127.0.0.1 when ip is nil.
+func freeAddrOn(t testing.TB, ip net.IP) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if ip == nil {
+		ip = net.IPv4(127, 0, 0, 1)
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
 	if err != nil {
 		t.Fatalf("registrytest: finding a free port: %v", err)
 	}

@@ -1,0 +1,422 @@
+//go:build e2e
+
+package werfbundle_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
+	"github.com/slipway-dev/slipway/config"
+	"github.com/slipway-dev/slipway/internal/controller/werfbundle"
+	"github.com/slipway-dev/slipway/internal/controlplane"
+	"github.com/slipway-dev/slipway/internal/ociimage"
+	"github.com/slipway-dev/slipway/internal/operator"
+	"github.com/slipway-dev/slipway/internal/registry/registrytest"
+	"github.com/slipway-dev/slipway/internal/scheme"
+)
+
+// ContractTestImage is the WerfBundle contract test image (testdata/werfcontract): a stand-in
+// for werf that checks the Job's contract and deploys nothing. Tests only; never the default.
+const ContractTestImage = "slipway.local/werf-contract-test:1"
+
+// realNodeWorld is a control plane with a real node, a registry the node's pods reach, and the
+// operator's WerfBundle controller running with the contract test image.
+type realNodeWorld struct {
+	t    *testing.T
+	ctx  context.Context
+	cp   *controlplane.ControlPlane
+	node *controlplane.RealNode
+	reg  *registrytest.Registry
+	ns   string
+}
+
+// TestWerfBundle_JobRunsOnARealNode needs real containers: kwok only says a Job completed. Here
+// the converge Job's pod starts on the real node from the contract test image under Pod Security
+// restricted (non-root, read-only root file system, no capabilities), with its values Secret and
+// ServiceAccount token mounted, talks to the API server and the registry, and exits as werf would;
+// the operator reads the outcome as in a cluster. The control plane is the test's own (started
+// with its node): the shared one of the package has no ServiceAccount tokens and no API server
+// that pods reach.
+func TestWerfBundle_JobRunsOnARealNode(t *testing.T) {
+	w := startRealNodeWorld(t)
+	t.Run("Succeeds", func(t *testing.T) { w.jobSucceeds(t) })
+	t.Run("FailureLastLineReachesStatus", func(t *testing.T) { w.jobFails(t) })
+}
+
+func startRealNodeWorld(t *testing.T) *realNodeWorld {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	t.Cleanup(cancel)
+	img := buildContractImage(ctx, t)
+	start := time.Now()
+	crds, err := config.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logDir, err := os.MkdirTemp("", "slipway-werfbundle-realnode-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := controlplane.Start(ctx, controlplane.Options{Mode: controlplane.Full, LogDir: logDir, CRDs: crds,
+		Scheme: scheme.New(), RealNode: &controlplane.RealNodeOptions{}})
+	if err != nil {
+		t.Fatalf("starting the control plane with a real node: %v (logs in %s)", err, logDir)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("stopping the control plane: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("control-plane logs kept in %s\n%s", logDir, controlplane.LogTails(logDir, 40))
+			return
+		}
+		_ = os.RemoveAll(logDir)
+	})
+	t.Logf("control plane with its real node up in %s", time.Since(start).Round(time.Millisecond))
+	w := &realNodeWorld{t: t, ctx: ctx, cp: cp, node: cp.RealNodes()[0], ns: "werf-real"}
+	importStart := time.Now()
+	if err := w.node.ImportImages(ctx, ContractTestImage, []v1.Image{img}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("contract test image imported in %s", time.Since(importStart).Round(time.Millisecond))
+	// The registry listens on the node's gateway: the operator (on this machine) and the Job's
+	// pod reach it at the same address, as the bundle's URL requires.
+	w.reg = registrytest.StartDistribution(t, registrytest.WithListenIP(w.node.Gateway))
+	registrytest.PushBundle(t, w.reg.Host, "demo/app", "1.0.0")
+	w.setUpNamespace()
+	w.startOperator()
+	return w
+}
+
+// buildContractImage builds testdata/werfcontract into an image with internal/ociimage, the
+// program at /usr/local/bin/werf: the Job runs the command `werf`, found through PATH as in the
+// werf image.
+func buildContractImage(ctx context.Context, t *testing.T) v1.Image {
+	start := time.Now()
+	bin := filepath.Join(t.TempDir(), "werf")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./testdata/werfcontract")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the contract test program: %v\n%s", err, out)
+	}
+	img, err := ociimage.Build(ociimage.Spec{Binary: bin, Path: "/usr/local/bin/werf",
+		Platform: v1.Platform{OS: "linux", Architecture: "amd64"}, Created: time.Unix(0, 0),
+		Labels: map[string]string{"org.opencontainers.image.title": "werf contract test image (slipway tests only)"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("contract test image built in %s", time.Since(start).Round(time.Millisecond))
+	return img
+}
+
+// setUpNamespace makes the bundles' namespace as a user would for werf (docs/werfbundle.md,
+// Setting up a target namespace: a ServiceAccount bound to admin), enforcing Pod Security
+// restricted, and annotated so that all its pods run on the real node.
+func (w *realNodeWorld) setUpNamespace() {
+	c := w.cp.Client
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ns, Annotations: controlplane.RealNodeNamespaceAnnotations(),
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}}}
+	objs := []client.Object{ns,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "werf-converge", Namespace: w.ns}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "werf-converge", Namespace: w.ns},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "werf-converge", Namespace: w.ns}}},
+	}
+	for _, o := range objs {
+		if err := c.Create(w.ctx, o); err != nil {
+			w.t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+// startOperator runs the WerfBundle controller as the operator binary wires it (its flags, its
+// log reader through pods/log), as the operator's RBAC user: the werf image is the contract test
+// image, and the Jobs get the API server's address on the gateway (no kube-proxy serves the
+// kubernetes Service here) through --werfbundle-job-env.
+func (w *realNodeWorld) startOperator() {
+	t := w.t
+	path, err := w.cp.InstallOperatorIdentity(w.ctx, filepath.Join(t.TempDir(), "operator.kubeconfig"), "werfbundle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := url.Parse(w.cp.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port := api.Hostname(), api.Port()
+	wb := werfbundle.Controller()
+	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
+	wb.BindFlags(fs)
+	if err := fs.Parse([]string{"--werfbundle-werf-image=" + ContractTestImage,
+		"--werfbundle-job-env=KUBERNETES_SERVICE_HOST=" + host, "--werfbundle-job-env=KUBERNETES_SERVICE_PORT=" + port}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(w.ctx)
+	mgr, err := operator.NewManager(ctx, cfg, scheme.New(), operator.Options{MetricsAddr: "0", ProbeAddr: "0",
+		Namespace: controlplane.OperatorNamespace, GracefulShutdownTimeout: 10 * time.Second, SkipControllerNameValidation: true},
+		[]operator.Controller{wb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// deploy creates a bundle of demo/app with the given values sources and waits until its Job
+// has finished; it returns the bundle, the Job and the Job's pod.
+func (w *realNodeWorld) deploy(t *testing.T, name string, values ...werfv1.ValuesReference) (*werfv1.WerfBundle, *batchv1.Job, *corev1.Pod) {
+	c := w.cp.Client
+	b := &werfv1.WerfBundle{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns},
+		Spec: werfv1.WerfBundleSpec{
+			Registry: werfv1.RegistrySpec{URL: w.reg.Repository("demo/app"), Insecure: true},
+			Converge: werfv1.ConvergeSpec{ServiceAccountName: "werf-converge", ValuesFrom: values},
+		},
+	}
+	created := time.Now()
+	if err := c.Create(w.ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	var job batchv1.Job
+	realPoll(w.ctx, t, "the bundle's Job finished", func() (bool, string) {
+		var jobs batchv1.JobList
+		if err := c.List(w.ctx, &jobs, client.InNamespace(w.ns), client.MatchingLabels{werfbundle.LabelBundleName: name}); err != nil {
+			return false, err.Error()
+		}
+		if len(jobs.Items) != 1 {
+			return false, "Jobs: " + jobNames(jobs.Items)
+		}
+		job = jobs.Items[0]
+		return jobDone(&job), describeJob(w, &job)
+	})
+	t.Logf("bundle created → Job finished: %s; Job start → end: %s", time.Since(created).Round(time.Millisecond),
+		jobRunTime(&job))
+	pods := w.podsOf(t, &job)
+	last := &pods[len(pods)-1]
+	if last.Spec.NodeName != w.node.Name {
+		t.Errorf("the Job's pod ran on %q, want the real node %q", last.Spec.NodeName, w.node.Name)
+	}
+	return b, &job, last
+}
+
+func (w *realNodeWorld) jobSucceeds(t *testing.T) {
+	c := w.cp.Client
+	createObject(w.ctx, t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-values", Namespace: w.ns},
+		Data: map[string]string{"values.yaml": "replicas: 1\nimage:\n  tag: \"2.4\"\ningress: {host: app.example}\n"}})
+	createObject(w.ctx, t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app-secrets", Namespace: w.ns},
+		StringData: map[string]string{"values.yaml": "replicas: 3\ndatabase: {password: s3cret}\n"}})
+	b, job, pod := w.deploy(t, "app",
+		werfv1.ValuesReference{ConfigMapRef: &werfv1.ValuesSource{Name: "app-values"}},
+		werfv1.ValuesReference{SecretRef: &werfv1.ValuesSource{Name: "app-secrets"}})
+	if !jobSucceeded(job) {
+		t.Fatalf("the Job failed: %s\n%s", describeJob(w, job), terminationMessage(pod))
+	}
+	var report struct {
+		Command, Repo, Tag, Release, Namespace, Home, TmpDir, BundleDigest string
+		UID                                                                int
+		ReadOnlyRoot                                                       bool
+		ValuesFiles                                                        []string
+		Values                                                             map[string]any
+	}
+	if err := json.Unmarshal([]byte(terminationMessage(pod)), &report); err != nil {
+		t.Fatalf("the contract test image's report: %v\n%s", err, terminationMessage(pod))
+	}
+	want := map[string]any{"replicas": float64(3), "image": map[string]any{"tag": "2.4"},
+		"ingress": map[string]any{"host": "app.example"}, "database": map[string]any{"password": "s3cret"}}
+	if !reflect.DeepEqual(report.Values, want) {
+		t.Errorf("werf would read the values %v, want %v (the sources merged in order)", report.Values, want)
+	}
+	if report.Command != "bundle apply" || report.Repo != b.Spec.Registry.URL || report.Tag != "1.0.0" ||
+		report.Release != "app" || report.Namespace != w.ns || report.BundleDigest == "" {
+		t.Errorf("werf would run %q for %s:%s, release %q in %q (bundle digest %q)",
+			report.Command, report.Repo, report.Tag, report.Release, report.Namespace, report.BundleDigest)
+	}
+	if report.UID != ociimage.UID || !report.ReadOnlyRoot || report.Home != "/tmp" || len(report.ValuesFiles) != 1 {
+		t.Errorf("werf would run as uid %d (read-only root %t) with HOME %q and values files %v",
+			report.UID, report.ReadOnlyRoot, report.Home, report.ValuesFiles)
+	}
+	got := w.waitBundle(t, b, func(b *werfv1.WerfBundle) bool { return b.Status.LastFinishedJob == job.Name })
+	if got.Status.Phase != werfv1.PhaseSynced || got.Status.LastAppliedTag != "1.0.0" || got.Status.LastSyncTime == nil {
+		t.Errorf("bundle phase %s, tag %q, synced %v; want Synced with 1.0.0 (%s)", got.Status.Phase,
+			got.Status.LastAppliedTag, got.Status.LastSyncTime, got.Status.LastErrorMessage)
+	}
+	if log := w.storedLog(t, got); !strings.Contains(log, `"bundleDigest"`) {
+		t.Errorf("the stored log holds no report of the run:\n%s", log)
+	}
+}
+
+func (w *realNodeWorld) jobFails(t *testing.T) {
+	const why = "the release's pre-install hook failed (asked by the test)"
+	createObject(w.ctx, t, w.cp.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "broken-values", Namespace: w.ns},
+		Data: map[string]string{"values.yaml": "werfContractTest:\n  fail: \"" + why + "\"\n"}})
+	b, job, pod := w.deploy(t, "broken", werfv1.ValuesReference{ConfigMapRef: &werfv1.ValuesSource{Name: "broken-values"}})
+	if jobSucceeded(job) {
+		t.Fatalf("the Job succeeded, want a failure")
+	}
+	lastLine := "Error: werf contract test: failing on purpose (values werfContractTest.fail): " + why
+	if msg := strings.TrimRight(terminationMessage(pod), "\n"); !strings.HasSuffix(msg, lastLine) {
+		t.Errorf("the failed container's log ends with %q, want %q", msg, lastLine)
+	}
+	got := w.waitBundle(t, b, func(b *werfv1.WerfBundle) bool { return b.Status.LastFinishedJob == job.Name })
+	if got.Status.Phase != werfv1.PhaseFailed || got.Status.LastFailedRevision == "" {
+		t.Errorf("bundle phase %s, failed revision %q; want Failed", got.Status.Phase, got.Status.LastFailedRevision)
+	}
+	if ready := condition(got, "Ready"); ready == nil || ready.Reason != werfbundle.ReasonDeployFailed {
+		t.Errorf("Ready condition %+v, want reason %s", ready, werfbundle.ReasonDeployFailed)
+	}
+	if msg := got.Status.LastErrorMessage; !strings.HasSuffix(msg, "\n"+lastLine) {
+		t.Errorf("lastErrorMessage does not end with the log's last line %q:\n%s", lastLine, msg)
+	}
+	if log := strings.TrimRight(w.storedLog(t, got), "\n"); !strings.HasSuffix(log, lastLine) {
+		t.Errorf("the stored log does not end with %q:\n%s", lastLine, log)
+	}
+	t.Logf("lastErrorMessage:\n%s", got.Status.LastErrorMessage)
+}
+
+func (w *realNodeWorld) waitBundle(t *testing.T, b *werfv1.WerfBundle, cond func(*werfv1.WerfBundle) bool) *werfv1.WerfBundle {
+	got := &werfv1.WerfBundle{}
+	realPoll(w.ctx, t, "the bundle records its Job", func() (bool, string) {
+		if err := w.cp.Client.Get(w.ctx, client.ObjectKeyFromObject(b), got); err != nil {
+			return false, err.Error()
+		}
+		return cond(got), string(got.Status.Phase) + ": " + got.Status.LastErrorMessage
+	})
+	return got
+}
+
+// storedLog is the log the operator kept for the bundle's last Job.
+func (w *realNodeWorld) storedLog(t *testing.T, b *werfv1.WerfBundle) string {
+	var cm corev1.ConfigMap
+	if err := w.cp.Client.Get(w.ctx, clientKeyIn(controlplane.OperatorNamespace, b.Status.LastJobLog), &cm); err != nil {
+		t.Fatalf("the stored log %q: %v", b.Status.LastJobLog, err)
+	}
+	return cm.Data["log"]
+}
+
+func (w *realNodeWorld) podsOf(t *testing.T, j *batchv1.Job) []corev1.Pod {
+	var pods corev1.PodList
+	if err := w.cp.Client.List(w.ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{batchv1.JobNameLabel: j.Name}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) == 0 {
+		t.Fatalf("Job %s has no pods", j.Name)
+	}
+	items := pods.Items
+	for i := 1; i < len(items); i++ {
+		for k := i; k > 0 && items[k].CreationTimestamp.Before(&items[k-1].CreationTimestamp); k-- {
+			items[k], items[k-1] = items[k-1], items[k]
+		}
+	}
+	return items
+}
+
+func describeJob(w *realNodeWorld, j *batchv1.Job) string {
+	var b strings.Builder
+	for _, c := range j.Status.Conditions {
+		b.WriteString(string(c.Type) + "=" + string(c.Status) + " " + c.Reason + ": " + c.Message + "; ")
+	}
+	var pods corev1.PodList
+	if err := w.cp.Client.List(w.ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{batchv1.JobNameLabel: j.Name}); err == nil {
+		for _, p := range pods.Items {
+			b.WriteString("pod " + p.Name + " on " + p.Spec.NodeName + " " + string(p.Status.Phase) + " ")
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.State.Waiting != nil {
+					b.WriteString("waiting " + cs.State.Waiting.Reason + ": " + cs.State.Waiting.Message + " ")
+				}
+			}
+		}
+	}
+	return b.String()
+}
+
+// jobRunTime is from the Job's start to its completion or failure, as the Job controller recorded
+// them (whole seconds).
+func jobRunTime(j *batchv1.Job) time.Duration {
+	if j.Status.StartTime == nil {
+		return 0
+	}
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Sub(j.Status.StartTime.Time)
+		}
+	}
+	return 0
+}
+
+func jobNames(jobs []batchv1.Job) string {
+	names := make([]string, 0, len(jobs))
+	for _, j := range jobs {
+		names = append(names, j.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func jobSucceeded(j *batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func terminationMessage(p *corev1.Pod) string {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Terminated != nil {
+			return cs.State.Terminated.Message
+		}
+	}
+	return ""
+}
+
+func createObject(ctx context.Context, t *testing.T, c client.Client, o client.Object) {
+	t.Helper()
+	if err := c.Create(ctx, o); err != nil {
+		t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+	}
+}
+
+// realPoll polls cond every 250 ms until it holds; on timeout it fails with cond's last word.
+func realPoll(ctx context.Context, t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	last := ""
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s: %s", what, last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
