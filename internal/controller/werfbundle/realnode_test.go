@@ -24,13 +24,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
-	"github.com/slipway-dev/slipway/config"
 	"github.com/slipway-dev/slipway/internal/controller/werfbundle"
 	"github.com/slipway-dev/slipway/internal/controlplane"
 	"github.com/slipway-dev/slipway/internal/ociimage"
 	"github.com/slipway-dev/slipway/internal/operator"
 	"github.com/slipway-dev/slipway/internal/registry/registrytest"
 	"github.com/slipway-dev/slipway/internal/scheme"
+	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
 // ContractTestImage is the WerfBundle contract test image (testdata/werfcontract): a stand-in
@@ -66,29 +66,7 @@ func startRealNodeWorld(t *testing.T) *realNodeWorld {
 	t.Cleanup(cancel)
 	img := buildContractImage(ctx, t)
 	start := time.Now()
-	crds, err := config.CRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	logDir, err := os.MkdirTemp("", "slipway-werfbundle-realnode-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := controlplane.Start(ctx, controlplane.Options{Mode: controlplane.Full, LogDir: logDir, CRDs: crds,
-		Scheme: scheme.New(), RealNode: &controlplane.RealNodeOptions{}})
-	if err != nil {
-		t.Fatalf("starting the control plane with a real node: %v (logs in %s)", err, logDir)
-	}
-	t.Cleanup(func() {
-		if err := cp.Stop(); err != nil {
-			t.Errorf("stopping the control plane: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("control-plane logs kept in %s\n%s", logDir, controlplane.LogTails(logDir, 40))
-			return
-		}
-		_ = os.RemoveAll(logDir)
-	})
+	cp := testenv.NewWithRealNode(t, controlplane.RealNodeOptions{})
 	t.Logf("control plane with its real node up in %s", time.Since(start).Round(time.Millisecond))
 	w := &realNodeWorld{t: t, ctx: ctx, cp: cp, node: cp.RealNodes()[0], ns: "werf-real"}
 	importStart := time.Now()
