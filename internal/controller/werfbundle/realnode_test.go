@@ -58,7 +58,9 @@ type realNodeWorld struct {
 func TestWerfBundle_JobRunsOnARealNode(t *testing.T) {
 	w := startRealNodeWorld(t)
 	t.Run("Succeeds", func(t *testing.T) { w.jobSucceeds(t) })
-	t.Run("FailureLastLineReachesStatus", func(t *testing.T) { w.jobFails(t) })
+	// Each failing Job runs twice (backoffLimit 1, ten seconds apart): the two run side by side.
+	t.Run("FailureLastLineReachesStatus", func(t *testing.T) { t.Parallel(); w.jobFails(t) })
+	t.Run("ServiceAccountWithoutRightsIsNamed", func(t *testing.T) { t.Parallel(); w.jobWithoutRights(t) })
 }
 
 func startRealNodeWorld(t *testing.T) *realNodeWorld {
@@ -78,7 +80,7 @@ func startRealNodeWorld(t *testing.T) *realNodeWorld {
 	// pod reach it at the same address, as the bundle's URL requires.
 	w.reg = registrytest.StartDistribution(t, registrytest.WithListenIP(w.node.Gateway))
 	registrytest.PushBundle(t, w.reg.Host, "demo/app", "1.0.0")
-	w.setUpNamespace()
+	w.setUpNamespace(t, w.ns, true)
 	w.startOperator()
 	return w
 }
@@ -104,23 +106,20 @@ func buildContractImage(ctx context.Context, t *testing.T) v1.Image {
 	return img
 }
 
-// setUpNamespace makes the bundles' namespace as a user would for werf (docs/werfbundle.md,
-// Setting up a target namespace: a ServiceAccount bound to admin), enforcing Pod Security
-// restricted, and annotated so that all its pods run on the real node.
-func (w *realNodeWorld) setUpNamespace() {
-	c := w.cp.Client
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ns, Annotations: controlplane.RealNodeNamespaceAnnotations(),
+// setUpNamespace makes a bundles' namespace as a user would for werf (docs/werfbundle.md,
+// Setting up a target namespace: a ServiceAccount, bound to admin when deployer is set), enforcing
+// Pod Security restricted, and annotated so that all its pods run on the real node.
+func (w *realNodeWorld) setUpNamespace(t *testing.T, name string, deployer bool) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: controlplane.RealNodeNamespaceAnnotations(),
 		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}}}
-	objs := []client.Object{ns,
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "werf-converge", Namespace: w.ns}},
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "werf-converge", Namespace: w.ns},
+	objs := []client.Object{ns, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "werf-converge", Namespace: name}}}
+	if deployer {
+		objs = append(objs, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "werf-converge", Namespace: name},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "werf-converge", Namespace: w.ns}}},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "werf-converge", Namespace: name}}})
 	}
 	for _, o := range objs {
-		if err := c.Create(w.ctx, o); err != nil {
-			w.t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
-		}
+		createObject(w.ctx, t, w.cp.Client, o)
 	}
 }
 
@@ -169,10 +168,10 @@ func (w *realNodeWorld) startOperator() {
 
 // deploy creates a bundle of demo/app with the given values sources and waits until its Job
 // has finished; it returns the bundle, the Job and the Job's pod.
-func (w *realNodeWorld) deploy(t *testing.T, name string, values ...werfv1.ValuesReference) (*werfv1.WerfBundle, *batchv1.Job, *corev1.Pod) {
+func (w *realNodeWorld) deploy(t *testing.T, ns, name string, values ...werfv1.ValuesReference) (*werfv1.WerfBundle, *batchv1.Job, *corev1.Pod) {
 	c := w.cp.Client
 	b := &werfv1.WerfBundle{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: werfv1.WerfBundleSpec{
 			Registry: werfv1.RegistrySpec{URL: w.reg.Repository("demo/app"), Insecure: true},
 			Converge: werfv1.ConvergeSpec{ServiceAccountName: "werf-converge", ValuesFrom: values},
@@ -183,19 +182,23 @@ func (w *realNodeWorld) deploy(t *testing.T, name string, values ...werfv1.Value
 		t.Fatal(err)
 	}
 	var job batchv1.Job
+	var jobSeen time.Time
 	realPoll(w.ctx, t, "the bundle's Job finished", func() (bool, string) {
 		var jobs batchv1.JobList
-		if err := c.List(w.ctx, &jobs, client.InNamespace(w.ns), client.MatchingLabels{werfbundle.LabelBundleName: name}); err != nil {
+		if err := c.List(w.ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{werfbundle.LabelBundleName: name}); err != nil {
 			return false, err.Error()
 		}
 		if len(jobs.Items) != 1 {
 			return false, "Jobs: " + jobNames(jobs.Items)
 		}
 		job = jobs.Items[0]
+		if jobSeen.IsZero() {
+			jobSeen = time.Now()
+		}
 		return jobDone(&job), describeJob(w, &job)
 	})
-	t.Logf("bundle created → Job finished: %s; Job start → end: %s", time.Since(created).Round(time.Millisecond),
-		jobRunTime(&job))
+	t.Logf("bundle created → Job finished: %s; Job seen → finished: %s; Job start → end (whole seconds): %s",
+		time.Since(created).Round(time.Millisecond), time.Since(jobSeen).Round(time.Millisecond), jobRunTime(&job))
 	pods := w.podsOf(t, &job)
 	last := &pods[len(pods)-1]
 	if last.Spec.NodeName != w.node.Name {
@@ -210,7 +213,7 @@ func (w *realNodeWorld) jobSucceeds(t *testing.T) {
 		Data: map[string]string{"values.yaml": "replicas: 1\nimage:\n  tag: \"2.4\"\ningress: {host: app.example}\n"}})
 	createObject(w.ctx, t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app-secrets", Namespace: w.ns},
 		StringData: map[string]string{"values.yaml": "replicas: 3\ndatabase: {password: s3cret}\n"}})
-	b, job, pod := w.deploy(t, "app",
+	b, job, pod := w.deploy(t, w.ns, "app",
 		werfv1.ValuesReference{ConfigMapRef: &werfv1.ValuesSource{Name: "app-values"}},
 		werfv1.ValuesReference{SecretRef: &werfv1.ValuesSource{Name: "app-secrets"}})
 	if !jobSucceeded(job) {
@@ -254,7 +257,7 @@ func (w *realNodeWorld) jobFails(t *testing.T) {
 	const why = "the release's pre-install hook failed (asked by the test)"
 	createObject(w.ctx, t, w.cp.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "broken-values", Namespace: w.ns},
 		Data: map[string]string{"values.yaml": "werfContractTest:\n  fail: \"" + why + "\"\n"}})
-	b, job, pod := w.deploy(t, "broken", werfv1.ValuesReference{ConfigMapRef: &werfv1.ValuesSource{Name: "broken-values"}})
+	b, job, pod := w.deploy(t, w.ns, "broken", werfv1.ValuesReference{ConfigMapRef: &werfv1.ValuesSource{Name: "broken-values"}})
 	if jobSucceeded(job) {
 		t.Fatalf("the Job succeeded, want a failure")
 	}
@@ -276,6 +279,24 @@ func (w *realNodeWorld) jobFails(t *testing.T) {
 		t.Errorf("the stored log does not end with %q:\n%s", lastLine, log)
 	}
 	t.Logf("lastErrorMessage:\n%s", got.Status.LastErrorMessage)
+}
+
+// jobWithoutRights: a namespace whose werf ServiceAccount has no role. The contract image finds
+// that werf could not store its release and names it; the bundle is Failed with that line.
+func (w *realNodeWorld) jobWithoutRights(t *testing.T) {
+	ns := w.ns + "-no-rights"
+	w.setUpNamespace(t, ns, false)
+	b, job, _ := w.deploy(t, ns, "app")
+	if jobSucceeded(job) {
+		t.Fatalf("the Job succeeded, want a failure")
+	}
+	got := w.waitBundle(t, b, func(b *werfv1.WerfBundle) bool { return b.Status.LastFinishedJob == job.Name })
+	msg := got.Status.LastErrorMessage
+	lastLine := msg[strings.LastIndexByte(msg, '\n')+1:]
+	if got.Status.Phase != werfv1.PhaseFailed || lastLine != "Error: werf contract test: ServiceAccount permissions: "+
+		"the ServiceAccount may not create Secrets in "+ns+", where werf stores its releases" {
+		t.Errorf("bundle phase %s; lastErrorMessage does not end with the broken part:\n%s", got.Status.Phase, msg)
+	}
 }
 
 func (w *realNodeWorld) waitBundle(t *testing.T, b *werfv1.WerfBundle, cond func(*werfv1.WerfBundle) bool) *werfv1.WerfBundle {

@@ -327,11 +327,21 @@ func checkAPIServer(r *Report, _ []string) error {
 		return broken("API server", "%s refused the ServiceAccount token: %s: %s", r.APIServer, resp.Status, bytes.TrimSpace(body))
 	}
 	var out struct {
-		Status struct{ Allowed bool } `json:"status"`
+		Status struct {
+			Allowed bool
+			Reason  string
+		} `json:"status"`
 	}
-	if err := json.Unmarshal(body, &out); err != nil || !out.Status.Allowed {
-		return broken("ServiceAccount permissions", "the ServiceAccount may not create Secrets in %s, where werf stores its releases (%s)",
-			parsed.namespace, bytes.TrimSpace(body))
+	if err := json.Unmarshal(body, &out); err != nil {
+		return broken("API server", "%s answered the SelfSubjectAccessReview with %s: %v", r.APIServer, bytes.TrimSpace(body), err)
+	}
+	if !out.Status.Allowed {
+		reason := ""
+		if out.Status.Reason != "" {
+			reason = " (" + out.Status.Reason + ")"
+		}
+		return broken("ServiceAccount permissions", "the ServiceAccount may not create Secrets in %s, where werf stores its releases%s",
+			parsed.namespace, reason)
 	}
 	fmt.Printf("│ API server %s: the ServiceAccount may manage the release in %s\n", r.APIServer, parsed.namespace)
 	return nil
