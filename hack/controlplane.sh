@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local control plane from Go modules (no binary downloads): kube-apiserver,
-# kube-controller-manager, kube-scheduler, kubectl, etcd, etcdctl, kwok, and the kubelet of the real
-# node (internal/controlplane/realnode.go).
+# kube-controller-manager, kube-scheduler, kubectl, etcd, etcdctl, kwok, and the kubelet and
+# NetworkPolicy controller of the real node (internal/controlplane/realnode.go).
 # Binaries land in a cache directory outside the repository, keyed by the pinned versions, and are
 # built once. Prints that directory (usable as KUBEBUILDER_ASSETS) on stdout; progress on stderr.
 #
@@ -18,8 +18,14 @@ OUT=$CACHE/controlplane/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION
 STAMP=$OUT/.complete
 
 if [[ ${1:-} == --dir ]]; then echo "$OUT"; exit 0; fi
-# The kubelet came later than the rest: a cache completed before it builds only the kubelet.
-if [[ -f $STAMP && -x $OUT/kubelet ]]; then echo "$OUT"; exit 0; fi
+# The real node's NetworkPolicy controller is the project's own small command (a module of its
+# own in hack/networkpolicy): rebuilt when its sources change.
+NETPOL_SRC=$(cd "$(dirname "$0")/networkpolicy" && pwd)
+NETPOL_SUM=$(cat "$NETPOL_SRC"/go.mod "$NETPOL_SRC"/go.sum "$NETPOL_SRC"/*.go | sha256sum | cut -c1-16)
+netpol_fresh() { [[ -x $OUT/networkpolicy && $(cat "$OUT/networkpolicy.sum" 2>/dev/null) == "$NETPOL_SUM" ]]; }
+# The kubelet and the NetworkPolicy controller came later than the rest: a cache completed before
+# them builds only what it lacks.
+if [[ -f $STAMP && -x $OUT/kubelet ]] && netpol_fresh; then echo "$OUT"; exit 0; fi
 
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
@@ -55,6 +61,14 @@ others() {
     log "building kwok v$KWOK_VERSION"
     go build -trimpath -ldflags "-s -w" -o "$OUT/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok
     mv "$OUT/kwok.tmp" "$OUT/kwok"
+  fi
+
+  # The real node's NetworkPolicy controller (SIG Network's kube-network-policies).
+  if ! netpol_fresh; then
+    log "building the NetworkPolicy controller (hack/networkpolicy)"
+    (cd "$NETPOL_SRC" && go build -trimpath -ldflags "-s -w" -o "$OUT/networkpolicy.tmp" .)
+    mv "$OUT/networkpolicy.tmp" "$OUT/networkpolicy"
+    echo "$NETPOL_SUM" >"$OUT/networkpolicy.sum"
   fi
 }
 others &

@@ -20,9 +20,10 @@ set -euo pipefail
 # zsh, fish: the shells the slipway CLI's completion scripts are loaded into by its tests.
 # prometheus: the real Prometheus server the analysis tests start and query
 # (internal/manager/analysis/promtest).
-# containerd, runc, containernetworking-plugins, busybox-static, iptables, iproute2: the real node
-# (internal/controlplane/realnode.go): its container runtime, its pods' bridge network, the static
-# busybox its images are built from (the package, not busybox's dynamically linked one).
+# containerd, runc, containernetworking-plugins, busybox-static, iptables, iproute2, nftables: the
+# real node (internal/controlplane/realnode.go): its container runtime, its pods' bridge network, the
+# static busybox its images are built from (the package, not busybox's dynamically linked one), and
+# the nft tool that removes a NetworkPolicy table a crashed node left.
 # SLIPWAY_DEPS_PACKAGES replaces the list (the script's own tests use it).
 PACKAGES=${SLIPWAY_DEPS_PACKAGES:-'
 git              git                 test dev ci
@@ -37,12 +38,13 @@ chromium         chromium            test dev ci
 zsh              zsh                 test ci
 fish             fish                test ci
 prometheus       prometheus          test ci
-containerd       containerd          test ci
-runc             runc                test ci
-containernetworking-plugins /usr/lib/cni/bridge test ci
-busybox-static   /usr/share/doc/busybox-static test ci
-iptables         iptables            test ci
-iproute2         ip                  test ci
+containerd       containerd          test dev ci
+runc             runc                test dev ci
+containernetworking-plugins /usr/lib/cni/bridge test dev ci
+busybox-static   /usr/share/doc/busybox-static test dev ci
+iptables         iptables            test dev ci
+iproute2         ip                  test dev ci
+nftables         nft                 test dev ci
 '}
 
 usage() {

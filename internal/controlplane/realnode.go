@@ -85,6 +85,7 @@ type RealNode struct {
 	socket     string
 	containerd *process
 	kubelet    *process
+	netpol     *process
 	record     nodeRecord
 	files      []*os.File
 	// processesStopped and stopped: Stop's two halves are done.
@@ -112,10 +113,11 @@ func (cp *ControlPlane) prepareRealNode(opts RealNodeOptions) (n *RealNode, err 
 		opts.Name = "real-node"
 	}
 	for _, need := range []string{"/usr/bin/containerd", "/usr/bin/ctr", "/usr/sbin/runc", filepath.Join(cniBinDir, "bridge"),
-		filepath.Join(cniBinDir, "host-local"), busyboxPath, filepath.Join(cp.assets, "kubelet")} {
+		filepath.Join(cniBinDir, "host-local"), busyboxPath, "/usr/sbin/nft", filepath.Join(cp.assets, "kubelet"),
+		filepath.Join(cp.assets, networkPolicyBinary)} {
 		if _, err := os.Stat(need); err != nil {
-			return nil, fmt.Errorf("real node: %s missing (hack/deps.sh installs containerd, runc, containernetworking-plugins "+
-				"and busybox-static; hack/controlplane.sh builds the kubelet): %w", need, err)
+			return nil, fmt.Errorf("real node: %s missing (hack/deps.sh installs containerd, runc, containernetworking-plugins, "+
+				"busybox-static and nftables; hack/controlplane.sh builds the kubelet and the NetworkPolicy controller): %w", need, err)
 		}
 	}
 	if os.Geteuid() != 0 {
@@ -173,6 +175,9 @@ func (n *RealNode) start(ctx context.Context, cp *ControlPlane) error {
 		"--v=2",
 	}}
 	if err := n.kubelet.start(n.logFile("kubelet.log")); err != nil {
+		return err
+	}
+	if err := n.startNetworkPolicies(ctx, cp); err != nil {
 		return err
 	}
 	if err := n.waitReady(ctx, cp.Client); err != nil {
@@ -560,6 +565,10 @@ func (n *RealNode) stopProcesses() error {
 	var errs []error
 	if n.kubelet != nil {
 		errs = append(errs, n.kubelet.stop(10*time.Second))
+	}
+	if n.netpol != nil {
+		// On SIGTERM it removes its nftables table.
+		errs = append(errs, n.netpol.stop(10*time.Second))
 	}
 	if n.containerd != nil {
 		if exited, _ := n.containerd.exited(); !exited {

@@ -366,6 +366,9 @@ type nodeRecord struct {
 	Bridge string `json:"bridge"`
 	// Cgroup is the kubelet's cgroupRoot, a directory in every hierarchy.
 	Cgroup string `json:"cgroup"`
+	// NetpolChain is the iptables chain (mangle) steering the pods' packets to the node's
+	// NetworkPolicy controller.
+	NetpolChain string `json:"netpolChain,omitempty"`
 	// Owner is the PID of the process that started the node, OwnerStart its start time (so that
 	// a reused PID is not taken for it).
 	Owner      int    `json:"owner"`
@@ -437,7 +440,7 @@ func loadRecords() []nodeRecord {
 // (snapshots, sandbox files, network namespaces), its bridge, its cgroups, its directory.
 func cleanupNode(r nodeRecord) error {
 	var errs []error
-	errs = append(errs, killShims(r.Socket))
+	errs = append(errs, killShims(r.Socket), deleteNetpolChain(r.NetpolChain))
 	if r.Cgroup != "" {
 		errs = append(errs, killCgroup(r.Cgroup))
 	}

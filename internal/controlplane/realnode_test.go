@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -42,7 +43,7 @@ import (
 func TestRealNode_PodServesHTTPOnThePodNetwork(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	before, err := recordHost()
+	before, err := hostBeforeNodes()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +143,22 @@ func TestRealNode_PodServesHTTPOnThePodNetwork(t *testing.T) {
 
 // checkNothingLeft checks that the machine is as before showed it, with nothing left of the real
 // node that had dir, socket and bridge.
+// hostBeforeNodes is the machine's state before any real node: recorded now, or, while real nodes
+// of other test packages run, as the first of them recorded it (what the last Stop puts back).
+func hostBeforeNodes() (hostState, error) {
+	if len(loadRecords()) > 0 {
+		var h hostState
+		data, err := os.ReadFile(filepath.Join(machineDir, "host.json"))
+		if err == nil {
+			err = json.Unmarshal(data, &h)
+		}
+		if err == nil {
+			return h, nil
+		}
+	}
+	return recordHost()
+}
+
 func checkNothingLeft(t *testing.T, before hostState, dir, socket, bridge string) {
 	t.Helper()
 	if _, err := os.Stat("/sys/class/net/" + bridge); err == nil {
@@ -164,6 +181,16 @@ func checkNothingLeft(t *testing.T, before hostState, dir, socket, bridge string
 	if dirs := append(cgroupDirs("kubepods"), cgroupDirs(filepath.Base(dir))...); len(dirs) > 0 {
 		t.Errorf("cgroups left: %v", dirs)
 	}
+	if out, err := exec.Command("iptables", "-w", "-t", "mangle", "-S", "SLIPWAY-NETPOL-"+bridge).CombinedOutput(); err == nil {
+		t.Errorf("the node's NetworkPolicy chain left: %s", out)
+	}
+	// Other test packages may run real nodes at the same time (go test runs packages in
+	// parallel): the machine is put back by the last node to stop, so its state is checked
+	// only when no other node runs.
+	if others := loadRecords(); len(others) > 0 {
+		t.Logf("%d other real node(s) run on this machine: the machine's own state is checked by the last to stop", len(others))
+		return
+	}
 	if _, err := os.Stat(machineDir); err == nil {
 		t.Errorf("%s left", machineDir)
 	}
@@ -184,6 +211,9 @@ func checkNothingLeft(t *testing.T, before hostState, dir, socket, bridge string
 	if !slices.Equal(after.Created, before.Created) {
 		t.Errorf("directories made and left: before %v missing, now %v missing", before.Created, after.Created)
 	}
+	if out, err := exec.Command("nft", "list", "tables").CombinedOutput(); err != nil || strings.Contains(string(out), "slipway-netpol") {
+		t.Errorf("nftables tables %q (%v): want no NetworkPolicy table left", out, err)
+	}
 }
 
 const realNodeCrashEnv = "SLIPWAY_REALNODE_CRASH"
@@ -197,7 +227,7 @@ func TestRealNode_KilledWithoutStopIsSweptUp(t *testing.T) {
 		crashWithARealNode()
 		return
 	}
-	before, err := recordHost()
+	before, err := hostBeforeNodes()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +320,7 @@ func TestRealNode_RunsAnImageOfTheProjectsBuilder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := recordHost()
+	before, err := hostBeforeNodes()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +404,7 @@ func TestRealNode_RunsAnImageOfTheProjectsBuilder(t *testing.T) {
 func TestRealNode_TwoNodesSideBySide(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	before, err := recordHost()
+	before, err := hostBeforeNodes()
 	if err != nil {
 		t.Fatal(err)
 	}
