@@ -61,6 +61,7 @@ func TestWerfBundle_JobRunsOnARealNode(t *testing.T) {
 	// Each failing Job runs twice (backoffLimit 1, ten seconds apart): the two run side by side.
 	t.Run("FailureLastLineReachesStatus", func(t *testing.T) { t.Parallel(); w.jobFails(t) })
 	t.Run("ServiceAccountWithoutRightsIsNamed", func(t *testing.T) { t.Parallel(); w.jobWithoutRights(t) })
+	t.Run("PrivateRegistryCredentialsReachWerf", func(t *testing.T) { t.Parallel(); w.privateRegistry(t) })
 }
 
 func startRealNodeWorld(t *testing.T) *realNodeWorld {
@@ -169,7 +170,6 @@ func (w *realNodeWorld) startOperator() {
 // deploy creates a bundle of demo/app with the given values sources and waits until its Job
 // has finished; it returns the bundle, the Job and the Job's pod.
 func (w *realNodeWorld) deploy(t *testing.T, ns, name string, values ...werfv1.ValuesReference) (*werfv1.WerfBundle, *batchv1.Job, *corev1.Pod) {
-	c := w.cp.Client
 	b := &werfv1.WerfBundle{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: werfv1.WerfBundleSpec{
@@ -177,6 +177,25 @@ func (w *realNodeWorld) deploy(t *testing.T, ns, name string, values ...werfv1.V
 			Converge: werfv1.ConvergeSpec{ServiceAccountName: "werf-converge", ValuesFrom: values},
 		},
 	}
+	return w.run(t, b)
+}
+
+// deployFrom is deploy from repo with the registry credentials of the Secret secretRef.
+func (w *realNodeWorld) deployFrom(t *testing.T, ns, name, repo, secretRef string) (*werfv1.WerfBundle, *batchv1.Job, *corev1.Pod) {
+	b := &werfv1.WerfBundle{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: werfv1.WerfBundleSpec{
+			Registry: werfv1.RegistrySpec{URL: repo, Insecure: true, SecretRef: &corev1.LocalObjectReference{Name: secretRef}},
+			Converge: werfv1.ConvergeSpec{ServiceAccountName: "werf-converge"},
+		},
+	}
+	return w.run(t, b)
+}
+
+// run creates the bundle and waits until its Job has finished.
+func (w *realNodeWorld) run(t *testing.T, b *werfv1.WerfBundle) (*werfv1.WerfBundle, *batchv1.Job, *corev1.Pod) {
+	c := w.cp.Client
+	ns, name := b.Namespace, b.Name
 	created := time.Now()
 	if err := c.Create(w.ctx, b); err != nil {
 		t.Fatal(err)
@@ -279,6 +298,32 @@ func (w *realNodeWorld) jobFails(t *testing.T) {
 		t.Errorf("the stored log does not end with %q:\n%s", lastLine, log)
 	}
 	t.Logf("lastErrorMessage:\n%s", got.Status.LastErrorMessage)
+}
+
+// privateRegistry: the bundle is in a registry that wants a password. The operator polls it with
+// the bundle's secretRef, and the Job's werf finds the same credentials in the config.json that
+// --docker-config names (mounted from the Job's Secret) and pulls the bundle's manifest with them.
+func (w *realNodeWorld) privateRegistry(t *testing.T) {
+	reg := registrytest.StartDistribution(t, registrytest.WithListenIP(w.node.Gateway), registrytest.WithBasicAuth("deployer", "s3cret-pass"))
+	registrytest.PushBundle(t, reg.Host, "private/app", "2.0.0", registrytest.WithPushAuth("deployer", "s3cret-pass"))
+	createObject(w.ctx, t, w.cp.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "registry-creds", Namespace: w.ns},
+		StringData: map[string]string{"username": "deployer", "password": "s3cret-pass"}})
+	b, job, pod := w.deployFrom(t, w.ns, "private", reg.Repository("private/app"), "registry-creds")
+	if !jobSucceeded(job) {
+		t.Fatalf("the Job failed: %s\n%s", describeJob(w, job), terminationMessage(pod))
+	}
+	var report struct{ DockerConfig, BundleDigest, Tag string }
+	if err := json.Unmarshal([]byte(terminationMessage(pod)), &report); err != nil {
+		t.Fatalf("the contract test image's report: %v\n%s", err, terminationMessage(pod))
+	}
+	if report.DockerConfig != "/werf/docker" || report.BundleDigest == "" || report.Tag != "2.0.0" {
+		t.Errorf("werf would read the bundle %s with --docker-config=%q (digest %q), want 2.0.0 with /werf/docker",
+			report.Tag, report.DockerConfig, report.BundleDigest)
+	}
+	got := w.waitBundle(t, b, func(b *werfv1.WerfBundle) bool { return b.Status.LastFinishedJob == job.Name })
+	if got.Status.Phase != werfv1.PhaseSynced || got.Status.LastAppliedTag != "2.0.0" {
+		t.Errorf("bundle phase %s with tag %q, want Synced with 2.0.0 (%s)", got.Status.Phase, got.Status.LastAppliedTag, got.Status.LastErrorMessage)
+	}
 }
 
 // jobWithoutRights: a namespace whose werf ServiceAccount has no role. The contract image finds

@@ -13,7 +13,8 @@
 //   - the ServiceAccount's token, ca.crt and namespace are mounted, the namespace is --namespace,
 //     and the API server (KUBERNETES_SERVICE_HOST/PORT, verified with ca.crt) accepts the token and
 //     lets it manage Secrets there (werf keeps its releases in Secrets);
-//   - the bundle --repo:--tag is in the registry (plain HTTP with --insecure-registry).
+//   - the bundle --repo:--tag is in the registry (plain HTTP with --insecure-registry), read with
+//     the credentials --docker-config holds for the registry's host, as werf sends them.
 //
 // It then exits as werf does: 0 after werf-like output, or 1 with the error as the log's last line
 // ("Error: ..."), naming the part of the contract that is broken. The values key
@@ -30,6 +31,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -71,6 +73,7 @@ type Report struct {
 	ServiceAccount string         `json:"serviceAccountNamespace"`
 	APIServer      string         `json:"apiServer"`
 	BundleDigest   string         `json:"bundleDigest"`
+	DockerConfig   string         `json:"dockerConfig"`
 	WerfEnv        []string       `json:"werfEnv"`
 }
 
@@ -358,18 +361,57 @@ func checkBundle(r *Report, _ []string) error {
 	req, _ := http.NewRequest(http.MethodHead, url, nil)
 	req.Header.Set("Accept", strings.Join([]string{"application/vnd.oci.image.manifest.v1+json",
 		"application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.v2+json"}, ", "))
+	auth, err := dockerAuth(host)
+	if err != nil {
+		return err
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", "Basic "+auth)
+	}
 	hc := &http.Client{Timeout: 10 * time.Second}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return broken("bundle", "registry %s is not reachable from the pod: %v", host, err)
 	}
 	_ = resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized {
+		return broken("bundle", "%s:%s: the registry refused the credentials of --docker-config=%q: %s",
+			parsed.repo, parsed.tag, parsed.dockerConfig, resp.Status)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return broken("bundle", "%s:%s: the registry answered %s", parsed.repo, parsed.tag, resp.Status)
 	}
-	r.BundleDigest = resp.Header.Get("Docker-Content-Digest")
+	r.BundleDigest, r.DockerConfig = resp.Header.Get("Docker-Content-Digest"), parsed.dockerConfig
 	fmt.Printf("│ bundle %s:%s found (%s)\n", parsed.repo, parsed.tag, r.BundleDigest)
 	return nil
+}
+
+// dockerAuth is the base64 user:password the --docker-config holds for host, as werf would send
+// it; empty without --docker-config.
+func dockerAuth(host string) (string, error) {
+	if parsed.dockerConfig == "" {
+		return "", nil
+	}
+	data, err := os.ReadFile(filepath.Join(parsed.dockerConfig, "config.json"))
+	if err != nil {
+		return "", broken("docker config", "%v", err)
+	}
+	var cfg struct {
+		Auths map[string]struct{ Auth, Username, Password string }
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return "", broken("docker config", "%s/config.json: %v", parsed.dockerConfig, err)
+	}
+	a, ok := cfg.Auths[host]
+	switch {
+	case !ok:
+		return "", broken("docker config", "%s/config.json has no entry for the registry %s", parsed.dockerConfig, host)
+	case a.Auth != "":
+		return a.Auth, nil
+	case a.Username != "":
+		return base64.StdEncoding.EncodeToString([]byte(a.Username + ":" + a.Password)), nil
+	}
+	return "", broken("docker config", "the entry for %s in %s/config.json holds no credentials", host, parsed.dockerConfig)
 }
 
 func checkFailSwitch(r *Report, _ []string) error {
