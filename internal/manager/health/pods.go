@@ -44,13 +44,15 @@ func (c *Checker) checkPods(ctx context.Context, cl *clients, cluster string, t 
 		if podReady(&p) {
 			st.Ready++
 		} else {
-			st.Messages = append(st.Messages, fmt.Sprintf("pod %s is not Running and Ready (phase %s)", p.Name, p.Status.Phase))
+			// Why, in the same message: the check's summary (Problems, a rollback's reason) shows
+			// each part's first message only.
+			st.Messages = append(st.Messages, fmt.Sprintf("pod %s is not Running and Ready (phase %s): %s",
+				p.Name, p.Status.Phase, whyNotReady(ctx, cl, &p)))
 		}
 		crash := false
 		for _, cs := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
 			if w := cs.State.Waiting; w != nil && w.Reason == "CrashLoopBackOff" {
-				crash = true
-				st.Messages = append(st.Messages, fmt.Sprintf("pod %s: container %s in CrashLoopBackOff", p.Name, cs.Name))
+				crash = true // said by whyNotReady: a container in back-off is never ready
 			}
 			key := cluster + "/" + string(p.UID) + "/" + cs.Name
 			seen[key] = true

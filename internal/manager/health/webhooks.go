@@ -208,6 +208,7 @@ type review struct {
 func (c *Checker) probe(ctx context.Context, cl *clients, ep endpoint) WebhookResult {
 	r := WebhookResult{Name: ep.name, Kind: ep.kind, Endpoint: ep.String(), Answer: Failed, Certificate: NotChecked}
 	uid := string(uuid.NewUUID())
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.WebhookTimeout)
 	defer cancel()
 	start := time.Now()
@@ -245,6 +246,13 @@ func (c *Checker) probe(ctx context.Context, cl *clients, ep endpoint) WebhookRe
 			msg = "answered 200 without a review response for the request"
 		} else {
 			r.Answer = Passed
+		}
+	}
+	if msg != "" && ep.service != nil {
+		// The API server's proxy says little (a 503 "the server is currently unable to handle
+		// the request"): say what the Service lacks, when that is why.
+		if why := serviceWithoutEndpoint(parent, cl, ep.service); why != "" {
+			msg = why + "; " + msg
 		}
 	}
 	if msg != "" {

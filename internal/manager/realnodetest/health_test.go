@@ -1,0 +1,315 @@
+//go:build e2e
+
+package realnodetest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/slipway-dev/slipway/internal/controlplane"
+	"github.com/slipway-dev/slipway/internal/manager/health"
+	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
+	"github.com/slipway-dev/slipway/internal/manager/store"
+)
+
+const (
+	operatorName = "widget-operator"
+	namespace    = "op-widget-operator"
+	clusterName  = "real-1"
+	goodVersion  = "1.0.0"
+)
+
+// The test operator's versions: a good one and three broken the way operators break in a cluster.
+var versions = []version{
+	{Version: goodVersion, Mode: "ok"},
+	{Version: "1.0.1", Mode: "crash"},
+	{Version: "1.0.2", Mode: "unready"},
+	{Version: "1.0.3", Mode: "ok", WebhookSelectsNothing: true},
+}
+
+// TestHealthChecks_RealPodsJudgedAndRolledBack needs real containers: what the manager's checks
+// judge is what a kubelet reports of a real process (a container that exits and is restarted
+// with back-off into CrashLoopBackOff, a readiness probe that fails over HTTP, a Service whose
+// endpoints follow real pods' readiness) and what the API server reaches at real pod addresses
+// (the webhook through its Service, the metrics through the Service proxy); kwok only sets the
+// statuses it is told to. The good version is deployed and judged Healthy with its pod Ready on
+// the real node, its webhook answering and the Widget it reconciled Ready; then each broken
+// version is deployed by a Rolling deployment with health checks, judged Unhealthy by the part
+// that names its fault, and rolled back to the good version, whose pod runs again.
+func TestHealthChecks_RealPodsJudgedAndRolledBack(t *testing.T) {
+	w := realNode(t)
+	t.Logf("control plane with a real node up, test operator built and imported in %s", w.started.Round(time.Millisecond))
+	annotatedNamespace(t, w)
+	env := w.env(t, operatorName, namespace)
+	m := newManager(t, w, clusterName)
+	var charts []charttest.ChartFiles
+	for _, v := range versions {
+		charts = append(charts, operatorChart(v, env))
+	}
+	m.operator(operatorName, namespace, charts...)
+
+	ok := t.Run("GoodVersionHealthy", func(t *testing.T) { goodVersionHealthy(t, w, m) })
+	if !ok {
+		t.Fatal("the good version is not running: the broken ones would have nothing to roll back to")
+	}
+	webhookService := "service " + namespace + "/" + operatorName + "-" + chartName + "-webhook"
+	for _, tc := range []brokenCase{
+		// Its container exits 1 after its start, is restarted and exits again: the kubelet backs
+		// off (CrashLoopBackOff), and the exit code and the log's last line (the termination
+		// message) say why.
+		{"CrashLoopRolledBack", "1.0.1", health.PartPods,
+			[]string{"is not Running and Ready", "container manager", "last exit code 1", "crashing"}, "container manager in CrashLoopBackOff"},
+		// Its readiness probe fails over HTTP: the pod runs, not Ready, and the kubelet's probe
+		// event says how.
+		{"ReadinessFailsRolledBack", "1.0.2", health.PartPods,
+			[]string{"container manager running, not ready", "Readiness probe failed: HTTP probe failed with statuscode: 500"}, ""},
+		// Its pods are fine, but the webhook's Service selects none of them.
+		{"WebhookWithoutEndpointRolledBack", "1.0.3", health.PartWebhooks,
+			[]string{webhookService + " has no ready endpoint: its selector", "matches no pod"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) { brokenVersionRolledBack(t, w, m, tc) })
+	}
+}
+
+// brokenCase is a broken version and what the manager must say of it.
+type brokenCase struct {
+	name, version string
+	// part is the part of the check that fails the version.
+	part string
+	// says is what the rollback reason says of it; checkSays what one of its failed checks says.
+	says      []string
+	checkSays string
+}
+
+// goodVersionHealthy deploys the good version (Direct, health checked) and waits until the
+// health loop judges it Healthy on what the real pod does.
+func goodVersionHealthy(t *testing.T, w *world, m *manager) {
+	start := time.Now()
+	d := m.deploy(`{"operator": "` + operatorName + `", "version": "` + goodVersion + `", "clusters": ["` + clusterName + `"], "strategy": "Direct"}`)
+	m.waitStatus(d.ID, store.DeploymentCompleted, 3*time.Minute)
+	t.Logf("%s installed and judged healthy by the deployment in %s", goodVersion, time.Since(start).Round(time.Millisecond))
+	pod := waitRunning(t, w, goodVersion)
+	// Creating a Widget goes through the operator's webhook (failurePolicy Fail), which the API
+	// server calls at the Service's endpoint, the pod's address on the node's bridge.
+	wd := createWidget(t, w)
+	waitReconciled(t, w, wd.GetName(), wd.GetGeneration())
+	reconciled := time.Now()
+	var res health.ClusterHealth
+	poll(t, "a Healthy check of the health loop after the Widget was reconciled", time.Minute, func() (bool, string) {
+		rec, r := m.lastCheck(operatorName)
+		if rec == nil {
+			return false, "no check yet"
+		}
+		res = r
+		return rec.Health == string(health.Healthy) && rec.CheckedAt.After(reconciled) && r.CRDs.Resources == 1, fmt.Sprintf("%s: %s", rec.Health, r.Problems())
+	})
+	if res.Pods.Total != 1 || res.Pods.Ready != 1 || res.Webhooks.Total != 1 || res.Webhooks.Healthy != 1 ||
+		res.CRDs.Ready != 1 || res.Metrics.Read != health.Passed {
+		t.Fatalf("the Healthy check: pods %d/%d ready, webhooks %d/%d healthy, widgets %d/%d ready, metrics read %s; want all of one, metrics read",
+			res.Pods.Ready, res.Pods.Total, res.Webhooks.Healthy, res.Webhooks.Total, res.CRDs.Ready, res.CRDs.Resources, res.Metrics.Read)
+	}
+	t.Logf("Healthy: pod %s Ready on %s at %s; webhook %s answered in %d ms; metrics read at %s",
+		pod.Name, pod.Spec.NodeName, pod.Status.PodIP, res.Webhooks.Webhooks[0].Endpoint, res.Webhooks.Webhooks[0].LatencyMs, res.Metrics.Endpoint)
+}
+
+// brokenVersionRolledBack deploys the broken version (Rolling, a validation period of 90 s with
+// health checks) and checks that it is judged Unhealthy by part, saying says, rolled back, and
+// that the good version's pod runs again and reconciles.
+func brokenVersionRolledBack(t *testing.T, w *world, m *manager, tc brokenCase) {
+	ver := tc.version
+	started := watchPodsStart(t, w, ver)
+	d := m.deploy(`{"operator": "` + operatorName + `", "version": "` + ver + `", "clusters": ["` + clusterName + `"], "strategy": "Rolling",
+		"rollingConfig": {"validationPeriod": "PT90S"}}`)
+	d = m.waitStatus(d.ID, store.DeploymentRolledBack, 4*time.Minute)
+	for _, s := range append([]string{"health check", tc.part + " Unhealthy: "}, tc.says...) {
+		if !strings.Contains(d.RollbackReason, s) {
+			t.Errorf("rollback reason %q: want it to say %q", d.RollbackReason, s)
+		}
+	}
+	if d.StageStartedAt == nil || d.RollbackStartedAt == nil || d.RollbackStartedAt.Before(*d.StageStartedAt) {
+		t.Errorf("rollback started %v, validation stage %v: want the rollback from the validation's checks, not the install", d.RollbackStartedAt, d.StageStartedAt)
+	}
+	failed := m.firstEvent(d.ID, "healthcheck.failed")
+	if failed == nil {
+		t.Fatalf("no healthcheck.failed event\nevents:\n%s", m.eventLog(d.ID))
+	}
+	if tc.checkSays != "" && !strings.Contains(m.eventLog(d.ID), tc.checkSays) {
+		t.Errorf("no failed check says %q\nevents:\n%s", tc.checkSays, m.eventLog(d.ID))
+	}
+	t.Logf("rolled back: %s", d.RollbackReason)
+	pod := waitRunning(t, w, goodVersion)
+	// The restored controller works: a change to the Widget passes its webhook and is reconciled.
+	wd := bumpWidget(t, w)
+	waitReconciled(t, w, wd.GetName(), wd.GetGeneration())
+	t0 := started()
+	if t0.IsZero() {
+		t.Fatalf("no pod of %s was seen running", ver)
+	}
+	t.Logf("figures: %s's pod running at %s; first Unhealthy check +%s; rollback finished +%s; %s's pod %s running again",
+		ver, t0.Format("15:04:05.000"), failed.At.Sub(t0).Round(100*time.Millisecond),
+		d.RollbackFinishedAt.Sub(t0).Round(100*time.Millisecond), goodVersion, pod.Name)
+}
+
+// annotatedNamespace creates the operator's namespace with the annotations that send all its
+// pods to the real node (the install finds it there).
+func annotatedNamespace(t *testing.T, w *world) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Annotations: controlplane.RealNodeNamespaceAnnotations()}}
+	if err := w.cp.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// releasePods are the release's pods not being deleted.
+func releasePods(t *testing.T, w *world) []corev1.Pod {
+	t.Helper()
+	var list corev1.PodList
+	if err := w.cp.Client.List(context.Background(), &list, client.InNamespace(namespace),
+		client.MatchingLabels{"app.kubernetes.io/instance": operatorName}); err != nil {
+		t.Fatal(err)
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// waitRunning waits until the release's only pod is ver's, Running and Ready on the real node.
+func waitRunning(t *testing.T, w *world, ver string) corev1.Pod {
+	t.Helper()
+	var pod corev1.Pod
+	poll(t, "the release's only pod "+ver+"'s, Running and Ready on the real node", 2*time.Minute, func() (bool, string) {
+		pods := releasePods(t, w)
+		if len(pods) != 1 {
+			return false, fmt.Sprintf("%d pods", len(pods))
+		}
+		pod = pods[0]
+		return pod.Labels["app.kubernetes.io/version"] == ver && pod.Spec.NodeName == w.node.Name && podReady(pod),
+			fmt.Sprintf("pod %s of %s on %q, phase %s, containers %v", pod.Name, pod.Labels["app.kubernetes.io/version"], pod.Spec.NodeName,
+				pod.Status.Phase, pod.Status.ContainerStatuses)
+	})
+	return pod
+}
+
+func podReady(p corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return p.Status.Phase == corev1.PodRunning && c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// watchPodsStart watches the release's pods until the test ends; the function it returns tells
+// when a container of ver's pods was first seen running (zero: never).
+func watchPodsStart(t *testing.T, w *world, ver string) func() time.Time {
+	var (
+		mu    sync.Mutex
+		first time.Time
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			var list corev1.PodList
+			if err := w.cp.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{"app.kubernetes.io/version": ver}); err == nil {
+				for _, p := range list.Items {
+					for _, cs := range p.Status.ContainerStatuses {
+						mu.Lock()
+						if cs.State.Running != nil && first.IsZero() {
+							first = time.Now()
+						}
+						mu.Unlock()
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return first
+	}
+}
+
+// createWidget creates the Widget the operator reconciles (retried while the webhook's
+// endpoint is not yet ready).
+func createWidget(t *testing.T, w *world) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": charttest.Group + "/v1alpha1", "kind": "Widget",
+		"metadata": map[string]any{"name": "widget-1", "namespace": namespace},
+		"spec":     map[string]any{"size": int64(1), "color": "red"},
+	}}
+	poll(t, "the Widget created through the operator's webhook", 30*time.Second, func() (bool, string) {
+		err := w.cp.Client.Create(context.Background(), u)
+		return err == nil, fmt.Sprint(err)
+	})
+	return u
+}
+
+// bumpWidget changes the Widget's spec (a new generation), through the operator's webhook.
+func bumpWidget(t *testing.T, w *world) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(charttest.Group + "/v1alpha1")
+	u.SetKind("Widget")
+	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"size":%d}}`, time.Now().UnixNano()%99+1)))
+	poll(t, "the Widget changed through the operator's webhook", 30*time.Second, func() (bool, string) {
+		u.SetName("widget-1")
+		u.SetNamespace(namespace)
+		err := w.cp.Client.Patch(context.Background(), u, patch)
+		return err == nil, fmt.Sprint(err)
+	})
+	return u
+}
+
+// waitReconciled waits until the operator's pod has reconciled the Widget at generation.
+func waitReconciled(t *testing.T, w *world, name string, generation int64) {
+	t.Helper()
+	poll(t, "the Widget reconciled by the operator's pod", time.Minute, func() (bool, string) {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(charttest.Group + "/v1alpha1")
+		u.SetKind("Widget")
+		if err := w.cp.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
+			return false, err.Error()
+		}
+		og, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+		return og >= generation, fmt.Sprintf("generation %d, status %v", generation, u.Object["status"])
+	})
+}
+
+// poll calls cond every 200 ms until it holds, failing the test after limit with its last word.
+func poll(t *testing.T, what string, limit time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %s", what, limit, why)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -1,0 +1,180 @@
+//go:build e2e
+
+package realnodetest
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/slipway-dev/slipway/internal/controlplane"
+	"github.com/slipway-dev/slipway/internal/ociimage"
+)
+
+// operatorImage is the test operator's image on the real node (imported, never pulled).
+const operatorImage = "slipway.local/test/widget-operator:1"
+
+// world is the package's one control plane with its real node and the operator's image in it,
+// started by the first test that needs it and stopped by TestMain.
+type world struct {
+	cp         *controlplane.ControlPlane
+	node       *controlplane.RealNode
+	kubeconfig []byte // an admin kubeconfig for the manager to register the cluster with
+	logDir     string
+	// started is how long the build, the start and the import took.
+	started time.Duration
+}
+
+var (
+	worldOnce sync.Once
+	shared    *world
+	worldErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared != nil {
+		if err := shared.cp.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the control plane: %v\n", err)
+			code = max(code, 1)
+		}
+		if code != 0 {
+			fmt.Fprintf(os.Stderr, "component logs: %s\n", shared.logDir)
+		} else {
+			_ = os.RemoveAll(shared.logDir)
+		}
+	}
+	os.Exit(code)
+}
+
+// realNode returns the package's control plane with its real node, starting it on first use.
+func realNode(t *testing.T) *world {
+	t.Helper()
+	worldOnce.Do(func() { shared, worldErr = startWorld() })
+	if worldErr != nil {
+		t.Fatalf("the control plane with a real node: %v", worldErr)
+	}
+	return shared
+}
+
+func startWorld() (*world, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	start := time.Now()
+	img, err := buildOperatorImage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	logDir, err := os.MkdirTemp("", "slipway-realnodetest-")
+	if err != nil {
+		return nil, err
+	}
+	cp, err := controlplane.Start(ctx, controlplane.Options{Mode: controlplane.Full, LogDir: logDir, RealNode: &controlplane.RealNodeOptions{}})
+	if err != nil {
+		return nil, fmt.Errorf("%w (logs in %s)", err, logDir)
+	}
+	w := &world{cp: cp, node: cp.RealNodes()[0], logDir: logDir}
+	fail := func(err error) (*world, error) {
+		_ = cp.Stop()
+		return nil, fmt.Errorf("%w (logs in %s)", err, logDir)
+	}
+	if err := w.node.ImportImages(ctx, operatorImage, []v1.Image{img}); err != nil {
+		return fail(err)
+	}
+	kc, err := cp.WriteKubeconfig(filepath.Join(logDir, "manager.kubeconfig"), "slipway-manager")
+	if err != nil {
+		return fail(err)
+	}
+	if w.kubeconfig, err = os.ReadFile(kc); err != nil {
+		return fail(err)
+	}
+	w.started = time.Since(start)
+	return w, nil
+}
+
+// buildOperatorImage builds testdata/operator as a static binary into an image of
+// internal/ociimage (non-root, no shell), as the operator's own image is built.
+func buildOperatorImage(ctx context.Context) (v1.Image, error) {
+	dir, err := os.MkdirTemp("", "slipway-operator-bin-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	bin := filepath.Join(dir, "operator")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./testdata/operator")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building the test operator: %w\n%s", err, out)
+	}
+	return ociimage.Build(ociimage.Spec{Binary: bin, Path: "/operator",
+		Platform: v1.Platform{OS: "linux", Architecture: "amd64"}, Created: time.Unix(0, 0)})
+}
+
+// env is what every chart version's values carry: the image, the API server at the node's
+// gateway, and a webhook certificate for the webhook Service's DNS name in namespace.
+func (w *world) env(t *testing.T, release, namespace string) chartEnv {
+	t.Helper()
+	host, port, err := net.SplitHostPort(strings.TrimPrefix(w.cp.Config.Host, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != w.node.Gateway.String() {
+		t.Fatalf("kube-apiserver serves at %s, want the real node's gateway %s", w.cp.Config.Host, w.node.Gateway)
+	}
+	ca, cert, key := webhookCert(t, fmt.Sprintf("%s-%s-webhook.%s.svc", release, chartName, namespace))
+	return chartEnv{Image: operatorImage, APIHost: host, APIPort: port, CACert: ca, Cert: cert, Key: key, FailAfter: failAfter.String()}
+}
+
+// webhookCert returns a CA and a serving certificate and key for dnsName, PEM.
+func webhookCert(t *testing.T, dnsName string) (caPEM, certPEM, keyPEM []byte) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "realnodetest-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsName}, DNSNames: []string{dnsName},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+}
