@@ -224,7 +224,7 @@ func podProblem(pod *corev1.Pod) (reason, message string) {
 		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0:
 			t := cs.State.Terminated
 			return nonEmpty(t.Reason, "Error"), join(fmt.Sprintf("container %s terminated (%s, exit code %d)", cs.Name, nonEmpty(t.Reason, "Error"), t.ExitCode),
-				restarts(cs), t.Message)
+				restarts(cs), lastLine(t.Message))
 		}
 	}
 	if pod.Status.Phase == corev1.PodFailed {
@@ -253,7 +253,19 @@ func lastTermination(cs corev1.ContainerStatus) string {
 	if t == nil {
 		return ""
 	}
-	return join(fmt.Sprintf("last exit code %d", t.ExitCode), t.Reason, t.Message)
+	return join(fmt.Sprintf("last exit code %d", t.ExitCode), t.Reason, lastLine(t.Message))
+}
+
+// lastLine is a termination message's last non-empty line, at most 200 bytes: with
+// terminationMessagePolicy FallbackToLogsOnError the kubelet puts up to 80 lines of the log
+// there, and the last one is where a program says why it stopped.
+func lastLine(msg string) string {
+	lines := strings.Split(strings.TrimSpace(msg), "\n")
+	l := strings.TrimSpace(lines[len(lines)-1])
+	if len(l) > 200 {
+		l = l[:200] + "…"
+	}
+	return l
 }
 
 func nonEmpty(s, def string) string {

@@ -26,6 +26,11 @@ func TestPodProblem(t *testing.T) {
 		{"crash loop", waiting("CrashLoopBackOff", "back-off 40s restarting failed container", 4,
 			&corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error"}),
 			"CrashLoopBackOff", "container manager CrashLoopBackOff: 4 restarts: back-off 40s restarting failed container: last exit code 2: Error"},
+		// With terminationMessagePolicy FallbackToLogsOnError the message is the log's tail: its
+		// last line says why.
+		{"crash loop, the log's tail", waiting("CrashLoopBackOff", "back-off 10s restarting failed container", 1,
+			&corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "starting\nerror: no such flag --leader-elect-id\n"}),
+			"CrashLoopBackOff", "container manager CrashLoopBackOff: 1 restarts: back-off 10s restarting failed container: last exit code 1: Error: error: no such flag --leader-elect-id"},
 		{"image pull", waiting("ImagePullBackOff", `Back-off pulling image "registry.example/op:v9"`, 0, nil),
 			"ImagePullBackOff", `container manager ImagePullBackOff: Back-off pulling image "registry.example/op:v9"`},
 		{"container failed", corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "manager",

@@ -18,6 +18,8 @@ type version struct {
 	Version string
 	// Mode is the program's --mode: ok, crash or unready.
 	Mode string
+	// FailAfter, when set, is this version's --fail-after (default chartEnv.FailAfter).
+	FailAfter string
 	// WebhookSelectsNothing gives the webhook Service a selector that matches no pod (a label
 	// typo in the chart): the Service never has a ready endpoint.
 	WebhookSelectsNothing bool
@@ -43,8 +45,12 @@ func operatorChart(v version, env chartEnv) charttest.ChartFiles {
 	if v.WebhookSelectsNothing {
 		selector = map[string]string{"app.kubernetes.io/instance": "RELEASE", "app.kubernetes.io/name": "widget-operatr"}
 	}
+	failAfter := env.FailAfter
+	if v.FailAfter != "" {
+		failAfter = v.FailAfter
+	}
 	values := map[string]any{
-		"image": env.Image, "mode": v.Mode, "failAfter": env.FailAfter, "apiHost": env.APIHost, "apiPort": env.APIPort,
+		"image": env.Image, "mode": v.Mode, "failAfter": failAfter, "apiHost": env.APIHost, "apiPort": env.APIPort,
 		"caBundle": env.CACert, "tlsCert": string(env.Cert), "tlsKey": string(env.Key), "webhookSelector": selector,
 	}
 	vals, err := yaml.Marshal(values)

@@ -26,10 +26,11 @@ import (
 )
 
 // The manager's settings for the suite: checks every second, 3 Unhealthy checks in a row roll
-// back (the default threshold), installs and rollbacks wait for readiness up to 90 s.
+// back (the default threshold), installs and rollbacks wait for readiness up to 25 s (a good
+// version is ready within 3 s; a version that never is fails its install after that long).
 const (
 	healthInterval = time.Second
-	installTimeout = 90 * time.Second
+	installTimeout = 25 * time.Second
 	// failAfter is when a broken version fails after its start: late enough for the install's
 	// readiness wait to see its pod Ready, as a real operator that breaks once running.
 	failAfter = 4 * time.Second
