@@ -68,6 +68,10 @@ func RealNodeNamespaceAnnotations() map[string]string {
 type RealNodeOptions struct {
 	// Name of the Node; default "real-node".
 	Name string
+	// InsecureRegistries are registries on this machine (loopback, "host:port") that the node's
+	// containerd pulls from over plain HTTP: a test's or make dev's registry, where pods find
+	// images pushed there (registry.mirrors of a real node's containerd, as hosts.toml files).
+	InsecureRegistries []string
 }
 
 // RealNode is a running real node.
@@ -82,6 +86,7 @@ type RealNode struct {
 	Dir string
 
 	logDir     string
+	registries []string
 	socket     string
 	containerd *process
 	kubelet    *process
@@ -123,7 +128,10 @@ func (cp *ControlPlane) prepareRealNode(opts RealNodeOptions) (n *RealNode, err 
 	if os.Geteuid() != 0 {
 		return nil, errors.New("real node: needs root (containers, network namespaces, a bridge)")
 	}
-	n = &RealNode{Name: opts.Name, logDir: cp.LogDir}
+	if err := checkLocalRegistries(opts.InsecureRegistries); err != nil {
+		return nil, err
+	}
+	n = &RealNode{Name: opts.Name, logDir: cp.LogDir, registries: opts.InsecureRegistries}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, n.Stop())
@@ -352,8 +360,45 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     bin_dir = "` + cniBinDir + `"
     conf_dir = ` + d("cni/net.d") + `
     max_conf_num = 1
+  # A hosts.toml per registry (InsecureRegistries); no directory, no registry configured.
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = ` + d("certs.d") + `
 `
+	if err := n.writeRegistryHosts(); err != nil {
+		return err
+	}
 	return os.WriteFile(filepath.Join(n.Dir, "containerd.toml"), []byte(config), 0o644)
+}
+
+// checkLocalRegistries refuses a registry that is not "host:port" on this machine's loopback:
+// nothing a node pulls may come from elsewhere.
+func checkLocalRegistries(registries []string) error {
+	for _, r := range registries {
+		host, port, err := net.SplitHostPort(r)
+		if err != nil || port == "" {
+			return fmt.Errorf("real node: insecure registry %q: want host:port", r)
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return fmt.Errorf("real node: insecure registry %q: only a registry on this machine's loopback (127.0.0.1, ::1, localhost) is allowed", r)
+		}
+	}
+	return nil
+}
+
+// writeRegistryHosts writes containerd's hosts.toml for each registry of InsecureRegistries:
+// pull and resolve over plain HTTP from the registry itself.
+func (n *RealNode) writeRegistryHosts() error {
+	for _, r := range n.registries {
+		dir := filepath.Join(n.Dir, "certs.d", r)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		hosts := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+r, "http://"+r)
+		if err := os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(hosts), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (n *RealNode) writeKubeletConfig() (string, error) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -84,6 +85,26 @@ func TestOCIImage_ArchiveIsCompleteAndReproducible(t *testing.T) {
 			if !ok || digest(blob) != d {
 				t.Fatalf("blob %s missing or wrong", d)
 			}
+		}
+	}
+}
+
+// TestCheckLocalRegistries_OnlyLoopback: a real node pulls only from a registry on this
+// machine's loopback, named host:port.
+func TestCheckLocalRegistries_OnlyLoopback(t *testing.T) {
+	for _, ok := range []string{"127.0.0.1:5001", "localhost:5000", "[::1]:5000"} {
+		if err := checkLocalRegistries([]string{ok}); err != nil {
+			t.Errorf("%s refused: %v", ok, err)
+		}
+	}
+	for bad, want := range map[string]string{
+		"10.0.0.1:5000":             "loopback",
+		"registry.example.com:5000": "loopback",
+		"127.0.0.1":                 "want host:port",
+		"http://127.0.0.1:5000":     "want host:port",
+	} {
+		if err := checkLocalRegistries([]string{bad}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one saying %q", bad, err, want)
 		}
 	}
 }

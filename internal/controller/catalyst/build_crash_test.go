@@ -132,7 +132,7 @@ func TestEnvironment_BuildSecretLeftByACrashIsTakenOver(t *testing.T) {
 	first := e.DeepCopy()
 	first.Generation = 1
 	name := catalyst.BuildJobName(first, p.Spec.Registry.Repository+":"+f.head, p, catalyst.DefaultKanikoImage)
-	if err := installShippedNamespaces(f.ctx); err != nil {
+	if err := installShippedNamespaces(f.ctx, f.c); err != nil {
 		t.Fatal(err)
 	}
 	f.create(&corev1.Secret{
@@ -215,7 +215,7 @@ func TestEnvironment_NoBuildSecretOutlivesItsEnvironment(t *testing.T) {
 // instead of making a Job whose pods never come.
 func TestBuildPods_AdmittedByTheShippedBuildNamespace(t *testing.T) {
 	f := newFixture(t)
-	if err := installShippedNamespaces(f.ctx); err != nil {
+	if err := installShippedNamespaces(f.ctx, f.c); err != nil {
 		t.Fatal(err)
 	}
 	privileged := "t" + rand.String(6) + "-privileged"

@@ -102,8 +102,12 @@ type EnvironmentReconciler struct {
 	BuildHelperImage string
 	PodSecurityLevel string
 	PublicEgress     bool
-	GitTimeout       time.Duration
-	ResyncPeriod     time.Duration
+	// NamespaceAnnotations are put on every environment namespace beside the operator's own
+	// (the administrator's --catalyst-namespace-annotation): e.g. the PodNodeSelector and
+	// PodTolerationRestriction annotations that send all of a preview's pods to a node pool.
+	NamespaceAnnotations map[string]string
+	GitTimeout           time.Duration
+	ResyncPeriod         time.Duration
 	// CheckoutDir holds the temporary checkouts handed to the Deployer (default: the system's
 	// temporary directory). It must be writable: in the operator's pod, an emptyDir.
 	CheckoutDir string

@@ -193,8 +193,8 @@ func (r *EnvironmentReconciler) stepNamespace(ctx context.Context, s *envScope) 
 	return nil
 }
 
-// namespaceAnnotations are the annotations the environment namespace must carry: the raw branch
-// and the admission parameters. A Project domain that gives no valid host leaves the host empty,
+// namespaceAnnotations are the annotations the environment namespace must carry: the
+// administrator's (NamespaceAnnotations), the raw branch and the admission parameters. A Project domain that gives no valid host leaves the host empty,
 // which admits no Ingress; the deploy step reports the domain.
 func (r *EnvironmentReconciler) namespaceAnnotations(ctx context.Context, s *envScope) (map[string]string, error) {
 	host, err := r.environmentHost(s.env, s.project)
@@ -205,7 +205,8 @@ func (r *EnvironmentReconciler) namespaceAnnotations(ctx context.Context, s *env
 	if err != nil {
 		return nil, err
 	}
-	return mergeMaps(naming.Annotations(s.branch()), policyParams(s.project, host, storage)), nil
+	annotations := mergeMaps(maps.Clone(r.NamespaceAnnotations), naming.Annotations(s.branch()))
+	return mergeMaps(annotations, policyParams(s.project, host, storage)), nil
 }
 
 // staleBranch reports a branch annotation left from another branch (labels are overwritten).

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -40,6 +43,8 @@ type Config struct {
 	RenderConcurrency  int
 	LookupTimeout      time.Duration
 	LookupMaxBytes     int64
+	// NamespaceAnnotations are put on every environment namespace (--catalyst-namespace-annotation).
+	NamespaceAnnotations map[string]string
 }
 
 // Controller returns the Catalyst system (Projects and Environments) for the operator binary.
@@ -79,6 +84,8 @@ func (cfg *Config) bindFlags(fs *flag.FlagSet) {
 	cfg.LookupTimeout, cfg.LookupMaxBytes = deploy.DefaultLookupTimeout, deploy.DefaultLookupMaxBytes
 	fs.Var(positiveDuration{&cfg.LookupTimeout}, "catalyst-render-lookup-timeout", "bound of each API request a Helm chart's lookup function makes through the operator while it renders, a positive `duration`; a longer one fails the deploy with RenderFailed")
 	fs.Var(positiveBytes{&cfg.LookupMaxBytes}, "catalyst-render-lookup-max-bytes", "bound of each answer to a Helm chart's lookup function, a positive number of `bytes`; a larger one fails the deploy with RenderFailed")
+	fs.Var(annotationsFlag{&cfg.NamespaceAnnotations}, "catalyst-namespace-annotation", "KEY=VALUE, an annotation every environment namespace carries, kept by the operator (repeat for more): "+
+		"e.g. scheduler.alpha.kubernetes.io/node-selector=pool=previews sends every preview's pods to a node pool where the API server runs the PodNodeSelector admission plugin")
 	fs.StringVar(&cfg.CheckoutDir, "catalyst-checkout-dir", "", "writable directory for the temporary checkouts deployed (default: the system's temporary directory; an emptyDir in the operator's pod)")
 }
 
@@ -133,6 +140,41 @@ func (v positiveBytes) Set(s string) error {
 	return nil
 }
 
+// annotationsFlag collects KEY=VALUE annotations, refusing an invalid key or one of the
+// operator's own domains (catalyst.dev and below: the branch, the admission parameters, the
+// copies' records), which it writes and must be able to trust, when the command line is parsed.
+type annotationsFlag struct{ m *map[string]string }
+
+func (v annotationsFlag) String() string {
+	if v.m == nil || len(*v.m) == 0 {
+		return ""
+	}
+	kv := make([]string, 0, len(*v.m))
+	for k, val := range *v.m {
+		kv = append(kv, k+"="+val)
+	}
+	slices.Sort(kv)
+	return strings.Join(kv, ",")
+}
+
+func (v annotationsFlag) Set(s string) error {
+	k, val, ok := strings.Cut(s, "=")
+	if !ok {
+		return fmt.Errorf("%q: want KEY=VALUE", s)
+	}
+	if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+		return fmt.Errorf("annotation key %q: %s", k, strings.Join(errs, "; "))
+	}
+	if domain, _, ok := strings.Cut(k, "/"); ok && (domain == "catalyst.dev" || strings.HasSuffix(domain, ".catalyst.dev")) {
+		return fmt.Errorf("annotation key %q: the operator's own domain (catalyst.dev) is not settable", k)
+	}
+	if *v.m == nil {
+		*v.m = map[string]string{}
+	}
+	(*v.m)[k] = val
+	return nil
+}
+
 func (cfg *Config) setup(ctx context.Context, mgr ctrl.Manager, opts operator.Options) error {
 	switch cfg.PodSecurityLevel {
 	case "restricted", "baseline":
@@ -155,24 +197,25 @@ func (cfg *Config) setup(ctx context.Context, mgr ctrl.Manager, opts operator.Op
 		return err
 	}
 	env := &EnvironmentReconciler{
-		Client:              mgr.GetClient(),
-		APIReader:           mgr.GetAPIReader(),
-		Recorder:            opts.EventRecorder(mgr, "catalyst-environment-controller"),
-		Deployer:            deployer,
-		DeployerClusterRole: cfg.DeployerRole,
-		DeployerNamespace:   cfg.DeployerNamespace,
-		Logs:                PodLogs{Clientset: cs},
-		Limiter:             registry.NewLimiter(cfg.RegistryInFlight),
-		PreviewDomain:       cfg.PreviewDomain,
-		IngressNamespace:    cfg.IngressNamespace,
-		BuildNamespace:      buildNS,
-		KanikoImage:         cfg.KanikoImage,
-		BuildKitImage:       cfg.BuildKitImage,
-		BuildHelperImage:    cfg.BuildHelperImage,
-		PodSecurityLevel:    cfg.PodSecurityLevel,
-		PublicEgress:        cfg.PublicEgress,
-		GitTimeout:          cfg.GitTimeout,
-		CheckoutDir:         cfg.CheckoutDir,
+		Client:               mgr.GetClient(),
+		APIReader:            mgr.GetAPIReader(),
+		Recorder:             opts.EventRecorder(mgr, "catalyst-environment-controller"),
+		Deployer:             deployer,
+		DeployerClusterRole:  cfg.DeployerRole,
+		DeployerNamespace:    cfg.DeployerNamespace,
+		Logs:                 PodLogs{Clientset: cs},
+		Limiter:              registry.NewLimiter(cfg.RegistryInFlight),
+		PreviewDomain:        cfg.PreviewDomain,
+		IngressNamespace:     cfg.IngressNamespace,
+		BuildNamespace:       buildNS,
+		KanikoImage:          cfg.KanikoImage,
+		BuildKitImage:        cfg.BuildKitImage,
+		BuildHelperImage:     cfg.BuildHelperImage,
+		PodSecurityLevel:     cfg.PodSecurityLevel,
+		PublicEgress:         cfg.PublicEgress,
+		NamespaceAnnotations: cfg.NamespaceAnnotations,
+		GitTimeout:           cfg.GitTimeout,
+		CheckoutDir:          cfg.CheckoutDir,
 	}
 	if err := env.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: max(cfg.Concurrency, 1)}); err != nil {
 		return err

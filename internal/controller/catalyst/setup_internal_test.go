@@ -61,3 +61,30 @@ func TestFlags_RefuseALookupWithNoLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestFlags_NamespaceAnnotations: --catalyst-namespace-annotation collects KEY=VALUE pairs (a
+// value may hold "="), and refuses a malformed pair, an invalid key and a key of the operator's
+// own domain when the command line is parsed.
+func TestFlags_NamespaceAnnotations(t *testing.T) {
+	cfg, err := parseFlags("--catalyst-namespace-annotation=scheduler.alpha.kubernetes.io/node-selector=pool=previews",
+		"--catalyst-namespace-annotation=example.com/owner=platform")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"scheduler.alpha.kubernetes.io/node-selector": "pool=previews", "example.com/owner": "platform"}
+	if len(cfg.NamespaceAnnotations) != 2 || cfg.NamespaceAnnotations["scheduler.alpha.kubernetes.io/node-selector"] != "pool=previews" ||
+		cfg.NamespaceAnnotations["example.com/owner"] != "platform" {
+		t.Errorf("annotations %v, want %v", cfg.NamespaceAnnotations, want)
+	}
+	for _, tc := range []struct{ arg, want string }{
+		{"no-value", "want KEY=VALUE"},
+		{"bad key/x=1", "annotation key"},
+		{"catalyst.dev/branch=main", "operator's own domain"},
+		{"policy.catalyst.catalyst.dev/host=evil.example.com", "operator's own domain"},
+	} {
+		_, err := parseFlags("--catalyst-namespace-annotation=" + tc.arg)
+		if err == nil || !strings.Contains(err.Error(), "catalyst-namespace-annotation") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one naming the flag and saying %q", tc.arg, err, tc.want)
+		}
+	}
+}

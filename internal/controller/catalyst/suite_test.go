@@ -63,40 +63,42 @@ var (
 // alone, as in the default install, not WerfBundle's rule for every namespace.
 func operatorConfig(t testing.TB) *rest.Config {
 	t.Helper()
-	identityOnce.Do(func() {
-		path, err := env.InstallOperatorIdentity(context.Background(), filepath.Join(env.LogDir, "operator.kubeconfig"), "catalyst", "webapp")
-		if err != nil {
-			identityErr = err
-			return
-		}
-		identityCfg, identityErr = clientcmd.BuildConfigFromFlags("", path)
-		if identityCfg != nil {
-			identityCfg.QPS, identityCfg.Burst = 500, 1000
-		}
-		if identityErr == nil {
-			identityErr = installShippedNamespaces(context.Background())
-		}
-	})
+	identityOnce.Do(func() { identityCfg, identityErr = installOperator(context.Background(), env) })
 	if identityErr != nil {
 		t.Fatal(identityErr)
 	}
 	return identityCfg
 }
 
+// installOperator installs the operator's identity (operatorConfig) and the namespaces it ships
+// on e, and returns the rest.Config of that identity.
+func installOperator(ctx context.Context, e *testenv.Env) (*rest.Config, error) {
+	path, err := e.InstallOperatorIdentity(ctx, filepath.Join(e.LogDir, "operator.kubeconfig"), "catalyst", "webapp")
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	return cfg, installShippedNamespaces(ctx, e.Client)
+}
+
 // installShippedNamespaces creates the namespaces config/manager ships (the build namespace among
 // them) with their labels, or sets those labels on namespaces that exist, and the build
 // namespace's NetworkPolicy and quota: the build pods of these tests meet the Pod Security level
 // and the quota a cluster's install enforces.
-func installShippedNamespaces(ctx context.Context) error {
+func installShippedNamespaces(ctx context.Context, c client.Client) error {
 	nss, err := config.Namespaces()
 	if err != nil {
 		return err
 	}
 	for _, want := range nss {
 		live := &corev1.Namespace{}
-		err := env.Client.Get(ctx, client.ObjectKeyFromObject(want), live)
+		err := c.Get(ctx, client.ObjectKeyFromObject(want), live)
 		if apierrors.IsNotFound(err) {
-			if err := env.Client.Create(ctx, want.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+			if err := c.Create(ctx, want.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
 				return err
 			}
 			continue
@@ -109,22 +111,22 @@ func installShippedNamespaces(ctx context.Context) error {
 			live.Labels = map[string]string{}
 		}
 		maps.Copy(live.Labels, want.Labels)
-		if err := env.Client.Patch(ctx, live, client.MergeFrom(base)); err != nil {
+		if err := c.Patch(ctx, live, client.MergeFrom(base)); err != nil {
 			return err
 		}
 	}
-	return installBuildNamespaceGuards(ctx)
+	return installBuildNamespaceGuards(ctx, c)
 }
 
 // installBuildNamespaceGuards creates the build namespace's NetworkPolicy and ResourceQuota as
 // config/manager ships them, or brings their spec back to it.
-func installBuildNamespaceGuards(ctx context.Context) error {
+func installBuildNamespaceGuards(ctx context.Context, c client.Client) error {
 	guards, err := config.BuildNamespaceGuards()
 	if err != nil {
 		return err
 	}
 	for _, want := range guards {
-		err := env.Client.Create(ctx, want.DeepCopy())
+		err := c.Create(ctx, want.DeepCopy())
 		if !apierrors.IsAlreadyExists(err) {
 			if err != nil {
 				return err
@@ -133,11 +135,11 @@ func installBuildNamespaceGuards(ctx context.Context) error {
 		}
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(want.GroupVersionKind())
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(want), live); err != nil {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(want), live); err != nil {
 			return err
 		}
 		live.Object["spec"] = want.Object["spec"]
-		if err := env.Client.Update(ctx, live); err != nil {
+		if err := c.Update(ctx, live); err != nil {
 			return err
 		}
 	}
@@ -181,6 +183,10 @@ type fixture struct {
 	render deploy.RenderLimits
 	// webApps runs the WebApp controller in the same manager, as an operator running both does.
 	webApps bool
+	// env is the control plane when the test brought its own (onEnv); nil: the package's.
+	env *testenv.Env
+	// namespaceAnnotations are the operator's --catalyst-namespace-annotation.
+	namespaceAnnotations map[string]string
 }
 
 type fixtureOption func(*fixtureConfig)
@@ -188,6 +194,14 @@ type fixtureOption func(*fixtureConfig)
 type fixtureConfig struct {
 	team        string
 	registryOps []registrytest.Option
+	env         *testenv.Env
+	reg         *registrytest.Registry
+}
+
+// onEnv runs the fixture on a control plane of the test's own (one with a real node) and with a
+// registry the test started (before the node, which must know it).
+func onEnv(e *testenv.Env, reg *registrytest.Registry) fixtureOption {
+	return func(c *fixtureConfig) { c.env, c.reg = e, reg }
 }
 
 func withTeam(team string) fixtureOption { return func(c *fixtureConfig) { c.team = team } }
@@ -207,13 +221,19 @@ func newFixture(t testing.TB, opts ...fixtureOption) *fixture {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
 	f := &fixture{t: t, ctx: ctx, team: cfg.team, projNS: naming.ProjectNamespaceName(cfg.team, projectName), c: env.Client,
-		logs: &fakeLogs{}, outcomes: &podOutcomes{}, clock: &offsetClock{}}
+		logs: &fakeLogs{}, outcomes: &podOutcomes{}, clock: &offsetClock{}, env: cfg.env}
+	if cfg.env != nil {
+		f.c = cfg.env.Client
+	}
 	f.createNamespace(f.team)
 	f.createNamespace(f.projNS)
 	f.git = gittest.NewServer(t, gittest.WithBasicAuth(gitUser, gitPassword))
 	f.repo = f.git.NewRepository(t, "org/app")
 	f.head = f.commit("the sample application", sampleApp())
-	f.reg = registrytest.StartDistribution(t, cfg.registryOps...)
+	f.reg = cfg.reg
+	if f.reg == nil {
+		f.reg = registrytest.StartDistribution(t, cfg.registryOps...)
+	}
 	f.create(&corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "git-credentials", Namespace: f.team},
 		StringData: map[string]string{"username": gitUser, "password": gitPassword},
@@ -259,16 +279,17 @@ func (f *fixture) create(o client.Object) {
 // Environments the test made are deleted (and their namespaces awaited) before it stops.
 func (f *fixture) start() {
 	f.t.Helper()
-	cfg := operatorConfig(f.t)
+	cfg := f.operatorConfig()
 	envR := &catalyst.EnvironmentReconciler{
-		PodSecurityLevel: f.podSecurityLevel,
-		BuildNamespace:   buildNS,
-		IngressNamespace: "ingress-nginx",
-		PublicEgress:     true,
-		Logs:             f.logs,
-		DecoratePod:      f.outcomes.decorate,
-		Clock:            f.clock,
-		GitTimeout:       30 * time.Second,
+		PodSecurityLevel:     f.podSecurityLevel,
+		BuildNamespace:       buildNS,
+		IngressNamespace:     "ingress-nginx",
+		PublicEgress:         true,
+		NamespaceAnnotations: f.namespaceAnnotations,
+		Logs:                 f.logs,
+		DecoratePod:          f.outcomes.decorate,
+		Clock:                f.clock,
+		GitTimeout:           30 * time.Second,
 	}
 	projR := &catalyst.ProjectReconciler{Clock: f.clock, GitTimeout: 30 * time.Second, ValidationInterval: time.Minute}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -318,6 +339,20 @@ func (f *fixture) start() {
 		<-done
 	})
 	f.t.Cleanup(f.deleteAll)
+}
+
+// operatorConfig is the package's operatorConfig, or the same identity installed on the
+// fixture's own control plane.
+func (f *fixture) operatorConfig() *rest.Config {
+	f.t.Helper()
+	if f.env == nil {
+		return operatorConfig(f.t)
+	}
+	cfg, err := installOperator(f.ctx, f.env)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return cfg
 }
 
 // deleteAll deletes the test's Environments and waits until they (and so their namespaces) are
