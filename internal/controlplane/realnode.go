@@ -348,6 +348,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   stream_server_port = "0"
   # Pod network namespaces under state (StateDir/netns), not in the machine's /run/netns.
   netns_mounts_under_state_dir = true
+  # Every pod may bind ports below 1024 without a capability (net.ipv4.ip_unprivileged_port_start
+  # 0 in its network namespace), as containerd 2 does by default: a nonroot image serves port 80.
+  enable_unprivileged_ports = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -385,20 +388,40 @@ func checkLocalRegistries(registries []string) error {
 	return nil
 }
 
-// writeRegistryHosts writes containerd's hosts.toml for each registry of InsecureRegistries:
-// pull and resolve over plain HTTP from the registry itself.
+// writeRegistryHosts writes containerd's hosts.toml for each registry of InsecureRegistries.
 func (n *RealNode) writeRegistryHosts() error {
 	for _, r := range n.registries {
-		dir := filepath.Join(n.Dir, "certs.d", r)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		hosts := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+r, "http://"+r)
-		if err := os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(hosts), 0o644); err != nil {
+		if err := n.writeRegistryHost(r); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// AddInsecureRegistry lets the running node pull from registry ("host:port") over plain HTTP,
+// as InsecureRegistries does at its start: containerd reads the hosts.toml files at every pull.
+// The registry must be on this machine: on loopback, or at the node's Gateway (a server the
+// machine listens with there for its pods, as make dev's registry).
+func (n *RealNode) AddInsecureRegistry(registry string) error {
+	host, _, err := net.SplitHostPort(registry)
+	if err == nil && net.ParseIP(host).Equal(n.Gateway) {
+		return n.writeRegistryHost(registry)
+	}
+	if err := checkLocalRegistries([]string{registry}); err != nil {
+		return fmt.Errorf("%w, or the node's gateway %s", err, n.Gateway)
+	}
+	return n.writeRegistryHost(registry)
+}
+
+// writeRegistryHost writes the hosts.toml of one registry: pull and resolve over plain HTTP
+// from the registry itself.
+func (n *RealNode) writeRegistryHost(registry string) error {
+	dir := filepath.Join(n.Dir, "certs.d", registry)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	hosts := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+registry, "http://"+registry)
+	return os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(hosts), 0o644)
 }
 
 func (n *RealNode) writeKubeletConfig() (string, error) {

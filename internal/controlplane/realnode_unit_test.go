@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -106,5 +107,31 @@ func TestCheckLocalRegistries_OnlyLoopback(t *testing.T) {
 		if err := checkLocalRegistries([]string{bad}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want one saying %q", bad, err, want)
 		}
+	}
+}
+
+// TestAddInsecureRegistry_LoopbackOrTheGateway: a running node may be told of a registry on
+// loopback or at its own gateway (make dev's, reached by pods there), never another address; the
+// hosts.toml written sends pulls and resolves to it over plain HTTP.
+func TestAddInsecureRegistry_LoopbackOrTheGateway(t *testing.T) {
+	n := &RealNode{Dir: t.TempDir(), Gateway: net.ParseIP("10.251.3.1")}
+	for _, ok := range []string{"10.251.3.1:5001", "127.0.0.1:5001"} {
+		if err := n.AddInsecureRegistry(ok); err != nil {
+			t.Fatalf("%s refused: %v", ok, err)
+		}
+		data, err := os.ReadFile(filepath.Join(n.Dir, "certs.d", ok, "hosts.toml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "server = \"http://" + ok + "\"\n\n[host.\"http://" + ok + "\"]\n  capabilities = [\"pull\", \"resolve\"]\n"
+		if string(data) != want {
+			t.Errorf("hosts.toml of %s:\n%s\nwant:\n%s", ok, data, want)
+		}
+	}
+	if err := n.AddInsecureRegistry("10.251.4.1:5001"); err == nil || !strings.Contains(err.Error(), "gateway 10.251.3.1") {
+		t.Errorf("another node's gateway: error %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(n.Dir, "certs.d", "10.251.4.1:5001")); !os.IsNotExist(err) {
+		t.Errorf("a refused registry got a directory: %v", err)
 	}
 }

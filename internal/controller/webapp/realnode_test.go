@@ -31,8 +31,9 @@ import (
 
 // TestWebApp_RealNode_PodsServeHTTPAndAChangeRollsThem needs real containers: kwok marks pods
 // Ready without running anything, so only a real node shows that a WebApp's Deployment really
-// serves: the sample app's image starts as its nonroot user, listens on the WebApp's port (given
-// through $PORT), passes the readiness probe on healthCheckPath, and each endpoint of the
+// serves: the sample app's image starts as its nonroot user, listens on the WebApp's port 80
+// (given through $PORT; the node lets pods bind ports below 1024 without a capability, as
+// containerd 2 does), passes the readiness probe on healthCheckPath, and each endpoint of the
 // WebApp's Service answers HTTP at its pod IP with the WebApp's GREETING and that pod's name. A
 // new GREETING and a new image tag then roll the pods: the new ones answer with the new greeting
 // and version, the old ones are gone.
@@ -68,7 +69,7 @@ func TestWebApp_RealNode_PodsServeHTTPAndAChangeRollsThem(t *testing.T) {
 	}
 	startOperator(ctx, t, full)
 
-	const port = 9090
+	const port = 80
 	app := &webappv1.WebApp{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 		Spec: webappv1.WebAppSpec{Image: sampleapp.Ref("1"), Replicas: ptr.To[int32](2), Port: port,
