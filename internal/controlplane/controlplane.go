@@ -205,6 +205,11 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		// A namespace annotated with RealNodeNamespaceAnnotations sends all its pods to the real
 		// node (the workloads of make dev that run real containers), with no change to them.
 		apiserver.Configure().Set("enable-admission-plugins", "PodNodeSelector,PodTolerationRestriction")
+		// pods/log, exec and port-forward dial a node's kubelet at its first address of these
+		// types. The default puts Hostname first, and "real-node" would be looked up in the
+		// machine's DNS (a query leaving the machine, for nothing: the name resolves nowhere);
+		// the InternalIP is this machine's own address.
+		apiserver.Configure().Set("kubelet-preferred-address-types", "InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP")
 	}
 	etcd := env.ControlPlane.Etcd
 	if etcd == nil {
