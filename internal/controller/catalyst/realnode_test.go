@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,7 +35,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
-// TestEnvironment_RealNode_PreviewAnswersAtItsAddress needs real containers: under kwok a
+// TestEnvironment_RealNode_PreviewAnswersAtItsAddressBehindItsPolicy needs real containers: under kwok a
 // preview's Deployment becomes available whatever its image, so only a real node shows that the
 // image the operator deploys for the commit is pulled from the Project's registry, starts under
 // the environment namespace's restricted Pod Security level, quota and LimitRange, and serves
@@ -42,8 +44,10 @@ import (
 // skipped (kaniko cannot run here); the node's containerd pulls it over plain HTTP from the test's
 // registry. The operator puts controlplane.RealNodeNamespaceAnnotations on the namespace it
 // creates (--catalyst-namespace-annotation), which sends the preview's pods to the real node.
-// The NetworkPolicy is checked as the API server holds it and as the pods it selects.
-func TestEnvironment_RealNode_PreviewAnswersAtItsAddress(t *testing.T) {
+// The NetworkPolicy is what the API server holds, and the node enforces it (kube-network-policies,
+// internal/controlplane/realnode_netpol.go): a pod of the ingress controller's namespace reaches
+// the preview's pod, a pod of any other namespace is cut off.
+func TestEnvironment_RealNode_PreviewAnswersAtItsAddressBehindItsPolicy(t *testing.T) {
 	begin := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -125,6 +129,59 @@ func TestEnvironment_RealNode_PreviewAnswersAtItsAddress(t *testing.T) {
 		t.Errorf("NetworkPolicy spec:\n%s\nwant:\n%s", toYAML(t, np.Spec), wantNetworkPolicy)
 	}
 	selects(t, f, &np, nsName)
+
+	target := "http://" + net.JoinHostPort(endpoints[0].Addresses[0], strconv.Itoa(int(port))) + "/"
+	ingress, outsider := startFetch(f, "ingress-nginx", target), startFetch(f, "outsider", target)
+	if got := fetchResult(f, ingress); got != "reached" {
+		t.Errorf("a pod of the ingress controller's namespace got %q from the preview, want reached", got)
+	}
+	if got := fetchResult(f, outsider); got != "blocked" {
+		t.Errorf("a pod of another namespace got %q from the preview, want blocked", got)
+	}
+}
+
+// startFetch starts a pod on the real node in namespace ns (made, annotated for the node, when
+// missing) that fetches url once a second and reports, as its termination message, "reached" at
+// the first success or "blocked" after three failures in a row. It waits 3 s first: the
+// NetworkPolicy controller knows a pod by the address the API server reports, a moment after it
+// started (containerd 1.6 has no NRI). busybox's wget -T crashes in these images: timeout bounds
+// each try instead.
+func startFetch(f *fixture, ns, url string) *corev1.Pod {
+	f.t.Helper()
+	err := f.c.Create(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Annotations: controlplane.RealNodeNamespaceAnnotations()}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		f.t.Fatal(err)
+	}
+	testenv.Eventually(f.ctx, f.t, ns+"'s default ServiceAccount", func() (bool, error) {
+		err := f.c.Get(f.ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{})
+		return err == nil, err
+	})
+	script := `sleep 3; fails=0; for i in $(seq 1 15); do
+  if /bin/busybox timeout 3 /bin/busybox wget -q -O - ` + url + ` >/dev/null; then echo reached >/dev/termination-log; exit 0; fi
+  fails=$((fails+1)); [ $fails -ge 3 ] && { echo blocked >/dev/termination-log; exit 0; }
+  sleep 1; done`
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "client", Namespace: ns},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
+			Name: "client", Image: controlplane.HTTPTestImage, ImagePullPolicy: corev1.PullNever,
+			Command: []string{"/bin/sh", "-c", script},
+		}}},
+	}
+	f.create(pod)
+	return pod
+}
+
+// fetchResult waits until the pod of startFetch ends and returns what it reported.
+func fetchResult(f *fixture, pod *corev1.Pod) string {
+	f.t.Helper()
+	ns := pod.Namespace
+	got := testenv.WaitFor(f.ctx, f.t, f.c, client.ObjectKeyFromObject(pod), "pod "+ns+"/client ended", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	})
+	if cs := got.Status.ContainerStatuses; len(cs) == 1 && cs[0].State.Terminated != nil {
+		return strings.TrimSpace(cs[0].State.Terminated.Message)
+	}
+	return fmt.Sprintf("no result (%s)", got.Status.Phase)
 }
 
 // ingressBackends routes host as an ingress controller would (none runs here): the environment
