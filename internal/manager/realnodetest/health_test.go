@@ -36,6 +36,7 @@ var versions = []version{
 	{Version: "1.0.2", Mode: "unready"},
 	{Version: "1.0.3", Mode: "ok", WebhookSelectsNothing: true},
 	{Version: "1.0.4", Mode: "crash", FailAfter: "0s"},
+	{Version: "1.0.5", Mode: "crash", FailAfter: "8s"},
 }
 
 // TestHealthChecks_RealPodsJudgedAndRolledBack needs real containers: what the manager's checks
@@ -69,19 +70,24 @@ func TestHealthChecks_RealPodsJudgedAndRolledBack(t *testing.T) {
 		// off (CrashLoopBackOff), and the exit code and the log's last line (the termination
 		// message) say why.
 		{"CrashLoopRolledBack", "1.0.1", health.PartPods,
-			[]string{"is not Running and Ready", "container manager", "last exit code 1: time=", crashLine}, "container manager in CrashLoopBackOff"},
+			[]string{"is not Running and Ready", "container manager", "last exit code 1: time=", crashLine}, "container manager in CrashLoopBackOff", false},
 		// Its readiness probe fails over HTTP: the pod runs, not Ready, and the kubelet's probe
 		// event says how.
 		{"ReadinessFailsRolledBack", "1.0.2", health.PartPods,
-			[]string{"container manager running, not ready", "Readiness probe failed: HTTP probe failed with statuscode: 500"}, ""},
+			[]string{"container manager running, not ready", "Readiness probe failed: HTTP probe failed with statuscode: 500"}, "", false},
 		// Its pods are fine, but the webhook's Service selects none of them.
 		{"WebhookWithoutEndpointRolledBack", "1.0.3", health.PartWebhooks,
-			[]string{webhookService + " has no ready endpoint: its selector", "matches no pod"}, ""},
+			[]string{webhookService + " has no ready endpoint: its selector", "matches no pod"}, "", false},
 		// It exits at once, every time: its pod is never Ready, the install's readiness wait
 		// fails naming the kubelet's CrashLoopBackOff, and the failed install is rolled back
 		// (no health check needed).
 		{"CrashAtStartInstallFails", "1.0.4", "",
-			[]string{"install failed", "not ready", "container manager CrashLoopBackOff", "last exit code 1: Error: time=", crashLine}, ""},
+			[]string{"install failed", "not ready", "container manager CrashLoopBackOff", "last exit code 1: Error: time=", crashLine}, "", false},
+		// It runs for 8 s: a Direct deployment's check passes and the deployment completes;
+		// then it crash-loops, and the health loop rolls the completed deployment back (its
+		// bake window, 15 minutes, is not over).
+		{"CompletedThenCrashLoopsRolledBackByTheHealthLoop", "1.0.5", health.PartPods,
+			[]string{"is not Running and Ready", "last exit code 1: time=", crashLine}, "container manager in CrashLoopBackOff", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) { brokenVersionRolledBack(t, w, m, tc) })
 	}
@@ -98,6 +104,9 @@ type brokenCase struct {
 	// says is what the rollback reason says of it; checkSays what one of its failed checks says.
 	says      []string
 	checkSays string
+	// direct deploys it by a Direct deployment, which completes before the version breaks:
+	// the health loop rolls it back.
+	direct bool
 }
 
 // goodVersionHealthy deploys the good version (Direct, health checked) and waits until the
@@ -137,9 +146,20 @@ func goodVersionHealthy(t *testing.T, w *world, m *manager) {
 func brokenVersionRolledBack(t *testing.T, w *world, m *manager, tc brokenCase) {
 	ver := tc.version
 	started := watchPodsStart(t, w, ver)
-	d := m.deploy(`{"operator": "` + operatorName + `", "version": "` + ver + `", "clusters": ["` + clusterName + `"], "strategy": "Rolling",
-		"rollingConfig": {"validationPeriod": "PT90S"}}`)
-	d = m.waitStatus(d.ID, store.DeploymentRolledBack, 4*time.Minute)
+	var d *store.Deployment
+	if tc.direct {
+		d = m.deploy(`{"operator": "` + operatorName + `", "version": "` + ver + `", "clusters": ["` + clusterName + `"], "strategy": "Direct"}`)
+		d = m.waitUntil(d.ID, store.DeploymentCompleted, 2*time.Minute)
+		t.Logf("%s completed at %s", ver, d.FinishedAt.Format("15:04:05.000"))
+		d = m.waitUntil(d.ID, store.DeploymentRolledBack, 2*time.Minute)
+		if m.firstEvent(d.ID, "rollback.requested") == nil {
+			t.Errorf("no rollback.requested event of the health loop\nevents:\n%s", m.eventLog(d.ID))
+		}
+	} else {
+		d = m.deploy(`{"operator": "` + operatorName + `", "version": "` + ver + `", "clusters": ["` + clusterName + `"], "strategy": "Rolling",
+			"rollingConfig": {"validationPeriod": "PT90S"}}`)
+		d = m.waitStatus(d.ID, store.DeploymentRolledBack, 4*time.Minute)
+	}
 	if strings.Contains(d.RollbackReason, "\n") {
 		t.Errorf("rollback reason %q: want one line", d.RollbackReason)
 	}

@@ -160,6 +160,26 @@ func (m *manager) waitStatus(id string, status store.DeploymentStatus, limit tim
 	}
 }
 
+// waitUntil waits (within limit) until the deployment's status is want, whatever it passes
+// through (a Completed deployment the health loop rolls back, say).
+func (m *manager) waitUntil(id string, want store.DeploymentStatus, limit time.Duration) *store.Deployment {
+	m.t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		d, err := m.store.DeploymentGetByID(context.Background(), id)
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		if d.Status == want {
+			return d
+		}
+		if time.Now().After(deadline) || (d.Status.Terminal() && d.Status != store.DeploymentCompleted) {
+			m.t.Fatalf("deployment %s is %s (%s), want %s\nevents:\n%s", id, d.Status, d.Reason, want, m.eventLog(id))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func (m *manager) events(id string) []*store.DeploymentEvent {
 	m.t.Helper()
 	evs, err := m.store.DeploymentEventList(context.Background(), &store.DeploymentEventListParams{DeploymentID: id, Limit: 1000})
