@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,9 @@ type realNodeWorld struct {
 // with its node): the shared one of the package has no ServiceAccount tokens and no API server
 // that pods reach.
 func TestWerfBundle_JobRunsOnARealNode(t *testing.T) {
+	began := time.Now()
+	// Registered first, so it runs last: the whole test, parallel subtests and the stop included.
+	t.Cleanup(func() { t.Logf("the whole test took %s", time.Since(began).Round(time.Millisecond)) })
 	w := startRealNodeWorld(t)
 	t.Run("Succeeds", func(t *testing.T) { w.jobSucceeds(t) })
 	// Each failing Job runs twice (backoffLimit 1, ten seconds apart): the two run side by side.
@@ -242,7 +246,7 @@ func (w *realNodeWorld) jobSucceeds(t *testing.T) {
 		Command, Repo, Tag, Release, Namespace, Home, TmpDir, BundleDigest string
 		UID                                                                int
 		ReadOnlyRoot                                                       bool
-		ValuesFiles                                                        []string
+		ValuesFiles, WerfEnv                                               []string
 		Values                                                             map[string]any
 	}
 	if err := json.Unmarshal([]byte(terminationMessage(pod)), &report); err != nil {
@@ -258,9 +262,10 @@ func (w *realNodeWorld) jobSucceeds(t *testing.T) {
 		t.Errorf("werf would run %q for %s:%s, release %q in %q (bundle digest %q)",
 			report.Command, report.Repo, report.Tag, report.Release, report.Namespace, report.BundleDigest)
 	}
-	if report.UID != ociimage.UID || !report.ReadOnlyRoot || report.Home != "/tmp" || len(report.ValuesFiles) != 1 {
-		t.Errorf("werf would run as uid %d (read-only root %t) with HOME %q and values files %v",
-			report.UID, report.ReadOnlyRoot, report.Home, report.ValuesFiles)
+	if report.UID != ociimage.UID || !report.ReadOnlyRoot || report.Home != "/tmp" || report.TmpDir != "/tmp" ||
+		!slices.Equal(report.WerfEnv, []string{"WERF_TMP_DIR=/tmp"}) || len(report.ValuesFiles) != 1 {
+		t.Errorf("werf would run as uid %d (read-only root %t) with HOME %q, temporary directory %q, %v and values files %v",
+			report.UID, report.ReadOnlyRoot, report.Home, report.TmpDir, report.WerfEnv, report.ValuesFiles)
 	}
 	got := w.waitBundle(t, b, func(b *werfv1.WerfBundle) bool { return b.Status.LastFinishedJob == job.Name })
 	if got.Status.Phase != werfv1.PhaseSynced || got.Status.LastAppliedTag != "1.0.0" || got.Status.LastSyncTime == nil {
