@@ -47,6 +47,8 @@ type realNodeWorld struct {
 	node *controlplane.RealNode
 	reg  *registrytest.Registry
 	ns   string
+	// jobEnv is what --werfbundle-job-env gives the Jobs: the API server's address.
+	jobEnv []corev1.EnvVar
 }
 
 // TestWerfBundle_JobRunsOnARealNode needs real containers: kwok only says a Job completed. Here
@@ -66,6 +68,7 @@ func TestWerfBundle_JobRunsOnARealNode(t *testing.T) {
 	t.Run("FailureLastLineReachesStatus", func(t *testing.T) { t.Parallel(); w.jobFails(t) })
 	t.Run("ServiceAccountWithoutRightsIsNamed", func(t *testing.T) { t.Parallel(); w.jobWithoutRights(t) })
 	t.Run("PrivateRegistryCredentialsReachWerf", func(t *testing.T) { t.Parallel(); w.privateRegistry(t) })
+	t.Run("DriftCheckJobRuns", func(t *testing.T) { t.Parallel(); w.driftCheck(t) })
 }
 
 func startRealNodeWorld(t *testing.T) *realNodeWorld {
@@ -147,6 +150,7 @@ func (w *realNodeWorld) startOperator() {
 		t.Fatal(err)
 	}
 	host, port := api.Hostname(), api.Port()
+	w.jobEnv = []corev1.EnvVar{{Name: "KUBERNETES_SERVICE_HOST", Value: host}, {Name: "KUBERNETES_SERVICE_PORT", Value: port}}
 	wb := werfbundle.Controller()
 	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
 	wb.BindFlags(fs)
@@ -329,6 +333,35 @@ func (w *realNodeWorld) privateRegistry(t *testing.T) {
 	if got.Status.Phase != werfv1.PhaseSynced || got.Status.LastAppliedTag != "2.0.0" {
 		t.Errorf("bundle phase %s with tag %q, want Synced with 2.0.0 (%s)", got.Status.Phase, got.Status.LastAppliedTag, got.Status.LastErrorMessage)
 	}
+}
+
+// driftCheck runs the drift-check Job the operator makes (`werf bundle plan … --exit-code`) on the
+// real node, created directly: the operator would make it a drift interval (at least a minute)
+// after a deploy. Without the bundle's labels, so that no operator takes it for one of its own.
+// The contract image accepts the plan arguments and finds no change, like werf: exit 0.
+func (w *realNodeWorld) driftCheck(t *testing.T) {
+	b := &werfv1.WerfBundle{ObjectMeta: metav1.ObjectMeta{Name: "planned", Namespace: w.ns},
+		Spec: werfv1.WerfBundleSpec{Registry: werfv1.RegistrySpec{URL: w.reg.Repository("demo/app"), Insecure: true},
+			Converge: werfv1.ConvergeSpec{ServiceAccountName: "werf-converge"}}}
+	job := werfbundle.CheckJobForTest(b, ContractTestImage, w.jobEnv, "1.0.0")
+	for _, labels := range []map[string]string{job.Labels, job.Spec.Template.Labels} {
+		delete(labels, werfbundle.LabelBundleName)
+		delete(labels, werfbundle.LabelBundleNamespace)
+	}
+	createObject(w.ctx, t, w.cp.Client, job)
+	realPoll(w.ctx, t, "the check Job finished", func() (bool, string) {
+		if err := w.cp.Client.Get(w.ctx, client.ObjectKeyFromObject(job), job); err != nil {
+			return false, err.Error()
+		}
+		return jobDone(job), describeJob(w, job)
+	})
+	pod := w.podsOf(t, job)[0]
+	var report struct{ Command, Tag string }
+	_ = json.Unmarshal([]byte(terminationMessage(&pod)), &report)
+	if !jobSucceeded(job) || report.Command != "bundle plan" || report.Tag != "1.0.0" || pod.Spec.NodeName != w.node.Name {
+		t.Errorf("the check Job on %q: %s; report %+v\n%s", pod.Spec.NodeName, describeJob(w, job), report, terminationMessage(&pod))
+	}
+	t.Logf("check Job start → end (whole seconds): %s", jobRunTime(job))
 }
 
 // jobWithoutRights: a namespace whose werf ServiceAccount has no role. The contract image finds
