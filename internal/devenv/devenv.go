@@ -173,6 +173,9 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		return env, err
 	}
 
+	if err := env.startSamplePods(ctx, step, opts.RegistryAddr, head); err != nil {
+		return env, err
+	}
 	if env.samples, err = applySamples(ctx, env.cp.Client, opts, head); err != nil {
 		return env, err
 	}
@@ -280,6 +283,7 @@ func (e *Env) startOperator(ctx context.Context, kubeconfig string) error {
 		"--webhook-cert-mirror=true",
 		"--webhook-cert-dns-names=localhost,127.0.0.1",
 	)
+	cmd.Args = append(cmd.Args, SampleOperatorArgs(e.opts.RealNode)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {

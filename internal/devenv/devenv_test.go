@@ -109,8 +109,8 @@ func TestDevEnv_StartsEverythingAndLeavesNothingBehind(t *testing.T) {
 		}
 		return len(list.Items) == 1 && list.Items[0].Status.Phase == webappv1.PhaseReady, nil
 	})
-	// The Catalyst samples: the pull-request Environment is built (kwok completes the build Job),
-	// deployed from the served repository and Ready with its URL.
+	// The Catalyst samples: the pull-request Environment is deployed from the served repository
+	// and Ready with its URL.
 	testenv.Eventually(ctx, t, "the sample Environment is Ready with a URL", func() (bool, error) {
 		var env catalystv1.Environment
 		if err := c.Get(ctx, client.ObjectKey{Namespace: "my-team-my-project", Name: "pr-123"}, &env); err != nil {
@@ -127,6 +127,7 @@ func TestDevEnv_StartsEverythingAndLeavesNothingBehind(t *testing.T) {
 	if level := envNS.Labels["pod-security.kubernetes.io/enforce"]; level != "restricted" {
 		t.Errorf("the sample environment's namespace enforces Pod Security %q, want restricted", level)
 	}
+	checkSamplesServeOnTheRealNode(ctx, t, env, c)
 	if _, err := os.Stat(filepath.Join(opts.Dir, "ready")); err != nil {
 		t.Errorf("no ready marker: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/slipway-dev/slipway/config"
+	"github.com/slipway-dev/slipway/internal/sampleapp"
 )
 
 const fieldOwner = client.FieldOwner("slipway-dev")
@@ -34,6 +35,11 @@ func applySamples(ctx context.Context, c client.Client, opts Options, head strin
 	}
 	if err := pinSamples(objs, opts.RegistryAddr, opts.GitAddr, head); err != nil {
 		return nil, err
+	}
+	if opts.RealNode {
+		if objs, err = realNodeSamples(objs, sampleapp.Ref(SampleAppVersion)); err != nil {
+			return nil, err
+		}
 	}
 	var refs []sampleRef
 	for _, u := range objs {
@@ -93,6 +99,9 @@ func (e *Env) statusTable(ctx context.Context) string {
 		err := e.cp.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: s.name}, u)
 		status, message := summarize(u, err)
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.gvk.Kind, s.namespace, s.name, status, message)
+	}
+	for _, row := range e.reachRows(ctx) {
+		fmt.Fprintln(w, row)
 	}
 	if e.later != nil {
 		fmt.Fprintln(w, e.later.row())
