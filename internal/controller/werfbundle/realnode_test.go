@@ -4,8 +4,19 @@ package werfbundle_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"flag"
+	"math/big"
+	"net"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
@@ -69,6 +80,7 @@ func TestWerfBundle_JobRunsOnARealNode(t *testing.T) {
 	t.Run("ServiceAccountWithoutRightsIsNamed", func(t *testing.T) { t.Parallel(); w.jobWithoutRights(t) })
 	t.Run("PrivateRegistryCredentialsReachWerf", func(t *testing.T) { t.Parallel(); w.privateRegistry(t) })
 	t.Run("DriftCheckJobRuns", func(t *testing.T) { t.Parallel(); w.driftCheck(t) })
+	t.Run("RegistryCAReachesWerf", func(t *testing.T) { t.Parallel(); w.registryCA(t) })
 }
 
 func startRealNodeWorld(t *testing.T) *realNodeWorld {
@@ -333,6 +345,68 @@ func (w *realNodeWorld) privateRegistry(t *testing.T) {
 	if got.Status.Phase != werfv1.PhaseSynced || got.Status.LastAppliedTag != "2.0.0" {
 		t.Errorf("bundle phase %s with tag %q, want Synced with 2.0.0 (%s)", got.Status.Phase, got.Status.LastAppliedTag, got.Status.LastErrorMessage)
 	}
+}
+
+// registryCA: the bundle is in a registry served over TLS with a private CA. The operator polls it
+// with the bundle's certSecretRef, and werf in the Job trusts it through the CA mounted at
+// /werf/ca and named by SSL_CERT_DIR (Go's and werf's way to add roots), with no other CA in the
+// image.
+func (w *realNodeWorld) registryCA(t *testing.T) {
+	upstream, err := url.Parse(w.reg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, caPEM := selfSignedCert(t, w.node.Gateway)
+	l, err := net.Listen("tcp", net.JoinHostPort(w.node.Gateway.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(httputil.NewSingleHostReverseProxy(upstream))
+	srv.Listener.Close()
+	srv.Listener = l
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	createObject(w.ctx, t, w.cp.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "registry-ca", Namespace: w.ns},
+		Data: map[string][]byte{"ca.crt": caPEM}})
+	repo := strings.TrimPrefix(srv.URL, "https://") + "/demo/app"
+	b := &werfv1.WerfBundle{ObjectMeta: metav1.ObjectMeta{Name: "tls", Namespace: w.ns},
+		Spec: werfv1.WerfBundleSpec{
+			Registry: werfv1.RegistrySpec{URL: repo, CertSecretRef: &corev1.LocalObjectReference{Name: "registry-ca"}},
+			Converge: werfv1.ConvergeSpec{ServiceAccountName: "werf-converge"},
+		}}
+	b, job, pod := w.run(t, b)
+	if !jobSucceeded(job) {
+		t.Fatalf("the Job failed: %s\n%s", describeJob(w, job), terminationMessage(pod))
+	}
+	var report struct{ RegistryURL, BundleDigest string }
+	if err := json.Unmarshal([]byte(terminationMessage(pod)), &report); err != nil {
+		t.Fatalf("the contract test image's report: %v\n%s", err, terminationMessage(pod))
+	}
+	if !strings.HasPrefix(report.RegistryURL, "https://"+w.node.Gateway.String()+":") || report.BundleDigest == "" {
+		t.Errorf("werf would read the bundle at %q (digest %q), want it over TLS", report.RegistryURL, report.BundleDigest)
+	}
+	got := w.waitBundle(t, b, func(b *werfv1.WerfBundle) bool { return b.Status.LastFinishedJob == job.Name })
+	if got.Status.Phase != werfv1.PhaseSynced || got.Status.LastAppliedTag != "1.0.0" {
+		t.Errorf("bundle phase %s with tag %q, want Synced with 1.0.0 (%s)", got.Status.Phase, got.Status.LastAppliedTag, got.Status.LastErrorMessage)
+	}
+}
+
+// selfSignedCert is a CA certificate for ip that is its own serving certificate, and its PEM.
+func selfSignedCert(t *testing.T, ip net.IP) (tls.Certificate, []byte) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "werf contract test registry"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage:    x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IPAddresses: []net.IP{ip}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
 // driftCheck runs the drift-check Job the operator makes (`werf bundle plan … --exit-code`) on the

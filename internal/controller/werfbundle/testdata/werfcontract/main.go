@@ -74,6 +74,7 @@ type Report struct {
 	APIServer      string         `json:"apiServer"`
 	BundleDigest   string         `json:"bundleDigest"`
 	DockerConfig   string         `json:"dockerConfig"`
+	RegistryURL    string         `json:"registryURL"`
 	WerfEnv        []string       `json:"werfEnv"`
 }
 
@@ -371,7 +372,7 @@ func checkBundle(r *Report, _ []string) error {
 	hc := &http.Client{Timeout: 10 * time.Second}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return broken("bundle", "registry %s is not reachable from the pod: %v", host, err)
+		return broken("bundle", "registry %s is not reachable from the pod (SSL_CERT_DIR=%q): %v", host, os.Getenv("SSL_CERT_DIR"), err)
 	}
 	_ = resp.Body.Close()
 	if resp.StatusCode == http.StatusUnauthorized {
@@ -381,7 +382,7 @@ func checkBundle(r *Report, _ []string) error {
 	if resp.StatusCode != http.StatusOK {
 		return broken("bundle", "%s:%s: the registry answered %s", parsed.repo, parsed.tag, resp.Status)
 	}
-	r.BundleDigest, r.DockerConfig = resp.Header.Get("Docker-Content-Digest"), parsed.dockerConfig
+	r.BundleDigest, r.DockerConfig, r.RegistryURL = resp.Header.Get("Docker-Content-Digest"), parsed.dockerConfig, url
 	fmt.Printf("│ bundle %s:%s found (%s)\n", parsed.repo, parsed.tag, r.BundleDigest)
 	return nil
 }
