@@ -79,8 +79,14 @@ func containerState(kind string, cs corev1.ContainerStatus) string {
 	case cs.State.Running != nil:
 		return fmt.Sprintf("%s %s running, not ready", kind, cs.Name)
 	case cs.State.Terminated != nil:
+		// A container that just exited: the kubelet says CrashLoopBackOff only once it has
+		// decided to back off, seconds later.
 		t := cs.State.Terminated
-		return fmt.Sprintf("%s %s terminated (%s, exit code %d)", kind, cs.Name, t.Reason, t.ExitCode)
+		s := fmt.Sprintf("%s %s terminated (%s, exit code %d)", kind, cs.Name, t.Reason, t.ExitCode)
+		if m := lastLine(t.Message); m != "" {
+			s += ": " + truncate(m, 160)
+		}
+		return s
 	}
 	return fmt.Sprintf("%s %s not started", kind, cs.Name)
 }

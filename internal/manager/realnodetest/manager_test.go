@@ -33,7 +33,7 @@ const (
 	installTimeout = 25 * time.Second
 	// failAfter is when a broken version fails after its start: late enough for the install's
 	// readiness wait to see its pod Ready, as a real operator that breaks once running.
-	failAfter = 4 * time.Second
+	failAfter = 6 * time.Second
 )
 
 // manager is an in-process operator manager wired as `manager serve` wires it: a SQLite store,
