@@ -362,7 +362,7 @@ func (w *realNodeWorld) registryCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(httputil.NewSingleHostReverseProxy(upstream))
-	srv.Listener.Close()
+	_ = srv.Listener.Close() // the listener httptest made, replaced by one on the gateway
 	srv.Listener = l
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	srv.StartTLS()
