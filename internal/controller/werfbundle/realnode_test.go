@@ -74,13 +74,15 @@ func TestWerfBundle_JobRunsOnARealNode(t *testing.T) {
 	// Registered first, so it runs last: the whole test, parallel subtests and the stop included.
 	t.Cleanup(func() { t.Logf("the whole test took %s", time.Since(began).Round(time.Millisecond)) })
 	w := startRealNodeWorld(t)
-	t.Run("Succeeds", func(t *testing.T) { w.jobSucceeds(t) })
-	// Each failing Job runs twice (backoffLimit 1, ten seconds apart): the two run side by side.
-	t.Run("FailureLastLineReachesStatus", func(t *testing.T) { t.Parallel(); w.jobFails(t) })
-	t.Run("ServiceAccountWithoutRightsIsNamed", func(t *testing.T) { t.Parallel(); w.jobWithoutRights(t) })
-	t.Run("PrivateRegistryCredentialsReachWerf", func(t *testing.T) { t.Parallel(); w.privateRegistry(t) })
-	t.Run("DriftCheckJobRuns", func(t *testing.T) { t.Parallel(); w.driftCheck(t) })
-	t.Run("RegistryCAReachesWerf", func(t *testing.T) { t.Parallel(); w.registryCA(t) })
+	// A failing Job runs twice (backoffLimit 1), ten seconds apart: the failing bundles are made
+	// first and checked last, so that their Jobs run while the other subtests do.
+	broken, noRights := w.startBroken(t), w.startWithoutRights(t)
+	t.Run("Succeeds", w.jobSucceeds)
+	t.Run("PrivateRegistryCredentialsReachWerf", w.privateRegistry)
+	t.Run("RegistryCAReachesWerf", w.registryCA)
+	t.Run("DriftCheckJobRuns", w.driftCheck)
+	t.Run("FailureLastLineReachesStatus", func(t *testing.T) { w.jobFails(t, broken) })
+	t.Run("ServiceAccountWithoutRightsIsNamed", func(t *testing.T) { w.jobWithoutRights(t, noRights) })
 }
 
 func startRealNodeWorld(t *testing.T) *realNodeWorld {
@@ -214,17 +216,31 @@ func (w *realNodeWorld) deployFrom(t *testing.T, ns, name, repo, secretRef strin
 
 // run creates the bundle and waits until its Job has finished.
 func (w *realNodeWorld) run(t *testing.T, b *werfv1.WerfBundle) (*werfv1.WerfBundle, *batchv1.Job, *corev1.Pod) {
-	c := w.cp.Client
-	ns, name := b.Namespace, b.Name
+	return w.finished(t, w.create(t, b))
+}
+
+// started is a bundle created at a time.
+type started struct {
+	bundle  *werfv1.WerfBundle
+	created time.Time
+}
+
+func (w *realNodeWorld) create(t *testing.T, b *werfv1.WerfBundle) started {
 	created := time.Now()
-	if err := c.Create(w.ctx, b); err != nil {
-		t.Fatal(err)
-	}
+	createObject(w.ctx, t, w.cp.Client, b)
+	return started{bundle: b, created: created}
+}
+
+// finished waits until the bundle's Job has finished and returns it with its last pod, which
+// must have run on the real node.
+func (w *realNodeWorld) finished(t *testing.T, s started) (*werfv1.WerfBundle, *batchv1.Job, *corev1.Pod) {
+	c := w.cp.Client
 	var job batchv1.Job
 	var jobSeen time.Time
 	realPoll(w.ctx, t, "the bundle's Job finished", func() (bool, string) {
 		var jobs batchv1.JobList
-		if err := c.List(w.ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{werfbundle.LabelBundleName: name}); err != nil {
+		if err := c.List(w.ctx, &jobs, client.InNamespace(s.bundle.Namespace),
+			client.MatchingLabels{werfbundle.LabelBundleName: s.bundle.Name}); err != nil {
 			return false, err.Error()
 		}
 		if len(jobs.Items) != 1 {
@@ -237,13 +253,13 @@ func (w *realNodeWorld) run(t *testing.T, b *werfv1.WerfBundle) (*werfv1.WerfBun
 		return jobDone(&job), describeJob(w, &job)
 	})
 	t.Logf("bundle created → Job finished: %s; Job seen → finished: %s; Job start → end (whole seconds): %s",
-		time.Since(created).Round(time.Millisecond), time.Since(jobSeen).Round(time.Millisecond), jobRunTime(&job))
+		time.Since(s.created).Round(time.Millisecond), time.Since(jobSeen).Round(time.Millisecond), jobRunTime(&job))
 	pods := w.podsOf(t, &job)
 	last := &pods[len(pods)-1]
 	if last.Spec.NodeName != w.node.Name {
 		t.Errorf("the Job's pod ran on %q, want the real node %q", last.Spec.NodeName, w.node.Name)
 	}
-	return b, &job, last
+	return s.bundle, &job, last
 }
 
 func (w *realNodeWorld) jobSucceeds(t *testing.T) {
@@ -293,15 +309,26 @@ func (w *realNodeWorld) jobSucceeds(t *testing.T) {
 	}
 }
 
-func (w *realNodeWorld) jobFails(t *testing.T) {
-	const why = "the release's pre-install hook failed (asked by the test)"
+// failWhy is what the broken bundle's values tell the contract test image to fail with.
+const failWhy = "the release's pre-install hook failed (asked by the test)"
+
+// startBroken creates a bundle whose values set the contract test image's failure switch.
+func (w *realNodeWorld) startBroken(t *testing.T) started {
 	createObject(w.ctx, t, w.cp.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "broken-values", Namespace: w.ns},
-		Data: map[string]string{"values.yaml": "werfContractTest:\n  fail: \"" + why + "\"\n"}})
-	b, job, pod := w.deploy(t, w.ns, "broken", werfv1.ValuesReference{ConfigMapRef: &werfv1.ValuesSource{Name: "broken-values"}})
+		Data: map[string]string{"values.yaml": "werfContractTest:\n  fail: \"" + failWhy + "\"\n"}})
+	return w.create(t, &werfv1.WerfBundle{ObjectMeta: metav1.ObjectMeta{Name: "broken", Namespace: w.ns},
+		Spec: werfv1.WerfBundleSpec{Registry: werfv1.RegistrySpec{URL: w.reg.Repository("demo/app"), Insecure: true},
+			Converge: werfv1.ConvergeSpec{ServiceAccountName: "werf-converge",
+				ValuesFrom: []werfv1.ValuesReference{{ConfigMapRef: &werfv1.ValuesSource{Name: "broken-values"}}}}}})
+}
+
+// jobFails: the broken bundle's Job fails with werf's last line, which reaches the status.
+func (w *realNodeWorld) jobFails(t *testing.T, s started) {
+	b, job, pod := w.finished(t, s)
 	if jobSucceeded(job) {
 		t.Fatalf("the Job succeeded, want a failure")
 	}
-	lastLine := "Error: werf contract test: failing on purpose (values werfContractTest.fail): " + why
+	lastLine := "Error: werf contract test: failing on purpose (values werfContractTest.fail): " + failWhy
 	if msg := strings.TrimRight(terminationMessage(pod), "\n"); !strings.HasSuffix(msg, lastLine) {
 		t.Errorf("the failed container's log ends with %q, want %q", msg, lastLine)
 	}
@@ -438,12 +465,20 @@ func (w *realNodeWorld) driftCheck(t *testing.T) {
 	t.Logf("check Job start → end (whole seconds): %s", jobRunTime(job))
 }
 
-// jobWithoutRights: a namespace whose werf ServiceAccount has no role. The contract image finds
-// that werf could not store its release and names it; the bundle is Failed with that line.
-func (w *realNodeWorld) jobWithoutRights(t *testing.T) {
+// startWithoutRights creates a bundle in a namespace whose werf ServiceAccount has no role.
+func (w *realNodeWorld) startWithoutRights(t *testing.T) started {
 	ns := w.ns + "-no-rights"
 	w.setUpNamespace(t, ns, false)
-	b, job, _ := w.deploy(t, ns, "app")
+	return w.create(t, &werfv1.WerfBundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
+		Spec: werfv1.WerfBundleSpec{Registry: werfv1.RegistrySpec{URL: w.reg.Repository("demo/app"), Insecure: true},
+			Converge: werfv1.ConvergeSpec{ServiceAccountName: "werf-converge"}}})
+}
+
+// jobWithoutRights: the contract image finds that werf could not store its release and names
+// it; the bundle is Failed with that line.
+func (w *realNodeWorld) jobWithoutRights(t *testing.T, s started) {
+	ns := s.bundle.Namespace
+	b, job, _ := w.finished(t, s)
 	if jobSucceeded(job) {
 		t.Fatalf("the Job succeeded, want a failure")
 	}
