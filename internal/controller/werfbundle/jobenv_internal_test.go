@@ -57,3 +57,23 @@ func TestJobEnv_RefusesWhatWouldBreakTheJob(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseJobEnv: whatever the flag's value, ParseJobEnv does not panic, and what it accepts is
+// a valid, unreserved variable whose NAME=VALUE reads back the same.
+func FuzzParseJobEnv(f *testing.F) {
+	for _, seed := range []string{"KUBERNETES_SERVICE_HOST=10.0.0.7", "NO_PROXY=a=b,.svc", "HOME=/root", "=x", "A", "A=", "1A=b", "é=1"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		e, err := ParseJobEnv(v)
+		if err != nil {
+			return
+		}
+		if e.Name+"="+e.Value != v || slices.Contains(ReservedJobEnv, e.Name) {
+			t.Errorf("%q accepted as %q=%q", v, e.Name, e.Value)
+		}
+		if again, err := ParseJobEnv(e.Name + "=" + e.Value); err != nil || again != e {
+			t.Errorf("%q does not read back: %+v, %v", v, again, err)
+		}
+	})
+}
