@@ -2,6 +2,7 @@ package charts_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"regexp"
@@ -127,6 +128,22 @@ func TestChart_ExtraArgsAreParsedToo(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "webapp-resync") {
 		t.Errorf("parsing an unknown extra argument: %v, want it refused", err)
 	}
+}
+
+// TestChart_ExtraArgsArePassedAsWritten: an extra argument holding JSON, ": " or " #" (a
+// namespace annotation for --catalyst-namespace-annotation, say) reaches the operator as one
+// argument, unchanged; rendered unquoted, YAML cut it at its first quote.
+func TestChart_ExtraArgsArePassedAsWritten(t *testing.T) {
+	arg := `--catalyst-namespace-annotation=scheduler.alpha.kubernetes.io/defaultTolerations=[{"key":"a","value":"b: c"}] # d`
+	values, err := json.Marshal(map[string]any{"extraArgs": []string{arg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := deployment(t, render(t, string(values)), "slipway-catalyst").Spec.Template.Spec.Containers[0].Args
+	if got := args[len(args)-1]; got != arg {
+		t.Errorf("the last argument is %q, want %q", got, arg)
+	}
+	parseArgs(t, args, renderNS)
 }
 
 // parseArgs parses a container's args as the operator would, after the kubelet has expanded
