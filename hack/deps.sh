@@ -14,7 +14,8 @@ set -euo pipefail
 # One line per package: the Debian package, what shows it is installed (a command in PATH or in
 # /usr/bin, /usr/sbin; or a path glob), and what needs it. A new dependency is one more line.
 # setpriv starts etcd and kube-apiserver with a parent-death signal (internal/controlplane).
-# ca-certificates: the CA bundle make image puts into the images (hack/image --ca-bundle).
+# ca-certificates: the CA bundle make image and make dev put into the images (hack/image --ca-bundle,
+# internal/devimage).
 # nodejs, npm: build and test the manager's web UI (web/; make ui, run by test, dev and build).
 # chromium: the browser the web UI's tests drive headless (internal/manager/ui/browsertest).
 # zsh, fish: the shells the slipway CLI's completion scripts are loaded into by its tests.
@@ -31,7 +32,7 @@ make             make                ci
 util-linux       setpriv             test dev ci
 docker-registry  docker-registry     test ci
 postgresql       /usr/lib/postgresql/*/bin/initdb test ci
-ca-certificates  /etc/ssl/certs/ca-certificates.crt test ci
+ca-certificates  /etc/ssl/certs/ca-certificates.crt test dev ci
 nodejs           node                test dev ci
 npm              npm                 test dev ci
 chromium         chromium            test dev ci

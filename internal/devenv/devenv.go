@@ -88,6 +88,12 @@ type Env struct {
 	manager  *manager
 	// later publishes the sample chart's later version (laterversion.go).
 	later *laterVersion
+	// With the real node: the registry's and the git server's addresses as pods reach them (the
+	// gateway, forwarded to 127.0.0.1), and the forwarders (operatorpods.go).
+	podRegistryAddr, podGitAddr string
+	forwarders                  []*gatewayForwarder
+	// releaseInstalled: the sample operator's release runs the operator (operatorpods.go).
+	releaseInstalled bool
 }
 
 // Start brings everything up and returns once the node is Ready, the operator answers /readyz
@@ -157,26 +163,21 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		return env, err
 	}
 
-	step("Installing RBAC for the operator")
-	operatorKubeconfig, err := env.cp.InstallOperatorIdentity(ctx, filepath.Join(opts.Dir, "operator.kubeconfig"))
-	if err != nil {
+	if err := env.reachableFromPods(step); err != nil {
+		return env, err
+	}
+	if env.realNode() != nil {
+		if err := env.startOperatorPods(ctx, step); err != nil {
+			return env, err
+		}
+	} else if err := env.startOperatorProcess(ctx, step); err != nil {
 		return env, err
 	}
 
-	step("Installing the webhook configurations (https://127.0.0.1:%d)", opts.WebhookPort)
-	if err := installWebhooks(ctx, env.cp.Client, opts.WebhookPort); err != nil {
+	if err := env.startSamplePods(ctx, step, env.podRegistryAddr, head); err != nil {
 		return env, err
 	}
-
-	step("Starting the operator (health on %s, metrics on %s, webhooks on :%d)", opts.ProbeAddr, opts.MetricsAddr, opts.WebhookPort)
-	if err := env.startOperator(ctx, operatorKubeconfig); err != nil {
-		return env, err
-	}
-
-	if err := env.startSamplePods(ctx, step, opts.RegistryAddr, head); err != nil {
-		return env, err
-	}
-	if env.samples, err = applySamples(ctx, env.cp.Client, opts, head); err != nil {
+	if env.samples, err = applySamples(ctx, env.cp.Client, env.podRegistryAddr, env.podGitAddr, head, opts.RealNode); err != nil {
 		return env, err
 	}
 	step("Applied %d sample(s) from config/samples", len(env.samples))
@@ -201,8 +202,15 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	env.printPods(ctx, opts.Out)
 	fmt.Fprintf(opts.Out, "  kubeconfig: %s\n", abs)
 	fmt.Fprintf(opts.Out, "  try:        %s --kubeconfig %s get nodes\n", filepath.Clean(kubectl), kubeconfig)
-	fmt.Fprintf(opts.Out, "  registry:   %s\n  git:        http://%s/%s\n  operator:   http://%s/healthz  http://%s/metrics  webhooks https://127.0.0.1:%d\n",
-		opts.RegistryAddr, opts.GitAddr, sampleGitRepo, opts.ProbeAddr, opts.MetricsAddr, opts.WebhookPort)
+	fmt.Fprintf(opts.Out, "  registry:   %s\n  git:        http://%s/%s\n", opts.RegistryAddr, opts.GitAddr, sampleGitRepo)
+	if env.realNode() != nil {
+		fmt.Fprintf(opts.Out, "  from pods:  registry %s, git http://%s/%s (the real node's gateway, forwarded to the above; the samples use these)\n",
+			env.podRegistryAddr, env.podGitAddr, sampleGitRepo)
+		env.printOperatorPods(ctx, opts.Out)
+	} else {
+		fmt.Fprintf(opts.Out, "  operator:   http://%s/healthz  http://%s/metrics  webhooks https://127.0.0.1:%d\n",
+			opts.ProbeAddr, opts.MetricsAddr, opts.WebhookPort)
+	}
 	env.printManager(opts.Out)
 	for _, n := range moved {
 		fmt.Fprintf(opts.Out, "  moved:      %s\n", n)
@@ -240,6 +248,9 @@ func (e *Env) Stop() error {
 			errs = append(errs, ignoreSignalExit(<-e.opDone))
 		}
 	}
+	for _, f := range e.forwarders {
+		errs = append(errs, f.Close())
+	}
 	if e.registry != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		errs = append(errs, e.registry.Shutdown(ctx))
@@ -253,6 +264,44 @@ func (e *Env) Stop() error {
 	}
 	_ = os.Remove(filepath.Join(e.opts.Dir, readyFile))
 	return errors.Join(errs...)
+}
+
+// startOperatorProcess runs the operator on the host, without the real node: its RBAC bound to
+// the user the operator's kubeconfig names, the webhook configurations pointed at it on
+// 127.0.0.1, the process started and ready.
+func (e *Env) startOperatorProcess(ctx context.Context, step func(string, ...any)) error {
+	opts := e.opts
+	step("Installing RBAC for the operator")
+	operatorKubeconfig, err := e.cp.InstallOperatorIdentity(ctx, filepath.Join(opts.Dir, "operator.kubeconfig"))
+	if err != nil {
+		return err
+	}
+	step("Installing the webhook configurations (https://127.0.0.1:%d)", opts.WebhookPort)
+	if err := installWebhooks(ctx, e.cp.Client, opts.WebhookPort); err != nil {
+		return err
+	}
+	step("Starting the operator (health on %s, metrics on %s, webhooks on :%d)", opts.ProbeAddr, opts.MetricsAddr, opts.WebhookPort)
+	return e.startOperator(ctx, operatorKubeconfig)
+}
+
+// reachableFromPods makes the registry and the git server reachable from the real node's pods
+// at its gateway; without the node, pods are kwok's and the samples keep 127.0.0.1.
+func (e *Env) reachableFromPods(step func(string, ...any)) error {
+	e.podRegistryAddr, e.podGitAddr = e.opts.RegistryAddr, e.opts.GitAddr
+	n := e.realNode()
+	if n == nil {
+		return nil
+	}
+	for _, a := range []*string{&e.podRegistryAddr, &e.podGitAddr} {
+		f, addr, err := forwardFromGateway(n.Gateway, *a)
+		if err != nil {
+			return err
+		}
+		e.forwarders = append(e.forwarders, f)
+		*a = addr
+	}
+	step("The registry and the git server answer pods at %s and %s (the real node's gateway)", e.podRegistryAddr, e.podGitAddr)
+	return nil
 }
 
 func (e *Env) startOperator(ctx context.Context, kubeconfig string) error {

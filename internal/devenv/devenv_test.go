@@ -30,12 +30,16 @@ import (
 )
 
 // TestDevEnv_StartsEverythingAndLeavesNothingBehind is what `make dev-up` and `make dev-down` do:
-// with the real node (it needs root), both nodes are Ready through the written kubeconfig, the operator answers /healthz under its own
-// RBAC-limited identity, the registry serves /v2/, and Stop leaves no child process.
+// with the real node (it needs root), both nodes are Ready through the written kubeconfig, the
+// operator runs from its image in the sample release's pod on the real node and answers /healthz
+// at the pod's address, its webhooks answer through their Service, the samples are reconciled by
+// it (the registry and the git server reached at the node's gateway), the registry serves /v2/,
+// and Stop leaves no child process.
 func TestDevEnv_StartsEverythingAndLeavesNothingBehind(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "operator")
 	build := exec.Command("go", "build", "-o", bin, "../../cmd/operator")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static: it runs in the operator's image
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the operator: %v\n%s", err, out)
 	}
@@ -76,19 +80,31 @@ func TestDevEnv_StartsEverythingAndLeavesNothingBehind(t *testing.T) {
 	if err := c.List(ctx, &nodes); err != nil {
 		t.Fatal(err)
 	}
-	real := 0
+	real, realNode := 0, ""
 	for _, n := range nodes.Items {
 		if !ready(n) {
 			t.Errorf("node %s is not Ready", n.Name)
 		}
 		if n.Labels[controlplane.RealNodeLabel] == "true" {
-			real++
+			real, realNode = real+1, n.Name
 		}
 	}
 	if len(nodes.Items) != 2 || real != 1 {
 		t.Fatalf("want kwok's node and one real node, got %+v", nodes.Items)
 	}
-	for _, url := range []string{"http://" + opts.ProbeAddr + "/healthz", "http://" + opts.RegistryAddr + "/v2/"} {
+	// The operator runs from its image, installed by its chart, in a pod on the real node.
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(devenv.SampleOperatorNamespace), client.MatchingLabels{"app.kubernetes.io/instance": devenv.SampleOperator}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 || pods.Items[0].Spec.NodeName != realNode || pods.Items[0].Status.PodIP == "" {
+		t.Fatalf("want the operator's one pod on the real node %s, got %+v", realNode, pods.Items)
+	}
+	operatorHealth := "http://" + net.JoinHostPort(pods.Items[0].Status.PodIP, "8081") + "/healthz"
+	if !strings.Contains(out.String(), pods.Items[0].Name) || !strings.Contains(out.String(), operatorHealth) {
+		t.Errorf("the banner does not name the operator's pod %s and %s:\n%s", pods.Items[0].Name, operatorHealth, out.String())
+	}
+	for _, url := range []string{operatorHealth, "http://" + opts.RegistryAddr + "/v2/"} {
 		if code := get(url); code != http.StatusOK {
 			t.Errorf("GET %s = %d, want 200", url, code)
 		}
@@ -135,6 +151,8 @@ func TestDevEnv_StartsEverythingAndLeavesNothingBehind(t *testing.T) {
 		t.Errorf("the banner does not say which pods are real:\n%s", out.String())
 	}
 
+	t.Logf("devenv's output:\n%s", out.String())
+	node := env.RealNode()
 	if err := env.Stop(); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
@@ -142,8 +160,13 @@ func TestDevEnv_StartsEverythingAndLeavesNothingBehind(t *testing.T) {
 	if kids := children(t); len(kids) > 0 {
 		t.Errorf("processes left behind: %v", kids)
 	}
-	if code := get("http://" + opts.ProbeAddr + "/healthz"); code != 0 {
-		t.Errorf("operator still answers after Stop (%d)", code)
+	// The operator's pod went with the real node: its bridge and directory are gone. (Its address
+	// may answer again at once: another test's node may take the same subnet.)
+	if out, err := exec.Command("ip", "link", "show", node.Bridge).CombinedOutput(); err == nil {
+		t.Errorf("the real node's bridge %s is still there after Stop:\n%s", node.Bridge, out)
+	}
+	if _, err := os.Stat(node.Dir); !os.IsNotExist(err) {
+		t.Errorf("the real node's directory %s is still there after Stop: %v", node.Dir, err)
 	}
 }
 

@@ -211,12 +211,9 @@ func (e *Env) runManager(ctx context.Context, step func(string, ...any)) error {
 			return err
 		}
 	}
-	chartDir := e.opts.ChartDir
-	if chartDir == "" {
-		var err error
-		if chartDir, err = findChartDir(); err != nil {
-			return err
-		}
+	chartDir, err := e.chartDir()
+	if err != nil {
+		return err
 	}
 	repository, err := publishSampleOperator(ctx, e.opts.RegistryAddr, chartDir, SampleOperatorVersions)
 	if err != nil {
@@ -236,7 +233,7 @@ func (e *Env) runManager(ctx context.Context, step func(string, ...any)) error {
 		return fmt.Errorf("%w\nthe end of %s:\n%s", err, m.log, tail(m.log, 15))
 	}
 	step("Registered the control plane with the manager as cluster %s (%s, Kubernetes %s, %s)", c.Name, c.Environment, c.KubernetesVersion, c.Health)
-	op, err := m.api.registerOperator(ctx, m.token, repository)
+	op, err := m.api.registerOperator(ctx, m.token, repository, e.sampleValues())
 	if err != nil {
 		return fmt.Errorf("%w\nthe end of %s:\n%s", err, m.log, tail(m.log, 15))
 	}
@@ -251,20 +248,24 @@ func (e *Env) runManager(ctx context.Context, step func(string, ...any)) error {
 	return writeCockpitAccess(ctx, e.opts.Dir, m)
 }
 
-// deploySample installs the sample operator's release at SampleInstalledVersion as make dev's
-// record of the operator it runs (adopting the RBAC and admission policies make dev installed for
+// deploySample installs the sample operator's release at SampleInstalledVersion, unless it runs
+// the operator already (the real node, operatorpods.go), as make dev's record of the operator it
+// runs (adopting the RBAC and admission policies make dev installed for
 // it), waits until the samples' custom resources are Ready, then submits a Direct deployment,
 // health checks on, of SampleDeploymentVersion to the dev cluster: an upgrade, whose rollback goes
 // back to the installed revision instead of uninstalling the operator's RBAC. The manager's database is new
 // on every start, so the deployment is submitted afresh each time; the status view follows it.
 func (e *Env) deploySample(ctx context.Context, chartDir string, step func(string, ...any)) error {
-	values := sampleDeploymentValues()
-	rev, adopted, err := installSampleRelease(ctx, e.cp.Config, e.cp.Client, chartDir, values)
-	if err != nil {
-		return err
+	values := e.sampleValues()
+	if !e.releaseInstalled {
+		rev, adopted, err := installSampleRelease(ctx, e.cp.Config, e.cp.Client, chartDir, values)
+		if err != nil {
+			return err
+		}
+		e.releaseInstalled = true
+		step("Installed release %s/%s %s (revision %d; adopted %d objects make dev installed for the operator: RBAC and Catalyst's admission policies)", SampleOperatorNamespace,
+			SampleOperator, SampleInstalledVersion, rev, adopted)
 	}
-	step("Installed release %s/%s %s (revision %d; adopted %d objects make dev installed for the operator: RBAC and Catalyst's admission policies)", SampleOperatorNamespace,
-		SampleOperator, SampleInstalledVersion, rev, adopted)
 	if notReady := e.waitSamplesReady(ctx, 3*time.Minute); notReady != "" {
 		step("Sample not Ready yet (%s): the deployment's health check will see it", notReady)
 	}
@@ -305,4 +306,13 @@ func (e *Env) printManager(out io.Writer) {
 			filepath.Join(dir, ManagerTokenFile), filepath.Join(dir, ManagerURLFile), id)
 		fmt.Fprintf(out, "  watch:      SLIPWAY_CONFIG=%s %s deployment watch %s\n", filepath.Join(dir, CLIConfigFile), CLIBinary, id)
 	}
+}
+
+// chartDir is the chart published as the sample operator: Options.ChartDir, else charts/slipway
+// of the repository around the working directory.
+func (e *Env) chartDir() (string, error) {
+	if e.opts.ChartDir != "" {
+		return e.opts.ChartDir, nil
+	}
+	return findChartDir()
 }

@@ -225,9 +225,9 @@ type healthView struct {
 // checkSampleDeployment is the promise for make dev's sample deployment: the one
 // deployment make dev submitted (Direct, health checks on, the sample version, to cluster dev) is
 // Completed, its cluster healthy at revision 2 (make dev installed revision 1), and the operator's health Healthy with each part
-// checked: the release's pods (as kwok runs them) listed and all Running and Ready, the release's
-// webhooks looked for (it has none: the values switch them off) and the samples' custom
-// resources reconciled by the host-run operator. Resource usage is the one aspect not checked
+// checked: the release's pod (the operator from its image, on the real node) listed, Running and
+// Ready, the release's three webhooks answering through their Service, and the samples' custom
+// resources reconciled by that operator. Resource usage is the one aspect not checked
 // (no metrics.k8s.io in the dev cluster), and says so. The output printed the deployment's id and
 // a curl line for its events, and the status view (the log of devenv serve) shows it Completed
 // and the health Healthy. It returns the deployment's id.
@@ -300,8 +300,8 @@ func checkSampleDeployment(t *testing.T, m managerAccess, out, state string) str
 		t.Fatalf("operator health %s, want Healthy on cluster %s", body, devenv.DevCluster)
 	}
 	c := h.Clusters[0]
-	if c.ControllerPods != 1 || c.WebhookStatus != "NotConfigured" || c.CRDReconciliation != "Active" {
-		t.Errorf("controllerPods %d, webhookStatus %s, crdReconciliation %s: want 1, NotConfigured, Active",
+	if c.ControllerPods != 1 || c.WebhookStatus != "Available" || c.CRDReconciliation != "Active" {
+		t.Errorf("controllerPods %d, webhookStatus %s, crdReconciliation %s: want 1, Available, Active",
 			c.ControllerPods, c.WebhookStatus, c.CRDReconciliation)
 	}
 	pods, hooks, crds := c.Pods, c.Webhooks, c.CRDs
@@ -310,9 +310,9 @@ func checkSampleDeployment(t *testing.T, m managerAccess, out, state string) str
 		len(pods.Messages) != 1 || !strings.HasPrefix(pods.Messages[0], "not checked: resource usage: metrics unavailable") {
 		t.Errorf("controller pods %+v, want the one pod Running and Ready, only resource usage not checked", pods)
 	}
-	// The webhook configurations and conversion webhooks were looked for: the release has none.
-	if hooks.Health != "Healthy" || hooks.Total != 0 || len(hooks.Messages) != 0 {
-		t.Errorf("webhooks %+v, want Healthy: looked for, none in the release", hooks)
+	// The release's three WebApp webhooks, served by the operator's pod through their Service.
+	if hooks.Health != "Healthy" || hooks.Total != 3 || hooks.Healthy != 3 || len(hooks.Messages) != 0 {
+		t.Errorf("webhooks %+v, want the release's 3 Healthy", hooks)
 	}
 	// The samples' custom resources (WebApp, WerfBundle, Project, Environment) are reconciled.
 	if crds.Health != "Healthy" || crds.CRDs != 4 || crds.Resources < 4 || crds.Ready != crds.Resources || crds.Failing != 0 ||

@@ -189,10 +189,11 @@ func (a *managerAPI) registerCluster(ctx context.Context, token, name, kubeconfi
 	return c, nil
 }
 
-// registerOperator registers the sample operator with its chart in repository.
-func (a *managerAPI) registerOperator(ctx context.Context, token, repository string) (apiOperator, error) {
+// registerOperator registers the sample operator with its chart in repository and the values a
+// deployment that gives none gets: the sample release's (the real node's need its local image).
+func (a *managerAPI) registerOperator(ctx context.Context, token, repository string, defaultValues map[string]any) (apiOperator, error) {
 	req := apiOperator{Name: SampleOperator, Namespace: SampleOperatorNamespace, Chart: apiChart{Repository: repository, Name: SampleOperator},
-		DefaultValues: sampleDeploymentValues()}
+		DefaultValues: defaultValues}
 	var op apiOperator
 	if err := a.call(ctx, http.MethodPost, "/api/v1/operators", token, req, &op); err != nil {
 		return op, fmt.Errorf("registering the operator %s with the manager: %w", SampleOperator, err)

@@ -62,7 +62,9 @@ func (o Options) controlPlaneStep() string {
 	return "Starting the control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)"
 }
 
-// realNode is the environment's real node, nil when it runs without one.
+// RealNode is the environment's real node, nil when it runs without one.
+func (e *Env) RealNode() *controlplane.RealNode { return e.realNode() }
+
 func (e *Env) realNode() *controlplane.RealNode {
 	if e.cp == nil || len(e.cp.RealNodes()) == 0 {
 		return nil

@@ -30,9 +30,19 @@ const (
 	SampleDeploymentVersion = "0.2.0"
 )
 
-// The sample operator's release is the record of the operator make dev runs: release slipway
-// in slipway-system, the namespace and identity (ServiceAccount slipway-operator) under which the
-// operator process runs on the host. Its Deployment's pods are simulated by kwok.
+// sampleValues are the sample release's values: with the real node, the release runs the
+// operator (realNodeValues, operatorpods.go); without it, sampleDeploymentValues.
+func (e *Env) sampleValues() map[string]any {
+	if e.realNode() != nil {
+		return realNodeValues(e.cp.Config.Host)
+	}
+	return sampleDeploymentValues()
+}
+
+// Without the real node, the sample operator's release is the record of the operator make dev
+// runs: release slipway in slipway-system, the namespace and identity (ServiceAccount
+// slipway-operator) under which the operator process runs on the host. Its Deployment's pods are
+// simulated by kwok.
 //
 // Its values make every part of its health honestly checkable there:
 //

@@ -27,16 +27,18 @@ type sampleRef struct {
 	name      string
 }
 
-// applySamples server-side applies config/samples, creating their namespaces first.
-func applySamples(ctx context.Context, c client.Client, opts Options, head string) ([]sampleRef, error) {
+// applySamples server-side applies config/samples, creating their namespaces first, with the
+// registry and the git server at the addresses the operator reaches them, and with the real node
+// the WebApp samples running the sample app there (samplepods.go).
+func applySamples(ctx context.Context, c client.Client, registryAddr, gitAddr, head string, realNode bool) ([]sampleRef, error) {
 	objs, err := config.Samples()
 	if err != nil {
 		return nil, err
 	}
-	if err := pinSamples(objs, opts.RegistryAddr, opts.GitAddr, head); err != nil {
+	if err := pinSamples(objs, registryAddr, gitAddr, head); err != nil {
 		return nil, err
 	}
-	if opts.RealNode {
+	if realNode {
 		if objs, err = realNodeSamples(objs, sampleapp.Ref(SampleAppVersion)); err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -20,13 +21,16 @@ import (
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
 	"github.com/slipway-dev/slipway/internal/controlplane"
+	"github.com/slipway-dev/slipway/internal/devenv"
 	"github.com/slipway-dev/slipway/internal/procid"
 	"github.com/slipway-dev/slipway/internal/scheme"
 	"github.com/slipway-dev/slipway/internal/webhookcert"
@@ -54,6 +58,8 @@ func TestDevEnv_UpDownUpDownInOneDirectory(t *testing.T) {
 		"--git-addr=" + addrs[1], "--probe-addr=" + addrs[2], "--metrics-addr=" + addrs[3],
 		"--manager-addr=" + addrs[4], "--manager-metrics-addr=" + addrs[5],
 		"--webhook-port=" + strconv.Itoa(webhookPort(t)),
+		// The operator from its image on the real node, as make dev runs it as root.
+		"--real-node=true",
 		// 0.3.0 of the sample chart is published 10 s after each up, not a minute.
 		"--later-version-delay=10s"}
 	devenv := func(cmd string) (string, error) {
@@ -87,6 +93,7 @@ func TestDevEnv_UpDownUpDownInOneDirectory(t *testing.T) {
 		tokens = append(tokens, m.token)
 		c := kubeClient(t, filepath.Join(state, "kubeconfig"))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		checkOperatorPodRolled(ctx, t, c)
 		// The API server calls both webhooks: the mutating one on a dry-run create, the validating
 		// one refuses an image without a tag.
 		ok := &webappv1.WebApp{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "webapp-demo"}, Spec: webappv1.WebAppSpec{Image: "nginx:1.27"}}
@@ -128,25 +135,53 @@ func servedIsTrusted(ctx context.Context, c client.Client) error {
 		return err
 	}
 	cc := m.Webhooks[0].ClientConfig
-	u, err := url.Parse(*cc.URL)
+	addr, name, err := webhookAddr(ctx, c, cc)
 	if err != nil {
 		return err
 	}
-	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", u.Host, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // verified below
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // verified below
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(cc.CABundle)
-	_, err = conn.ConnectionState().PeerCertificates[0].Verify(x509.VerifyOptions{Roots: pool, DNSName: u.Hostname()})
+	_, err = conn.ConnectionState().PeerCertificates[0].Verify(x509.VerifyOptions{Roots: pool, DNSName: name})
 	return err
+}
+
+// webhookAddr returns where the API server calls a webhook and the name its certificate must
+// hold: the URL's host, or (a Service, the operator's pod on the real node) the Service's first
+// ready endpoint and the Service's DNS name.
+func webhookAddr(ctx context.Context, c client.Client, cc admissionregistrationv1.WebhookClientConfig) (string, string, error) {
+	if cc.URL != nil {
+		u, err := url.Parse(*cc.URL)
+		if err != nil {
+			return "", "", err
+		}
+		return u.Host, u.Hostname(), nil
+	}
+	s := cc.Service
+	var slices discoveryv1.EndpointSliceList
+	if err := c.List(ctx, &slices, client.InNamespace(s.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: s.Name}); err != nil {
+		return "", "", err
+	}
+	for _, sl := range slices.Items {
+		for _, e := range sl.Endpoints {
+			if len(e.Addresses) > 0 && len(sl.Ports) > 0 && sl.Ports[0].Port != nil && ptr.Deref(e.Conditions.Ready, false) {
+				return net.JoinHostPort(e.Addresses[0], strconv.Itoa(int(*sl.Ports[0].Port))), s.Name + "." + s.Namespace + ".svc", nil
+			}
+		}
+	}
+	return "", "", fmt.Errorf("webhook Service %s/%s has no ready endpoint", s.Namespace, s.Name)
 }
 
 func buildBinary(t *testing.T, dir, name string) string {
 	t.Helper()
 	bin := filepath.Join(dir, name)
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/"+name).CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/"+name)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static: the operator runs in its image on the real node
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building %s: %v\n%s", name, err, out)
 	}
 	return bin
@@ -193,4 +228,33 @@ func lastLines(path string, n int) string {
 	}
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// checkOperatorPodRolled checks that the upgrades (the sample deployment's, then the CLI's) rolled
+// the operator's real pod: one pod of the release is left, of the chart version deployed last
+// (the chart label is on the pod template), Ready on the real node.
+func checkOperatorPodRolled(ctx context.Context, t *testing.T, c client.Client) {
+	t.Helper()
+	chart := devenv.SampleOperator + "-" + devenv.SampleLaterVersion
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(devenv.SampleOperatorNamespace), client.MatchingLabels{"app.kubernetes.io/instance": devenv.SampleOperator}); err != nil {
+		t.Fatal(err)
+	}
+	var live []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			live = append(live, p)
+		}
+	}
+	if len(live) != 1 {
+		t.Fatalf("%d live operator pods, want 1 after the rollouts: %+v", len(live), live)
+	}
+	p := live[0]
+	ready := false
+	for _, cond := range p.Status.Conditions {
+		ready = ready || cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue
+	}
+	if p.Labels["helm.sh/chart"] != chart || p.Spec.NodeName != "real-node" || !ready {
+		t.Errorf("operator pod %s: chart %q on %q, ready %v; want %s Ready on the real node", p.Name, p.Labels["helm.sh/chart"], p.Spec.NodeName, ready, chart)
+	}
 }

@@ -53,8 +53,7 @@ func Operator(ctx context.Context) (v1.Image, error) {
 }
 
 // Build builds the main package pkg of the module at root (CGO_ENABLED=0) and returns it as an
-// image with the binary at path, titled title. Created is fixed, so the same binary gives the
-// same digest and a re-import is a no-op for containerd.
+// image with the binary at path, titled title.
 func Build(ctx context.Context, root, pkg, path, title string) (v1.Image, error) {
 	dir, err := os.MkdirTemp("", "slipway-devimage-")
 	if err != nil {
@@ -68,6 +67,13 @@ func Build(ctx context.Context, root, pkg, path, title string) (v1.Image, error)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building %s: %w\n%s", pkg, err, out)
 	}
+	return FromBinary(bin, path, title)
+}
+
+// FromBinary returns the image of a static binary already built (make dev's --operator, a test's
+// build) with the binary at path, titled title. Created is fixed, so the same binary gives the
+// same digest and a re-import is a no-op for containerd.
+func FromBinary(bin, path, title string) (v1.Image, error) {
 	ca, err := os.ReadFile(caBundle)
 	if err != nil {
 		return nil, fmt.Errorf("the image's CA bundle: %w (Debian's ca-certificates package provides it)", err)
