@@ -108,15 +108,17 @@ extraEnv:
 		checkMetrics(ctx, t, c, d.Name+"-metrics", token)
 	}
 	// Liveness: no container restarted since the start (a failing liveness probe restarts it).
+	var pods []corev1.Pod
 	for _, d := range deployments {
 		pod := podOf(ctx, t, c, d)
+		pods = append(pods, pod)
 		for _, s := range pod.Status.ContainerStatuses {
 			if s.RestartCount != 0 {
 				t.Errorf("%s: container %s restarted %d times: %+v", pod.Name, s.Name, s.RestartCount, s.LastTerminationState)
 			}
 		}
 	}
-	logOperatorMemory(t)
+	logOperatorMemory(t, pods)
 }
 
 // realNodeControlPlane starts a full control plane with its real node (kube-apiserver on the
@@ -370,19 +372,25 @@ func dumpPods(t *testing.T, c client.Client) {
 	}
 }
 
-// logOperatorMemory logs the resident memory of the operator processes on this machine (the
-// pods' containers are processes here).
-func logOperatorMemory(t *testing.T) {
+// logOperatorMemory logs the resident memory of each pod's operator process (the pods'
+// containers are processes of this machine, in cgroups named after their pod's UID).
+func logOperatorMemory(t *testing.T, pods []corev1.Pod) {
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if err != nil || !strings.HasPrefix(string(cmdline), "/operator\x00") {
 			continue
 		}
-		status, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
-		for _, line := range strings.Split(string(status), "\n") {
-			if strings.HasPrefix(line, "VmRSS:") {
-				t.Logf("operator pod process %s (%s): %s", e.Name(), strings.Fields(strings.ReplaceAll(string(cmdline), "\x00", " "))[1], strings.TrimSpace(strings.TrimPrefix(line, "VmRSS:")))
+		cgroup, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
+		for _, p := range pods {
+			if !strings.Contains(string(cgroup), "pod"+string(p.UID)) {
+				continue
+			}
+			status, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+			for _, line := range strings.Split(string(status), "\n") {
+				if rss, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+					t.Logf("pod %s, operator process %s: %s resident", p.Name, e.Name(), strings.TrimSpace(rss))
+				}
 			}
 		}
 	}
