@@ -453,7 +453,7 @@ makeIPTablesUtilChains: false
 resolvConf: ""
 registerWithTaints:
 - {key: ` + RealNodeTaint + `, value: "true", effect: NoSchedule}
-podLogsDirectory: ` + filepath.Join(n.Dir, "pod-logs") + `
+podLogsDir: ` + filepath.Join(n.Dir, "pod-logs") + `
 volumePluginDir: ` + filepath.Join(n.Dir, "volume-plugins") + `
 # Images are imported, never pulled: never collect them, never evict for disk.
 imageGCHighThresholdPercent: 100

@@ -11,6 +11,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"sigs.k8s.io/yaml"
 )
 
 func TestShellFields_IptablesRuleWithQuotedComment(t *testing.T) {
@@ -133,5 +136,30 @@ func TestAddInsecureRegistry_LoopbackOrTheGateway(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(n.Dir, "certs.d", "10.251.4.1:5001")); !os.IsNotExist(err) {
 		t.Errorf("a refused registry got a directory: %v", err)
+	}
+}
+
+// TestKubeletConfig_EveryFieldIsTheKubelets: the real node's kubelet configuration decodes
+// strictly into the kubelet's own KubeletConfiguration. The kubelet only logs a field it does not
+// know and goes on without it: a misspelt podLogsDir once left every node's pod logs in the
+// machine's shared /var/log/pods, where each kubelet's garbage collection removed the logs of the
+// other nodes' pods (a failed container's termination message then said "Error on reading
+// termination message from logs").
+func TestKubeletConfig_EveryFieldIsTheKubelets(t *testing.T) {
+	n := &RealNode{Dir: t.TempDir(), socket: "/run/slipway-test/containerd.sock", record: nodeRecord{Cgroup: "slipway-node-test"}}
+	path, err := n.writeKubeletConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg kubeletv1beta1.KubeletConfiguration
+	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
+		t.Fatalf("the kubelet would ignore part of its configuration: %v", err)
+	}
+	if want := filepath.Join(n.Dir, "pod-logs"); cfg.PodLogsDir != want {
+		t.Errorf("podLogsDir = %q, want the node's own %q", cfg.PodLogsDir, want)
 	}
 }
