@@ -49,8 +49,9 @@ import (
 // the real node's gateway through extraEnv, as the node has no kube-proxy; the release namespace
 // sends every pod to the real node (controlplane.RealNodeNamespaceAnnotations). The operator
 // creates the webhook certificate itself (no cert-manager). It checks that every Deployment of the
-// release is Available with its pods Running and Ready on the real node and never restarted
-// (readiness and liveness probes pass, and answer from the host at the pod's address); that every
+// release is Available with its pods Running and Ready on the real node, never restarted and never
+// failing a liveness probe once the kubelet has run it (and /healthz answers from the host at the
+// pod's address); that every
 // webhook of the release's webhook configurations answers through its Service (a denial with the
 // webhook's own message, an admission or defaulting), and that no CRD has a conversion webhook
 // that would go untested; and that each Deployment's metrics endpoint serves controller-runtime
@@ -107,18 +108,60 @@ extraEnv:
 		}
 		checkMetrics(ctx, t, c, d.Name+"-metrics", token)
 	}
-	// Liveness: no container restarted since the start (a failing liveness probe restarts it).
+	// Liveness: once each container has run past the probe's initial delay and one period, the
+	// kubelet has probed it; a failed probe would be an Unhealthy event, three a restart.
 	var pods []corev1.Pod
 	for _, d := range deployments {
-		pod := podOf(ctx, t, c, d)
-		pods = append(pods, pod)
-		for _, s := range pod.Status.ContainerStatuses {
-			if s.RestartCount != 0 {
-				t.Errorf("%s: container %s restarted %d times: %+v", pod.Name, s.Name, s.RestartCount, s.LastTerminationState)
+		pods = append(pods, podOf(ctx, t, c, d))
+	}
+	checkLiveness(ctx, t, c, pods)
+	logOperatorMemory(t, pods)
+}
+
+// checkLiveness waits until the chart's liveness probe (initialDelaySeconds 15, periodSeconds 20)
+// has run on every pod's container, then wants no failed liveness probe and no restart.
+func checkLiveness(ctx context.Context, t *testing.T, c client.Client, pods []corev1.Pod) {
+	t.Helper()
+	const probed = 15*time.Second + 20*time.Second + 2*time.Second
+	for _, p := range pods {
+		for _, s := range p.Status.ContainerStatuses {
+			if s.State.Running != nil {
+				select {
+				case <-time.After(time.Until(s.State.Running.StartedAt.Add(probed))):
+				case <-ctx.Done():
+					t.Fatal(ctx.Err())
+				}
 			}
 		}
 	}
-	logOperatorMemory(t, pods)
+	var events corev1.EventList
+	if err := c.List(ctx, &events, client.InNamespace(releaseNS)); err != nil {
+		t.Fatal(err)
+	}
+	started := map[string]bool{}
+	for _, e := range events.Items {
+		if e.Reason == "Unhealthy" && strings.Contains(e.Message, "Liveness") {
+			t.Errorf("%s: %s", e.InvolvedObject.Name, e.Message)
+		}
+		started[e.InvolvedObject.Name] = started[e.InvolvedObject.Name] || e.Reason == "Started"
+	}
+	// The kubelet's events arrive (so a probe failure would have been seen).
+	for _, p := range pods {
+		if !started[p.Name] {
+			t.Errorf("no Started event of the kubelet for %s", p.Name)
+		}
+	}
+	for _, p := range pods {
+		var now corev1.Pod
+		if err := c.Get(ctx, client.ObjectKeyFromObject(&p), &now); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range now.Status.ContainerStatuses {
+			if s.RestartCount != 0 || !s.Ready {
+				t.Errorf("%s: container %s ready=%v, restarted %d times: %+v", now.Name, s.Name, s.Ready, s.RestartCount, s.LastTerminationState)
+			}
+		}
+	}
 }
 
 // realNodeControlPlane starts a full control plane with its real node (kube-apiserver on the
