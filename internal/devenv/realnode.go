@@ -103,7 +103,7 @@ func (e *Env) RealPods(ctx context.Context) ([]string, error) {
 func (e *Env) printPods(ctx context.Context, w io.Writer) {
 	n := e.realNode()
 	if n == nil {
-		fmt.Fprintln(w, "Pods are simulated by kwok: no container runs (the real node is off).")
+		fmt.Fprintf(w, "Pods are simulated by kwok: no container runs (the real node is off: %s=0, or not root).\n", EnvRealNode)
 		return
 	}
 	pods, err := e.RealPods(ctx)
