@@ -458,6 +458,10 @@ volumePluginDir: ` + filepath.Join(n.Dir, "volume-plugins") + `
 # Images are imported, never pulled: never collect them, never evict for disk.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
+# An imported image is any pod's, even once the kubelet has pulled the same image (same digest)
+# under another name from a registry: by default (NeverVerifyPreloadedImages) that pull's record
+# would make the kubelet pull the imported name for the next pod, which resolves nowhere.
+imagePullCredentialsVerificationPolicy: NeverVerify
 evictionHard:
   memory.available: 1Mi
   nodefs.available: 0%

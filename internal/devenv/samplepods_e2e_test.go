@@ -14,14 +14,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
+	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
 	"github.com/slipway-dev/slipway/internal/devenv"
+	"github.com/slipway-dev/slipway/internal/sampleapp"
 	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
 // checkSamplesServeOnTheRealNode: with the real node, the WebApp sample and the preview sample run
 // the sample app as real containers, and each answers HTTP, with its greeting, its pod's name and
 // the sample app's version, at the address the status view prints (curl http://<pod IP>:<port>/);
-// the preview's image was found in the registry, so no build ran.
+// the preview's image was found in the registry, so no build ran; a new GREETING rolls the
+// WebApp's pods.
 func checkSamplesServeOnTheRealNode(ctx context.Context, t *testing.T, env *devenv.Env, c client.Client) {
 	t.Helper()
 	want := map[string]string{
@@ -39,6 +42,30 @@ func checkSamplesServeOnTheRealNode(ctx context.Context, t *testing.T, env *deve
 			}
 		}
 		return true, nil
+	})
+	// A change rolls the WebApp's pods on the node, after the preview has pulled the same image
+	// from the registry (the kubelet must still take the imported name as present).
+	var app webappv1.WebApp
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "webapp-demo", Name: "hello"}, &app); err != nil {
+		t.Fatal(err)
+	}
+	base := app.DeepCopy()
+	for i := range app.Spec.Env {
+		if app.Spec.Env[i].Name == sampleapp.EnvGreeting {
+			app.Spec.Env[i].Value = "hello again"
+		}
+	}
+	if err := c.Patch(ctx, &app, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(ctx, t, "the WebApp sample's new pods answer the new greeting", func() (bool, error) {
+		for _, a := range env.SampleAddresses(ctx) {
+			if a.Kind == "WebApp" {
+				got := answer("http://" + a.Addr + "/")
+				return strings.HasPrefix(got, "hello again from hello-"), fmt.Errorf("%s answers %q", a.Addr, got)
+			}
+		}
+		return false, fmt.Errorf("no ready pod of the WebApp sample")
 	})
 	var e catalystv1.Environment
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "my-team-my-project", Name: "pr-123"}, &e); err != nil {
