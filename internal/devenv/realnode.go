@@ -98,6 +98,30 @@ func (e *Env) RealPods(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
+// realPodRows are the status table's rows of the pods on the real node (KIND, NAMESPACE, NAME,
+// STATUS, MESSAGE): each a real container, with its address on the pod network.
+func (e *Env) realPodRows(ctx context.Context) []string {
+	n := e.realNode()
+	if n == nil {
+		return nil
+	}
+	var pods corev1.PodList
+	if err := e.cp.Client.List(ctx, &pods, client.MatchingFields{"spec.nodeName": n.Name}); err != nil {
+		return []string{fmt.Sprintf("Pod\t\t\t<error>\t%v", err)}
+	}
+	var rows []string
+	for _, p := range pods.Items {
+		ready := "not ready"
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				ready = "ready"
+			}
+		}
+		rows = append(rows, fmt.Sprintf("Pod\t%s\t%s\t%s\treal container on %s, %s, %s", p.Namespace, p.Name, p.Status.Phase, n.Name, ready, p.Status.PodIP))
+	}
+	return rows
+}
+
 // printPods says in the Ready summary where pods run: which are real containers, and that kwok
 // simulates the rest.
 func (e *Env) printPods(ctx context.Context, w io.Writer) {

@@ -92,6 +92,9 @@ func (e *Env) statusTable(ctx context.Context) string {
 		}
 		fmt.Fprintf(w, "Node\t\t%s\t%s\t%s\n", n.Name, status, nodeKind(&n))
 	}
+	for _, row := range e.realPodRows(ctx) {
+		fmt.Fprintln(w, row)
+	}
 	for _, s := range e.samples {
 		if s.gvk.Group == "" {
 			continue // namespaces, ServiceAccounts, ConfigMaps: supporting objects

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,6 +95,11 @@ func TestDevEnv_UpDownUpDownInOneDirectory(t *testing.T) {
 		c := kubeClient(t, filepath.Join(state, "kubeconfig"))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		checkOperatorPodRolled(ctx, t, c)
+		// The status view says which pods are real.
+		if log := readStateFile(t, state, "devenv.log"); !regexp.MustCompile(`(?m)^Pod +slipway-system` +
+			` +slipway-operator-\S+ +Running +real container on real-node, ready, 10\.`).MatchString(log) {
+			t.Errorf("up #%d: the status view does not show the operator's pod as a real container:\n%s", run, lastLines(filepath.Join(state, "devenv.log"), 30))
+		}
 		// The API server calls both webhooks: the mutating one on a dry-run create, the validating
 		// one refuses an image without a tag.
 		ok := &webappv1.WebApp{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "webapp-demo"}, Spec: webappv1.WebAppSpec{Image: "nginx:1.27"}}
