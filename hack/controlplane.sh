@@ -29,7 +29,9 @@ if [[ -f $STAMP && -x $OUT/kubelet ]] && netpol_fresh; then echo "$OUT"; exit 0;
 
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
-trap 'kill "${OTHERS:-}" 2>/dev/null; rm -rf "$WORK"' EXIT
+# The background build (below) has ended on every path but a failure; `|| true`: under set -e a
+# failing kill would end the trap early and turn a good build's exit status into 1.
+trap 'kill "${OTHERS:-}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 export CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
 START=$SECONDS
 log() { echo "[controlplane] $(date +%T) (+$((SECONDS - START))s) $*" >&2; }
