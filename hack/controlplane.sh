@@ -38,7 +38,7 @@ log() { echo "[controlplane] $(date +%T) (+$((SECONDS - START))s) $*" >&2; }
 quiet() { local f; f=$(mktemp -p "$WORK"); "$@" >"$f" 2>&1 || { cat "$f" >&2; return 1; }; }
 built() { [[ -x $OUT/$1 ]]; }
 
-log "building into $OUT (a cold build takes 10-15 minutes on 2 cores)"
+log "building into $OUT (a cold build takes about 8 minutes on 2 cores)"
 
 # etcd and kwok build beside the Kubernetes binaries (their own modules, few shared packages):
 # they fill the cores while the big build links.
