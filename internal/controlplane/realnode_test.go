@@ -4,16 +4,9 @@ package controlplane
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -33,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/slipway-dev/slipway/internal/ociimage"
+	"github.com/slipway-dev/slipway/internal/selfsigned"
 )
 
 // TestRealNode_PodServesHTTPOnThePodNetwork needs real containers: it starts a full control plane
@@ -684,7 +678,12 @@ func TestRealNode_WebhookIsCalledThroughItsService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	caPEM, certPEM, keyPEM := webhookCert(t, "whk.default.svc")
+	// A certificate that is its own CA: the webhook's caBundle is the certificate itself.
+	certPEM, keyPEM, err := selfsigned.Generate(time.Now(), "whk.default.svc", []string{"whk.default.svc"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM := certPEM
 	cp, err := Start(ctx, Options{Mode: Full, LogDir: testLogDir(t), RealNode: &RealNodeOptions{}})
 	if err != nil {
 		t.Fatal(err)
@@ -759,39 +758,4 @@ func TestRealNode_WebhookIsCalledThroughItsService(t *testing.T) {
 		return last != nil && strings.Contains(last.Error(), deny), fmt.Sprint(last)
 	})
 	t.Logf("the API server answered: %v", last)
-}
-
-// webhookCert returns a CA and a serving certificate and key for dnsName, PEM.
-func webhookCert(t *testing.T, dnsName string) (caPEM, certPEM, keyPEM []byte) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "real-node-test-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsName}, DNSNames: []string{dnsName},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }

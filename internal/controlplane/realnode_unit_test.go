@@ -32,7 +32,7 @@ func TestShellFields_IptablesRuleWithQuotedComment(t *testing.T) {
 // points to, and come out byte for byte the same each time.
 func TestOCIImage_ArchiveIsCompleteAndReproducible(t *testing.T) {
 	if _, err := os.Stat(busyboxPath); err != nil {
-		t.Skip("busybox-static not installed (hack/deps.sh)")
+		t.Fatalf("busybox-static is not installed (hack/deps.sh test installs it): %v", err)
 	}
 	images, err := realNodeImages()
 	if err != nil {

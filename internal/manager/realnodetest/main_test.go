@@ -4,14 +4,7 @@ package realnodetest
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -25,6 +18,7 @@ import (
 
 	"github.com/slipway-dev/slipway/internal/controlplane"
 	"github.com/slipway-dev/slipway/internal/ociimage"
+	"github.com/slipway-dev/slipway/internal/selfsigned"
 )
 
 // operatorImage is the test operator's image on the real node (imported, never pulled).
@@ -137,44 +131,11 @@ func (w *world) env(t *testing.T, release, namespace string) chartEnv {
 	if host != w.node.Gateway.String() {
 		t.Fatalf("kube-apiserver serves at %s, want the real node's gateway %s", w.cp.Config.Host, w.node.Gateway)
 	}
-	ca, cert, key := webhookCert(t, fmt.Sprintf("%s-%s-webhook.%s.svc", release, chartName, namespace))
-	return chartEnv{Image: operatorImage, APIHost: host, APIPort: port, CACert: ca, Cert: cert, Key: key, FailAfter: failAfter.String()}
-}
-
-// webhookCert returns a CA and a serving certificate and key for dnsName, PEM.
-func webhookCert(t *testing.T, dnsName string) (caPEM, certPEM, keyPEM []byte) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	// A certificate that is its own CA: the webhook's caBundle is the certificate itself.
+	name := fmt.Sprintf("%s-%s-webhook.%s.svc", release, chartName, namespace)
+	cert, key, err := selfsigned.Generate(time.Now(), name, []string{name}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "realnodetest-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsName}, DNSNames: []string{dnsName},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	return chartEnv{Image: operatorImage, APIHost: host, APIPort: port, CACert: cert, Cert: cert, Key: key, FailAfter: failAfter.String()}
 }
