@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/slipway-dev/slipway/internal/devimage"
 )
 
 // Files the dev environment writes for the manager's users, in the state directory.
@@ -53,7 +55,7 @@ type manager struct {
 func (e *Env) startManager(ctx context.Context) error {
 	bin := e.opts.ManagerBinary
 	if bin == "" {
-		root, err := moduleRoot()
+		root, err := devimage.ModuleRoot()
 		if err != nil {
 			return err
 		}

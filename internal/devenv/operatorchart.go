@@ -2,7 +2,6 @@ package devenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"sigs.k8s.io/yaml"
 
+	"github.com/slipway-dev/slipway/internal/devimage"
 	"github.com/slipway-dev/slipway/internal/registry"
 )
 
@@ -89,7 +89,7 @@ func chartFiles(c *chart.Chart) (registry.ChartFiles, error) {
 
 // findChartDir returns charts/slipway of the repository around the working directory.
 func findChartDir() (string, error) {
-	root, err := moduleRoot()
+	root, err := devimage.ModuleRoot()
 	if err != nil {
 		return "", err
 	}
@@ -98,21 +98,4 @@ func findChartDir() (string, error) {
 		return "", fmt.Errorf("no chart at %s (pass --chart-dir): %w", c, err)
 	}
 	return c, nil
-}
-
-// moduleRoot returns the nearest directory at or above the working directory that holds a
-// go.mod: devenv runs from the repository (make dev, or its tests from their package directory).
-func moduleRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		if filepath.Dir(dir) == dir {
-			return "", errors.New("not inside the slipway repository (no go.mod at or above " + wd + "): run make dev from it")
-		}
-	}
 }

@@ -103,7 +103,7 @@ func ModuleRoot() (string, error) {
 			return dir, nil
 		}
 		if filepath.Dir(dir) == dir {
-			return "", errors.New("not inside the slipway repository (no go.mod at or above " + wd + ")")
+			return "", errors.New("not inside the slipway repository (no go.mod at or above " + wd + "): run make dev, or the tests, from it")
 		}
 	}
 }
