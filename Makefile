@@ -130,6 +130,8 @@ verify: generate manifests ## Fail when code generation leaves a diff; vet and f
 	@test -z "$$(git ls-files --others --exclude-standard -- api config charts web/src/api)" || { git ls-files --others --exclude-standard -- api config charts web/src/api; echo "untracked generated files: commit them"; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet -tags e2e ./...
+	@# No controller, webhook or kit package (tests included) imports the operator's assembler (internal/operator/doc.go).
+	GO=$(GO) hack/verify-imports.sh
 	@# config/ and the chart agree: the generated files, and what both write by hand (Deployments, Services, bindings).
 	@# The manager's chart lints, renders both database modes, refuses what the manager would, and
 	@# writes only arguments the manager's own flag sets parse (TestManagerChart_*, docs/manager.md).

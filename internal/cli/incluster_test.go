@@ -23,8 +23,8 @@ import (
 
 	catalystv1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
-	"github.com/slipway-dev/slipway/internal/conditions"
 	"github.com/slipway-dev/slipway/internal/controller/werfbundle"
+	"github.com/slipway-dev/slipway/internal/operator/conditions"
 	"github.com/slipway-dev/slipway/internal/registry/registrytest"
 	"github.com/slipway-dev/slipway/internal/testenv"
 )

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
-	"github.com/slipway-dev/slipway/internal/conditions"
+	"github.com/slipway-dev/slipway/internal/operator/conditions"
 )
 
 // WerfBundle condition reasons the CLI tells apart (the controller's, see docs/werfbundle.md).

@@ -17,7 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/slipway-dev/slipway/internal/notes"
+	"github.com/slipway-dev/slipway/internal/operator/notes"
 )
 
 // countingRecorder counts the Events that reach the API server's recorder.

@@ -1,7 +1,3 @@
-// Package operator assembles the slipway operator: one controller-runtime manager hosting the
-// in-cluster controllers (WerfBundle, WebApp, Project/Environment), each enabled by a flag, with
-// JSON logs, Prometheus metrics, health and readiness probes, leader election through a Lease and a
-// graceful shutdown that lets in-flight reconciles finish.
 package operator
 
 import (

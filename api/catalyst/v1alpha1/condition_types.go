@@ -1,7 +1,7 @@
 package v1alpha1
 
 // Condition types. Every Project and Environment also has Ready, and Reconciling and Stalled while
-// they are true (see internal/conditions).
+// they are true (see internal/operator/conditions).
 const (
 	// NamespaceReadyCondition is True when the environment's namespace exists and is labelled,
 	// and its ResourceQuota, LimitRange, NetworkPolicy and copied Secrets are in place.

@@ -13,7 +13,7 @@ import (
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/joblog"
-	"github.com/slipway-dev/slipway/internal/jobsecret"
+	"github.com/slipway-dev/slipway/internal/operator/jobsecret"
 )
 
 // A build writes two objects, in this order, so that a crash (or a failed request) after any one

@@ -31,11 +31,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
-	"github.com/slipway-dev/slipway/internal/cachelag"
-	"github.com/slipway-dev/slipway/internal/conditions"
 	"github.com/slipway-dev/slipway/internal/controller/catalyst/naming"
 	"github.com/slipway-dev/slipway/internal/joblog"
-	"github.com/slipway-dev/slipway/internal/patch"
+	"github.com/slipway-dev/slipway/internal/operator/cachelag"
+	"github.com/slipway-dev/slipway/internal/operator/conditions"
+	"github.com/slipway-dev/slipway/internal/operator/patch"
 	"github.com/slipway-dev/slipway/internal/registry"
 )
 

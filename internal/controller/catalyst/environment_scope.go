@@ -8,7 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
-	"github.com/slipway-dev/slipway/internal/notes"
+	"github.com/slipway-dev/slipway/internal/operator/notes"
 	"github.com/slipway-dev/slipway/internal/registry"
 )
 

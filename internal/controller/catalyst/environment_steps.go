@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
-	"github.com/slipway-dev/slipway/internal/conditions"
 	"github.com/slipway-dev/slipway/internal/controller/catalyst/naming"
+	"github.com/slipway-dev/slipway/internal/operator/conditions"
 )
 
 const labelTeam = naming.LabelTeam

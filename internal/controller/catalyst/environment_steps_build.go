@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
-	"github.com/slipway-dev/slipway/internal/conditions"
 	"github.com/slipway-dev/slipway/internal/joblog"
-	"github.com/slipway-dev/slipway/internal/jobsecret"
+	"github.com/slipway-dev/slipway/internal/operator/conditions"
+	"github.com/slipway-dev/slipway/internal/operator/jobsecret"
 	"github.com/slipway-dev/slipway/internal/registry"
 )
 

@@ -26,8 +26,8 @@ import (
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/gitsource"
-	"github.com/slipway-dev/slipway/internal/notes"
-	"github.com/slipway-dev/slipway/internal/patch"
+	"github.com/slipway-dev/slipway/internal/operator/notes"
+	"github.com/slipway-dev/slipway/internal/operator/patch"
 	"github.com/slipway-dev/slipway/internal/registry"
 )
 

@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
-	"github.com/slipway-dev/slipway/internal/conditions"
+	"github.com/slipway-dev/slipway/internal/operator/conditions"
 )
 
 // Phase, Ready, Reconciling and Stalled follow from the reconcile's facts.

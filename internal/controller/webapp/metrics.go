@@ -5,7 +5,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
-	"github.com/slipway-dev/slipway/internal/phasegauge"
+	"github.com/slipway-dev/slipway/internal/operator/phasegauge"
 )
 
 var (

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
-	"github.com/slipway-dev/slipway/internal/cachelag"
-	"github.com/slipway-dev/slipway/internal/patch"
+	"github.com/slipway-dev/slipway/internal/operator/cachelag"
+	"github.com/slipway-dev/slipway/internal/operator/patch"
 )
 
 // The WebApp role (config/rbac/webapp, docs/operator.md): the status is written with a merge

@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
-	"github.com/slipway-dev/slipway/internal/conditions"
 	"github.com/slipway-dev/slipway/internal/controller/webapp"
+	"github.com/slipway-dev/slipway/internal/operator/conditions"
 	"github.com/slipway-dev/slipway/internal/testenv"
 )
 

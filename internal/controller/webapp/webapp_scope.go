@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
-	"github.com/slipway-dev/slipway/internal/notes"
+	"github.com/slipway-dev/slipway/internal/operator/notes"
 )
 
 // scope carries one reconcile's facts from the steps to computeStatus.

@@ -8,8 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
-	"github.com/slipway-dev/slipway/internal/conditions"
-	"github.com/slipway-dev/slipway/internal/notes"
+	"github.com/slipway-dev/slipway/internal/operator/conditions"
+	"github.com/slipway-dev/slipway/internal/operator/notes"
 )
 
 // verdict is what the reconcile's facts say about the WebApp.

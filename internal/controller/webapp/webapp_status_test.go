@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
-	"github.com/slipway-dev/slipway/internal/conditions"
+	"github.com/slipway-dev/slipway/internal/operator/conditions"
 )
 
 func TestDecide(t *testing.T) {

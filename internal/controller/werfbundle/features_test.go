@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
-	"github.com/slipway-dev/slipway/internal/conditions"
 	"github.com/slipway-dev/slipway/internal/controller/werfbundle"
+	"github.com/slipway-dev/slipway/internal/operator/conditions"
 )
 
 // TestWerfBundle_CustomCAReachesPollAndJob: with certSecretRef the poll verifies a registry

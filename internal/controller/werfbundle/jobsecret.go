@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/slipway-dev/slipway/internal/jobsecret"
+	"github.com/slipway-dev/slipway/internal/operator/jobsecret"
 )
 
 // A Job's Secret (merged values, registry config.json, CA) is named like the Job and written

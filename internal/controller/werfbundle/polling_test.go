@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
-	"github.com/slipway-dev/slipway/internal/conditions"
 	"github.com/slipway-dev/slipway/internal/controller/werfbundle"
+	"github.com/slipway-dev/slipway/internal/operator/conditions"
 	"github.com/slipway-dev/slipway/internal/registry/registrytest"
 )
 

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
-	"github.com/slipway-dev/slipway/internal/conditions"
+	"github.com/slipway-dev/slipway/internal/operator/conditions"
 )
 
 // Tenant isolation, after Flux's multi-tenancy lockdown: whoever may create a WerfBundle in a

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
-	"github.com/slipway-dev/slipway/internal/conditions"
 	"github.com/slipway-dev/slipway/internal/controller/werfbundle"
+	"github.com/slipway-dev/slipway/internal/operator/conditions"
 )
 
 // otherNamespace creates a namespace with the converge ServiceAccount, accepting no bundles.

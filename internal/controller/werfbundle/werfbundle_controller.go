@@ -26,9 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
-	"github.com/slipway-dev/slipway/internal/cachelag"
 	"github.com/slipway-dev/slipway/internal/joblog"
-	"github.com/slipway-dev/slipway/internal/patch"
+	"github.com/slipway-dev/slipway/internal/operator/cachelag"
+	"github.com/slipway-dev/slipway/internal/operator/patch"
 	"github.com/slipway-dev/slipway/internal/registry"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/controller/werfbundle/tags"
-	"github.com/slipway-dev/slipway/internal/notes"
+	"github.com/slipway-dev/slipway/internal/operator/notes"
 	"github.com/slipway-dev/slipway/internal/registry"
 )
 

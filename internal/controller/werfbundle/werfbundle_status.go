@@ -6,7 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
-	"github.com/slipway-dev/slipway/internal/conditions"
+	"github.com/slipway-dev/slipway/internal/operator/conditions"
 )
 
 // DriftDetected is True while the live release differs from the bundle.

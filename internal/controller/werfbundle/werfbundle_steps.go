@@ -19,7 +19,7 @@ import (
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/controller/werfbundle/tags"
 	"github.com/slipway-dev/slipway/internal/joblog"
-	"github.com/slipway-dev/slipway/internal/jobsecret"
+	"github.com/slipway-dev/slipway/internal/operator/jobsecret"
 	"github.com/slipway-dev/slipway/internal/registry"
 )
 
