@@ -22,11 +22,6 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/store/sqlstore"
 )
 
-// queries*.sql: one file per area of the store, concatenated in name order.
-//
-//go:embed queries*.sql
-var queryFiles embed.FS
-
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
@@ -38,9 +33,9 @@ var Migrations = mustSub(migrationFiles, "migrations")
 const MigrationLockID int64 = 0x736c69706d616e
 
 var dialect = &sqlstore.Dialect{
-	Engine:     "postgres",
+	Engine:     sqlstore.EnginePostgres,
 	Goose:      goose.DialectPostgres,
-	Queries:    sqlstore.MustParseQueryFS(queryFiles),
+	Queries:    sqlstore.MustEngineQueries(sqlstore.EnginePostgres),
 	Migrations: Migrations,
 	Classify:   classify,
 	TimeArg:    func(t time.Time) any { return t },

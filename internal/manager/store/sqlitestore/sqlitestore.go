@@ -27,11 +27,6 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/store/sqlstore"
 )
 
-// queries*.sql: one file per area of the store, concatenated in name order.
-//
-//go:embed queries*.sql
-var queryFiles embed.FS
-
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
@@ -39,9 +34,9 @@ var migrationFiles embed.FS
 var Migrations = mustSub(migrationFiles, "migrations")
 
 var dialect = &sqlstore.Dialect{
-	Engine:     "sqlite",
+	Engine:     sqlstore.EngineSQLite,
 	Goose:      goose.DialectSQLite3,
-	Queries:    sqlstore.MustParseQueryFS(queryFiles),
+	Queries:    sqlstore.MustEngineQueries(sqlstore.EngineSQLite),
 	Migrations: Migrations,
 	Classify:   classify,
 	TimeArg:    func(t time.Time) any { return t.Format(sqlstore.TimeLayout) },

@@ -78,32 +78,26 @@ func ParseQueries(src string) (map[string]string, error) {
 	return out, sc.Err()
 }
 
-// MustParseQueryFS parses every queries*.sql file at the root of fsys (an engine's embedded SQL,
-// one file per area of the store) as one text, in name order; a name defined twice panics.
-func MustParseQueryFS(fsys fs.FS) map[string]string {
-	names, err := fs.Glob(fsys, "queries*.sql")
-	if err != nil || len(names) == 0 {
-		panic(fmt.Sprintf("sqlstore: no queries*.sql: %v", err))
+// parseQueryFS parses the files of fsys matching pattern (one file per area of the store) as one
+// text, in name order; a name defined twice is an error.
+func parseQueryFS(fsys fs.FS, pattern string) (map[string]string, error) {
+	names, err := fs.Glob(fsys, pattern)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("no SQL file matches %s", pattern)
 	}
 	var all strings.Builder
 	for _, n := range names {
 		b, err := fs.ReadFile(fsys, n)
 		if err != nil {
-			panic("sqlstore: " + err.Error())
+			return nil, err
 		}
 		all.Write(b)
 		all.WriteString("\n")
 	}
-	return MustParseQueries(all.String())
-}
-
-// MustParseQueries is ParseQueries for an engine's embedded SQL, which is known at build time.
-func MustParseQueries(src string) map[string]string {
-	q, err := ParseQueries(src)
-	if err != nil {
-		panic("sqlstore: " + err.Error())
-	}
-	return q
+	return ParseQueries(all.String())
 }
 
 // filterMarker is where a list query takes its filters; the query must have a WHERE before it.

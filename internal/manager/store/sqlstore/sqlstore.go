@@ -1,7 +1,8 @@
 // Package sqlstore is the one implementation of store.Store over database/sql that both engines
-// share: the Go logic (arguments, scanning, error mapping, transactions, migrations) lives here
-// once, and each engine (pgstore, sqlitestore) supplies a Dialect: its SQL, written in .sql files
-// with "-- name: X" annotations, its migrations and how its driver reports a unique violation.
+// share: the Go logic (arguments, scanning, error mapping, transactions, migrations) and the SQL
+// (sql/*.sql, "-- name: X" annotated; shared queries plus each engine's few own, EngineQueries)
+// live here once, and each engine (pgstore, sqlitestore) supplies a Dialect: its queries, its
+// migrations and how its driver reports a unique violation.
 package sqlstore
 
 import (
@@ -25,7 +26,7 @@ type Dialect struct {
 	Engine string
 	// Goose is the migration dialect.
 	Goose goose.Dialect
-	// Queries are the engine's named queries (ParseQueries); every name in QueryNames must be there.
+	// Queries are the engine's named queries (EngineQueries); every name in QueryNames must be there.
 	Queries map[string]string
 	// Migrations holds the engine's goose migration files at its root (00001_init.sql, ...).
 	Migrations fs.FS

@@ -1,8 +1,8 @@
--- SQLite queries of the manager's store. Each "-- name: X" starts the query sqlstore runs
--- for method X; list queries take their filters at /*filters*/ and a LIMIT appended by sqlstore.
-
--- name: SchemaTableExists
-SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = $1);
+-- The manager store's queries, shared by both engines. Each "-- name: X" starts the query sqlstore
+-- runs for method X; list queries take their filters at /*filters*/ and a LIMIT appended by
+-- sqlstore. Written in PostgreSQL; SQLite runs them with casts and row locks dropped and
+-- json_array_elements_text as json_each (sqlstore/dialect.go). A query whose meaning differs
+-- per engine is in postgres.sql and sqlite.sql instead.
 
 -- name: ClusterCreate
 INSERT INTO clusters (id, name, environment, kubernetes_version, health, health_reason,
@@ -22,7 +22,7 @@ WHERE name = $1;
 SELECT id, name, environment, kubernetes_version, health, health_reason, health_checked_at,
     kubeconfig_ciphertext, token_ciphertext, token_expires_at, key_id, created_at, updated_at
 FROM clusters
-WHERE 1 = 1 /*filters*/
+WHERE true /*filters*/
 ORDER BY name
 
 -- name: ClusterUpdateHealth
@@ -76,7 +76,7 @@ SELECT count(*) FROM operators WHERE deleted_at IS NULL;
 INSERT INTO operator_versions (operator_id, version, app_version, digest, created_at)
 VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (operator_id, version) DO UPDATE
-SET app_version = excluded.app_version, digest = excluded.digest
+SET app_version = EXCLUDED.app_version, digest = EXCLUDED.digest
 RETURNING operator_id, version, app_version, digest, created_at, removed_at, removed_reason;
 
 -- name: OperatorVersionList
@@ -89,7 +89,7 @@ WHERE operator_id = $1;
 -- $1 is a JSON array of operator ids. Ordered by semver in Go.
 SELECT operator_id, version, app_version, digest, created_at, removed_at, removed_reason
 FROM operator_versions
-WHERE operator_id IN (SELECT value FROM json_each($1));
+WHERE operator_id IN (SELECT value::uuid FROM json_array_elements_text($1::json));
 
 -- name: CRDSchemaInsert
 INSERT INTO crd_schemas (name, crd_group, kind, scope, operator_id, version, digest, definition, created_at,
@@ -112,7 +112,7 @@ SELECT s.id, s.name, s.crd_group, s.kind, s.scope, s.operator_id, s.version, s.d
 FROM crd_schemas s
 JOIN (SELECT max(id) AS latest_id, count(*) AS revisions FROM crd_schemas GROUP BY name) c
     ON s.id = c.latest_id
-WHERE 1 = 1 /*filters*/
+WHERE true /*filters*/
 ORDER BY s.name
 
 -- name: CRDApprovalCreate
@@ -134,7 +134,7 @@ RETURNING id, at, actor, action, target_kind, target_name, result, request_id, d
 -- name: AuditList
 SELECT id, at, actor, action, target_kind, target_name, result, request_id, details
 FROM audit_events
-WHERE 1 = 1 /*filters*/
+WHERE true /*filters*/
 ORDER BY id DESC
 
 -- The rollout engine (00002_rollout.sql, 00003_engine.sql). Deployment columns: id, operator_id,
@@ -183,8 +183,12 @@ WHERE d.id = $1
 ORDER BY c.ordinal;
 
 -- name: DeploymentLock
--- Inside the write transaction: SQLite's one writer already serializes updates.
-SELECT id FROM deployments WHERE id = $1;
+-- Locks the deployment row until the transaction ends: DeploymentUpdates of one deployment (and
+-- event inserts) serialize. NO KEY UPDATE leaves foreign key checks free. The clusters are read
+-- by the next statement, with a snapshot taken after the lock (a join here would return the
+-- clusters as they were before waiting). On SQLite the one writer already serializes updates.
+SELECT id FROM deployments WHERE id = $1
+FOR NO KEY UPDATE;
 
 -- name: DeploymentUpdate
 -- $2: the revision read; the row must still be at it.
@@ -215,7 +219,7 @@ SELECT d.id, d.operator_id, d.operator_name, d.version, d.strategy, d.config, d.
     d.switched_at, d.blue_delete_at, d.blue_deleted, d.trace_context, d.paused_at, d.paused_by, d.pause_reason,
     d.bake_window_ms, d.analyses
 FROM deployments d
-WHERE 1 = 1 /*filters*/
+WHERE true /*filters*/
 ORDER BY d.created_at DESC, d.id DESC
 
 -- name: DeploymentClusterListMany
@@ -224,7 +228,7 @@ SELECT deployment_id, cluster_name, environment, stage, status, helm_revision, p
     previous_version, message, active, updated_at, namespace, release, blue_namespace,
     blue_release, install_attempts
 FROM deployment_clusters
-WHERE deployment_id IN (SELECT value FROM json_each($1))
+WHERE deployment_id IN (SELECT value::uuid FROM json_array_elements_text($1::json))
 ORDER BY deployment_id, ordinal;
 
 -- name: DeploymentCountActive
@@ -234,11 +238,14 @@ SELECT count(*) FROM deployments WHERE status NOT IN ('Completed', 'RolledBack',
 SELECT status, count(*) FROM deployments GROUP BY status;
 
 -- name: DeploymentEventInsert
--- No row (ErrNotFound) when the deployment does not exist. One writer: events commit in id order.
+-- Locks the deployment row for the statement (or the caller's transaction), so a deployment's
+-- events commit in id order: a reader resuming after an id never misses one committed later (on
+-- SQLite, the one writer does). No row (ErrNotFound) when the deployment does not exist.
 INSERT INTO deployment_events (deployment_id, at, type, cluster, message, details)
-SELECT d.id, $2, $3, $4, $5, $6
+SELECT d.id, $2::timestamptz, $3::text, $4::text, $5::text, $6::json
 FROM deployments d
-WHERE d.id = $1
+WHERE d.id = $1::uuid
+FOR NO KEY UPDATE
 RETURNING id, deployment_id, at, type, cluster, message, details;
 
 -- name: DeploymentEventList
@@ -268,13 +275,14 @@ WHERE id = $1;
 SELECT id, deployment_id, kind, required_role, required, requested_by, status, reason,
     expires_at, created_at, updated_at, notified_at
 FROM approvals
-WHERE id = $1;
+WHERE id = $1
+FOR NO KEY UPDATE;
 
 -- name: ApprovalList
 SELECT a.id, a.deployment_id, a.kind, a.required_role, a.required, a.requested_by, a.status,
     a.reason, a.expires_at, a.created_at, a.updated_at, a.notified_at
 FROM approvals a
-WHERE 1 = 1 /*filters*/
+WHERE true /*filters*/
 ORDER BY a.created_at DESC, a.id DESC
 
 -- name: ApprovalSetStatus
@@ -295,59 +303,21 @@ VALUES ($1, $2, $3, $4, $5);
 -- $1 is a JSON array of approval ids.
 SELECT approval_id, actor, approve, comment, at
 FROM approval_decisions
-WHERE approval_id IN (SELECT value FROM json_each($1))
+WHERE approval_id IN (SELECT value::uuid FROM json_array_elements_text($1::json))
 ORDER BY approval_id, at, actor;
 
 -- The engine (00003_engine.sql): claims, admission, live releases.
-
--- name: DeploymentClaim
--- $1 owner, $2 now, $3 the lease's end, $4 limit. One statement on the one write connection: two
--- replicas (processes sharing the file) never claim one deployment. Returned in no order
--- (sqlstore sorts them).
-UPDATE deployments
-SET claimed_by = $1, lease_until = $3
-WHERE id IN (
-    SELECT id FROM deployments
-    WHERE next_run_at IS NOT NULL AND next_run_at <= $2
-        AND (claimed_by = '' OR lease_until IS NULL OR lease_until < $2)
-    ORDER BY next_run_at, id
-    LIMIT $4)
-RETURNING id, operator_id, operator_name, version, strategy, config, helm_values,
-    values_by_environment, status, reason, requested_by, request_id, revision,
-    created_at, updated_at, started_at, finished_at, stage, stage_started_at,
-    next_run_at, claimed_by, lease_until, cancel_requested, rollback_requested,
-    switch_requested, rollback_reason, rollback_started_at, rollback_finished_at,
-    switched_at, blue_delete_at, blue_deleted, trace_context, paused_at, paused_by, pause_reason,
-    bake_window_ms, analyses;
 
 -- name: DeploymentRenew
 -- $1 id, $2 owner, $3 the lease's new end; no row when owner does not hold the claim.
 UPDATE deployments SET lease_until = $3 WHERE id = $1 AND claimed_by = $2
 RETURNING id;
 
--- name: DeploymentAdmitLock
--- Inside the write transaction: SQLite's one writer already serializes admissions.
-SELECT 1;
-
 -- name: DeploymentCountRunning
 SELECT count(*) FROM deployments WHERE status IN ('Planning', 'Deploying', 'Validating', 'RollingBack');
 
 -- name: DeploymentCountQueued
 SELECT count(*) FROM deployments WHERE status = 'Queued';
-
--- name: DeploymentAdmit
--- $1 now, $2 how many may start. The oldest Queued deployments of operators without one
--- RollingBack move to Planning, due now. The outer status check drops a row that moved on
--- (cancelled) meanwhile.
-UPDATE deployments
-SET status = 'Planning', next_run_at = $1, updated_at = $1, revision = revision + 1
-WHERE status = 'Queued' AND id IN (
-    SELECT q.id FROM deployments q
-    WHERE q.status = 'Queued' AND NOT EXISTS (
-        SELECT 1 FROM deployments r WHERE r.operator_id = q.operator_id AND r.status = 'RollingBack')
-    ORDER BY q.created_at, q.id
-    LIMIT $2)
-RETURNING id, created_at;
 
 -- name: LiveReleaseList
 -- Per (operator, cluster), the newest deployment's (created_at, id) healthy cluster row (or one a
@@ -364,7 +334,7 @@ SELECT operator_id, operator_name, cluster_name, environment, deployment_id, dep
         WHERE nc.operator_id = live.operator_id AND nc.cluster_name = live.cluster_name
             AND (nc.install_attempts > 0 OR nc.helm_revision > 0)
             AND (nd.created_at > live.created_at OR (nd.created_at = live.created_at AND nd.id > live.deployment_id))
-    ) THEN 1 ELSE 0 END AS superseded
+    ) THEN true ELSE false END AS superseded
 FROM (
     SELECT o.id AS operator_id, o.name AS operator_name, c.cluster_name, c.environment,
         d.id AS deployment_id, d.status AS deployment_status, d.version, c.namespace, c.release,
@@ -390,14 +360,14 @@ ORDER BY operator_name, cluster_name
 -- up on Unhealthy, reset on Healthy, stay on Degraded; another deployment starts over.
 INSERT INTO operator_health (operator_name, cluster_name, deployment_id, health, result,
     consecutive_failures, checked_at)
-VALUES ($1, $2, $3, $4, $5, CASE WHEN $4 = 'Unhealthy' THEN 1 ELSE 0 END, $6)
+VALUES ($1, $2, $3, $4, $5, CASE WHEN $4::text = 'Unhealthy' THEN 1 ELSE 0 END, $6)
 ON CONFLICT (operator_name, cluster_name) DO UPDATE
-SET deployment_id = excluded.deployment_id, health = excluded.health, result = excluded.result,
-    checked_at = excluded.checked_at,
+SET deployment_id = EXCLUDED.deployment_id, health = EXCLUDED.health, result = EXCLUDED.result,
+    checked_at = EXCLUDED.checked_at,
     consecutive_failures = CASE
-        WHEN operator_health.deployment_id <> excluded.deployment_id THEN excluded.consecutive_failures
-        WHEN excluded.health = 'Unhealthy' THEN operator_health.consecutive_failures + 1
-        WHEN excluded.health = 'Healthy' THEN 0
+        WHEN operator_health.deployment_id <> EXCLUDED.deployment_id THEN EXCLUDED.consecutive_failures
+        WHEN EXCLUDED.health = 'Unhealthy' THEN operator_health.consecutive_failures + 1
+        WHEN EXCLUDED.health = 'Healthy' THEN 0
         ELSE operator_health.consecutive_failures
     END
 RETURNING operator_name, cluster_name, deployment_id, health, result, consecutive_failures, checked_at;
@@ -405,7 +375,7 @@ RETURNING operator_name, cluster_name, deployment_id, health, result, consecutiv
 -- name: OperatorHealthList
 SELECT operator_name, cluster_name, deployment_id, health, result, consecutive_failures, checked_at
 FROM operator_health
-WHERE 1 = 1 /*filters*/
+WHERE true /*filters*/
 ORDER BY operator_name, cluster_name
 
 -- name: OperatorHealthDelete
@@ -416,8 +386,8 @@ DELETE FROM operator_health WHERE operator_name = $1 AND cluster_name = $2;
 INSERT INTO leases (name, owner, expires_at)
 VALUES ($1, $2, $4)
 ON CONFLICT (name) DO UPDATE
-SET owner = excluded.owner, expires_at = excluded.expires_at
-WHERE leases.owner = excluded.owner OR leases.expires_at < $3
+SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+WHERE leases.owner = EXCLUDED.owner OR leases.expires_at < $3
 RETURNING owner;
 
 -- name: LeaseRelease

@@ -91,18 +91,3 @@ ON CONFLICT (subject) DO UPDATE
 SET previous = notification_states.state, state = excluded.state, changed_at = excluded.changed_at
 WHERE notification_states.state <> excluded.state
 RETURNING previous;
-
--- name: NotificationClaim
--- $1 owner, $2 now, $3 the lease's end, $4 limit, $5 channel id. One statement on the one write
--- connection: two replicas never claim one delivery. Returned in no order (sqlstore sorts them).
-UPDATE notifications
-SET claimed_by = $1, lease_until = $3, attempts = attempts + 1, updated_at = $2
-WHERE id IN (
-    SELECT id FROM notifications
-    WHERE state = 'pending' AND channel_id = $5 AND next_attempt_at <= $2
-        AND (lease_until IS NULL OR lease_until < $2)
-    ORDER BY next_attempt_at, id
-    LIMIT $4)
-RETURNING id, event_id, channel_id, channel_name, channel_kind, kind, subject, environments,
-    summary, payload, state, attempts, last_error, next_attempt_at, claimed_by, lease_until,
-    created_at, updated_at, delivered_at;
