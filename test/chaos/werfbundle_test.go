@@ -41,8 +41,10 @@ const (
 // TestChaos_WerfBundle: bundles make a first deploy, then upgrade to a newly pushed tag, while
 // the operator process is SIGKILLed at random moments (and started again each time), the API
 // server restarts once in the middle, and the registry answers with errors, resets, hangs, 429s,
-// endless and slow bodies. Afterwards every bundle is Synced on the new tag with no duplicate Job
-// for any (bundle, revision), lastAppliedTag never went backwards in any status a watch saw,
+// endless and slow bodies. The operator runs with its shipped status delay, so kills fall between a
+// Job and the status write that records it. Afterwards every bundle is Synced on the new tag with
+// no duplicate Job for any (bundle, revision), exactly one apply Job per bundle and tag, the first
+// tag's before the new one's, lastAppliedTag never went backwards in any status a watch saw,
 // every failed Job left its log, and every Job had its values Secret.
 func TestChaos_WerfBundle(t *testing.T) {
 	st := startSuite(t)
@@ -157,6 +159,12 @@ func TestChaos_WerfBundle(t *testing.T) {
 	for _, b := range rec.backwards() {
 		t.Errorf("lastAppliedTag moved backwards: %s", b)
 	}
+	// Each bundle deploys each tag once, in order: no Job made twice, lost or out of order by a
+	// kill between a Job and the status write that records it.
+	wrongDeploys := rec.deploys(names, firstTag, upgradeTag)
+	for _, d := range wrongDeploys {
+		t.Errorf("deploys: %s", d)
+	}
 	lostLogs := rec.lostFailedLogs(ctx, t, c, controlplane.OperatorNamespace)
 	for _, l := range lostLogs {
 		t.Errorf("failed Job without its log: %s", l)
@@ -176,6 +184,7 @@ func TestChaos_WerfBundle(t *testing.T) {
 	f.add("Jobs", float64(rec.jobCount()), "jobs")
 	f.add("failed Jobs with their log", float64(failedJobs-len(lostLogs)), "failed-jobs-logged")
 	f.add("backwards lastAppliedTag", float64(len(rec.backwards())), "backwards-tags")
+	f.add("bundles whose apply Jobs are not one per tag in order", float64(len(wrongDeploys)), "wrong-deploys")
 	f.add("registry fault bursts", float64(faults.bursts.Load()), "fault-bursts")
 	report(t, f)
 }
@@ -266,6 +275,7 @@ type bundleRecord struct {
 
 type jobSeen struct {
 	key, bundle, kind, revision, tag string
+	created                          time.Time
 	secrets                          []string
 	failed                           bool
 }
@@ -304,6 +314,7 @@ func (r *bundleRecord) job(o client.Object, _ bool) {
 	s.key = j.Namespace + "/" + j.Name
 	s.bundle = j.Labels[werfbundle.LabelBundleNamespace] + "/" + j.Labels[werfbundle.LabelBundleName]
 	s.kind, s.revision, s.tag = j.Labels[werfbundle.LabelJobKind], j.Labels[werfbundle.LabelRevision], j.Annotations[werfbundle.AnnotationTag]
+	s.created = j.CreationTimestamp.Time
 	s.secrets = s.secrets[:0]
 	for _, v := range j.Spec.Template.Spec.Volumes {
 		if v.Secret != nil {
@@ -341,6 +352,33 @@ func (r *bundleRecord) duplicates() []string {
 		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// deploys checks every bundle's apply Jobs against the tags it was given, in order: exactly one Job
+// per tag (none twice: a second Job for a revision; none lost: a tag polled but never deployed),
+// created in the order of the tags (none backwards: an older tag deployed after a newer one).
+func (r *bundleRecord) deploys(names []types.NamespacedName, tags ...string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	by := map[string][]jobSeen{}
+	for _, j := range r.jobs {
+		if j.kind == string(werfbundle.KindApply) {
+			by[j.bundle] = append(by[j.bundle], j)
+		}
+	}
+	var out []string
+	for _, n := range names {
+		jobs := by[n.String()]
+		sort.Slice(jobs, func(a, b int) bool { return jobs[a].created.Before(jobs[b].created) })
+		var got []string
+		for _, j := range jobs {
+			got = append(got, j.tag)
+		}
+		if strings.Join(got, " ") != strings.Join(tags, " ") {
+			out = append(out, fmt.Sprintf("%s: apply Jobs for tags %v in order of creation, want %v", n, got, tags))
+		}
+	}
 	return out
 }
 

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,11 +19,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/controller/werfbundle"
 	"github.com/slipway-dev/slipway/internal/registry/registrytest"
 	"github.com/slipway-dev/slipway/internal/scheme"
+	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
 var errCrashed = errors.New("the operator died before this write")
@@ -100,14 +103,19 @@ func newCrashWorld(t *testing.T, reg *registrytest.Registry, opts ...bundleOptio
 	return &crashWorld{direct: d, values: values}
 }
 
-// crashAt runs one reconcile whose client dies at the n-th write. It returns how many writes went
-// through and whether the reconcile got to the n-th.
+// crashAt runs, as the operator does, a reconcile and the one its deferred status write asks for
+// (werfbundle.DefaultStatusDelay), with a client that dies at the n-th write. It returns how many
+// writes went through and whether the reconciles got to the n-th.
 func (w *crashWorld) crashAt(n int) (written int, crashed bool) {
 	w.t.Helper()
 	var calls atomic.Int32
 	r := &werfbundle.Reconciler{Client: crashingClient(w.t, n, &calls), APIReader: operatorClient(w.t), Clock: w.clock,
-		Logs: w.logs, OperatorNamespace: w.opNS, Registry: w.r.Registry, DecoratePod: w.outcomes.decorate}
-	_, _ = r.Reconcile(w.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w.b)})
+		Logs: w.logs, OperatorNamespace: w.opNS, Registry: w.r.Registry, DecoratePod: w.outcomes.decorate,
+		StatusDelay: werfbundle.DefaultStatusDelay}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w.b)}
+	if res, err := r.Reconcile(w.ctx, req); err == nil && res.Priority != nil {
+		_, _ = r.Reconcile(w.ctx, req)
+	}
 	tried := int(calls.Load())
 	return min(tried, n-1), tried >= n
 }
@@ -117,7 +125,7 @@ func (w *crashWorld) crashAt(n int) (written int, crashed bool) {
 func (w *crashWorld) restart() *werfv1.WerfBundle {
 	w.t.Helper()
 	w.r = &werfbundle.Reconciler{Client: operatorClient(w.t), APIReader: operatorClient(w.t), Clock: w.clock, Logs: w.logs,
-		OperatorNamespace: w.opNS, Registry: w.r.Registry, DecoratePod: w.outcomes.decorate}
+		OperatorNamespace: w.opNS, Registry: w.r.Registry, DecoratePod: w.outcomes.decorate, StatusDelay: werfbundle.DefaultStatusDelay}
 	for range 3 {
 		w.reconcile()
 	}
@@ -173,7 +181,8 @@ func (w *crashWorld) jobWithoutSecret() *batchv1.Job {
 }
 
 // TestWerfBundle_CrashAfterAnyWriteIsCompleted: the operator dies at each write of a first deploy
-// in turn (the Secret, the Job, the Secret's owner, the status); at no point does a Job exist
+// in turn (the Secret and the Job, then, in the deferred status write, the Secret's owner and the
+// status); at no point does a Job exist
 // without its Secret, and a restarted operator completes the deploy: one Job, its Secret with the
 // values, owned by it, and nothing left over.
 func TestWerfBundle_CrashAfterAnyWriteIsCompleted(t *testing.T) {
@@ -327,5 +336,54 @@ func TestWerfBundle_LeftSecretGetsTheCurrentCredentials(t *testing.T) {
 	auth, err := base64.StdEncoding.DecodeString(cfg.Auths[reg.Host].Auth)
 	if err != nil || string(auth) != "bot:new-password" {
 		t.Errorf("the Job's registry credentials are %q (%v), want bot:new-password", auth, err)
+	}
+}
+
+// TestWerfBundle_FirstDeployWritesOnlyTheJob: with the operator's status delay, the reconcile that
+// deploys a bundle's first tag writes the Job and nothing else, and comes back after the delay
+// behind every other queued request; the next reconcile records the Job (activeJob, Syncing) in
+// one status patch; the one after writes nothing. (A restart between the two writes is
+// TestWerfBundle_CrashAfterAnyWriteIsCompleted's.)
+func TestWerfBundle_FirstDeployWritesOnlyTheJob(t *testing.T) {
+	reg := startRegistry(t, "1.0.0")
+	d := newDirect(t, reg.Repository("demo/app"))
+	d.outcomes.setDuration(10 * time.Minute)
+	writes := testenv.CountWrites(operatorClient(t))
+	d.r.Client, d.r.DecoratePod, d.r.StatusDelay = writes, d.outcomes.decorate, werfbundle.DefaultStatusDelay
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(d.b)}
+	step := func(what string, want map[string]int64) ctrl.Result {
+		t.Helper()
+		writes.Reset()
+		res, err := d.r.Reconcile(d.ctx, req)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got := writes.ByVerb(); !maps.Equal(got, want) {
+			t.Errorf("%s: writes %v, want %v", what, got, want)
+		}
+		return res
+	}
+
+	res := step("the first deploy", map[string]int64{"POST Job": 1})
+	if res.RequeueAfter != werfbundle.DefaultStatusDelay || res.Priority == nil || *res.Priority >= handler.LowPriority {
+		t.Errorf("after the Job: requeue %s with priority %v, want %s below the initial list's %d",
+			res.RequeueAfter, res.Priority, werfbundle.DefaultStatusDelay, handler.LowPriority)
+	}
+	jobs := d.jobs(d.b)
+	if len(jobs) != 1 {
+		t.Fatalf("%d Jobs, want 1", len(jobs))
+	}
+	if st := d.get(d.b).Status; st.ActiveJob != "" || st.Phase != "" {
+		t.Errorf("status written with the Job: activeJob %q, phase %q", st.ActiveJob, st.Phase)
+	}
+
+	step("the deferred status write", map[string]int64{"PATCH WerfBundle/status": 1})
+	st := d.get(d.b).Status
+	if st.ActiveJob != jobs[0].Name || st.Phase != werfv1.PhaseSyncing {
+		t.Errorf("status after the deferred write: activeJob %q, phase %q; want %q, Syncing", st.ActiveJob, st.Phase, jobs[0].Name)
+	}
+	step("the next reconcile", map[string]int64{})
+	if n := len(d.jobs(d.b)); n != 1 {
+		t.Errorf("%d Jobs, want 1", n)
 	}
 }

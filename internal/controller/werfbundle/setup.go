@@ -24,6 +24,7 @@ type Config struct {
 	MaxInFlight       int
 	Concurrency       int
 	JobDeadline       time.Duration
+	StatusDelay       time.Duration
 	LogPruneEvery     time.Duration
 	WebhookAddr       string
 	WebhookSecretFile string
@@ -43,6 +44,8 @@ func Controller() operator.Controller {
 			fs.IntVar(&cfg.MaxInFlight, "werfbundle-registry-max-in-flight", DefaultMaxInFlight, "registry operations in flight across all bundles")
 			fs.IntVar(&cfg.Concurrency, "werfbundle-concurrency", 8, "WerfBundles reconciled in parallel")
 			fs.DurationVar(&cfg.JobDeadline, "werfbundle-job-deadline", DefaultJobDeadline, "activeDeadlineSeconds of converge Jobs")
+			fs.DurationVar(&cfg.StatusDelay, "werfbundle-status-delay", DefaultStatusDelay,
+				"how long the status write that records a Job just created waits, behind every other queued bundle, so that the Job is a deploy's only write before it; 0 writes it at once")
 			fs.DurationVar(&cfg.LogPruneEvery, "werfbundle-log-prune-interval", 10*time.Minute, "how often expired Job logs are deleted")
 			fs.StringVar(&cfg.WebhookAddr, "werfbundle-webhook-bind-address", "", "address of the registry push webhook receiver (e.g. :9292); empty disables it")
 			fs.StringVar(&cfg.WebhookSecretFile, "werfbundle-webhook-secret-file", "", "file holding the webhook shared secret")
@@ -73,6 +76,7 @@ func (cfg *Config) setup(ctx context.Context, mgr ctrl.Manager, opts operator.Op
 		OperatorNamespace: opts.Namespace,
 		WerfImage:         cfg.WerfImage,
 		JobDeadline:       cfg.JobDeadline,
+		StatusDelay:       cfg.StatusDelay,
 		JobEnv:            cfg.JobEnv,
 
 		AllowCrossNamespace: cfg.AllowCrossNamespace,

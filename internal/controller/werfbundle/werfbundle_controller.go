@@ -16,6 +16,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,11 +103,19 @@ type Reconciler struct {
 	Log logr.Logger
 	// DecoratePod, when set, adjusts every Job's pod template (tests use it to steer kwok).
 	DecoratePod func(JobKind, *corev1.PodTemplateSpec)
+	// StatusDelay, when set, defers the status write of a reconcile that created a Job by this
+	// long, behind every other queued request: the Job is then the reconcile's only write, and the
+	// status (and the Events) go out with the next reconcile of the bundle, coalesced with what
+	// that one records (the Job's end, when it came first). Zero writes the status at once.
+	// The operator runs with DefaultStatusDelay (see "Write order and crashes" in docs/werfbundle.md).
+	StatusDelay time.Duration
 
 	once  sync.Once
 	polls *pollTracker
 	// writes knows the resourceVersion of each bundle's last status write (see cachelag).
 	writes cachelag.Writes
+	// pending holds the status writes deferred by StatusDelay.
+	pending pendingStatuses
 	clientCache
 }
 
@@ -230,7 +239,8 @@ func jobToBundle(_ context.Context, o client.Object) []reconcile.Request {
 }
 
 // Reconcile follows one shape: read, snapshot for the patch, run the steps, compute the status in
-// one place and write it once (nothing when nothing changed).
+// one place and write it once (nothing when nothing changed). A reconcile that created a Job defers
+// its write (StatusDelay); the next one writes both.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	r.once.Do(r.defaults)
 	start := time.Now()
@@ -239,6 +249,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if apierrors.IsNotFound(err) {
 			r.polls.forget(req.NamespacedName)
 			r.writes.Forget(req.NamespacedName)
+			r.pending.forget(req.NamespacedName)
 			forgetMetrics(req.NamespacedName)
 			return ctrl.Result{}, r.cleanupDeleted(ctx, req.NamespacedName)
 		}
@@ -249,28 +260,43 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !bundle.DeletionTimestamp.IsZero() {
+		r.pending.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	helper := patch.NewHelper(bundle, r.Client)
 	s := newScope(bundle, r.Clock.Now())
+	// What an earlier reconcile deferred is written with this one's changes, as if written then.
+	deferred := r.pending.take(req.NamespacedName)
+	if deferred != nil {
+		bundle.Status = deferred.status
+		s.events, s.owners = deferred.notes, deferred.owners
+	}
 	defer func() {
 		r.computeStatus(s)
-		if err := helper.Patch(ctx, bundle); err != nil && !apierrors.IsNotFound(err) {
+		if r.deferStatus(s, retErr) {
+			r.pending.put(req.NamespacedName, s.pending())
+			observeReconcile(s, time.Since(start))
+			result = ctrl.Result{RequeueAfter: r.StatusDelay, Priority: ptr.To(statusWritePriority)}
+			return
+		}
+		if err := r.writeStatus(ctx, helper, s, deferred != nil); err != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
-		r.writes.Record("WerfBundle", bundle)
-		s.events.Emit(ctx, r.Recorder, s.bundle, "Reconcile")
 		observeReconcile(s, time.Since(start))
 		if retErr == nil {
 			result = s.result()
 		}
 	}()
+	return ctrl.Result{}, r.runSteps(ctx, s)
+}
 
-	if bundle.Spec.Suspend {
+// runSteps runs the steps in order until one stops or fails.
+func (r *Reconciler) runSteps(ctx context.Context, s *scope) error {
+	if s.bundle.Spec.Suspend {
 		s.suspended = true
 		// Resuming polls at once, not when the schedule from before the suspension says.
-		r.polls.trigger(req.NamespacedName)
-		return ctrl.Result{}, nil
+		r.polls.trigger(client.ObjectKeyFromObject(s.bundle))
+		return nil
 	}
 	for _, step := range []func(context.Context, *scope) error{
 		r.stepResolve,
@@ -283,13 +309,47 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if err := step(ctx, s); err != nil {
 			var stop *stopError
 			if errors.As(err, &stop) {
-				return ctrl.Result{}, nil
+				return nil
 			}
-			return ctrl.Result{}, err
+			return err
 		}
 	}
 	s.reconciled = true
-	return ctrl.Result{}, nil
+	return nil
+}
+
+// deferStatus reports whether this reconcile's status write waits for the next reconcile: it
+// created a Job, and wrote nothing else that the status must follow.
+func (r *Reconciler) deferStatus(s *scope, err error) bool {
+	return r.StatusDelay > 0 && err == nil && s.created != nil
+}
+
+// writeStatus writes what the reconcile (and a deferred one before it) left: the Job's ownership
+// of its Secret, then the status, then the Events. A failed write keeps the deferred part for the
+// next try.
+func (r *Reconciler) writeStatus(ctx context.Context, helper *patch.Helper, s *scope, deferred bool) error {
+	b := s.bundle
+	var errs []error
+	for _, j := range s.owners {
+		if err := r.adoptJobSecret(ctx, j); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		if err := helper.Patch(ctx, b); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		if deferred {
+			// The next try writes it; the Job's adoption covers a process that dies first.
+			r.pending.put(client.ObjectKeyFromObject(b), s.pending())
+		}
+		return kerrors.NewAggregate(errs)
+	}
+	r.writes.Record("WerfBundle", b)
+	s.events.Emit(ctx, r.Recorder, b, "Reconcile")
+	return nil
 }
 
 // stopError ends the step list without an error: the scope already says why (a failure recorded

@@ -43,6 +43,9 @@ type scope struct {
 	active *batchv1.Job
 	// created is the Job made in this reconcile.
 	created *batchv1.Job
+	// owners are Jobs whose Secrets still need them as their owner: the write waits for the
+	// status write (StatusDelay).
+	owners []*batchv1.Job
 
 	// registryRetry describes a registry failure still under the failure threshold.
 	registryRetry string

@@ -450,8 +450,12 @@ func (r *Reconciler) createJob(ctx context.Context, s *scope, req jobRequest) er
 		jobsCreated.WithLabelValues(string(req.Kind)).Inc()
 		s.eventf(false, ReasonJobCreated, fmt.Sprintf("Created %s Job %s/%s for tag %s", req.Kind, job.Namespace, job.Name, req.Tag))
 	}
-	// 3. The Secret goes with the Job from now on.
-	if secret != nil {
+	// 3. The Secret goes with the Job from now on; with StatusDelay, in the status write, so the
+	// Job is the only write before it.
+	switch {
+	case secret != nil && r.StatusDelay > 0:
+		s.owners = append(s.owners, ownerOf(job))
+	case secret != nil:
 		if err := jobsecret.Own(ctx, r.Client, secret, job); err != nil {
 			return err
 		}
