@@ -121,10 +121,12 @@ func startBench(ctx context.Context, b *testing.B, cfg *rest.Config, n int, inte
 		})
 	})
 
-	br := &benchRun{c: c, reg: reg, proxy: proxy, run: run, r: &werfbundle.Reconciler{OperatorNamespace: opNS, Logs: fakeLogs{}}}
+	// The operator's shipped defaults: status delay, client rate limit, Event limit, workers.
+	br := &benchRun{c: c, reg: reg, proxy: proxy, run: run, r: &werfbundle.Reconciler{OperatorNamespace: opNS, Logs: fakeLogs{},
+		StatusDelay: werfbundle.DefaultStatusDelay}}
 	runtime.GC()
 	br.baseRSS = testenv.RSSBytes()
-	opts := operator.Options{MetricsAddr: "0", ProbeAddr: "0", Namespace: opNS, QPS: 1000, Burst: 2000, GracefulShutdownTimeout: 10 * time.Second,
+	opts := operator.Options{MetricsAddr: "0", ProbeAddr: "0", Namespace: opNS, QPS: 0, Burst: operator.FallbackBurst, GracefulShutdownTimeout: 10 * time.Second,
 		EventQPS: operator.DefaultEventQPS, EventBurst: operator.DefaultEventBurst}
 	mgr, err := operator.NewManager(ctx, cfg, scheme.New(), opts, []operator.Controller{{
 		Name: "werfbundle",
@@ -162,17 +164,22 @@ func benchScale(b *testing.B, n int) {
 	firstJobs := created.Sub(start)
 	synced := testenv.Until(ctx, b, "every bundle is Synced", func() bool { return countPhase(b, run, werfv1.PhaseSynced) >= n })
 	allSynced := synced.Sub(start)
+	// Writes per bundle from nothing to Synced: the Job, the status (coalesced with the Job's end
+	// when it came first), the log, the Events.
+	br.reportWrites(b, "deploy-", n, br.requestsBase)
 
 	// Steady state: a full poll round with nothing new.
 	burstP99 := histogram(b).p99Since(reconcileBase)
 	steadyBase := histogram(b)
 	writes.Reset()
+	noopRequests := requests(b)
 	proxy.ResetStats()
 	// The window covers every bundle's jittered interval (±10 %), so some bundles poll twice.
 	pollsBase := testenv.MetricSum(b, "slipway_werfbundle_registry_polls_total", nil)
 	time.Sleep(interval + interval/10 + 5*time.Second)
 	polls := testenv.MetricSum(b, "slipway_werfbundle_registry_polls_total", nil) - pollsBase
 	roundWrites := writes.Writes()
+	br.reportWrites(b, "noop-", n, noopRequests)
 	stats := proxy.Stats()
 	runtime.GC()
 	var ms runtime.MemStats
@@ -233,7 +240,9 @@ func benchScale(b *testing.B, n int) {
 // control plane of its own (etcd and kube-apiserver, no controller-manager, scheduler or kwok),
 // so the API server serves the operator and nothing runs the Jobs it creates. It reports the
 // time until every first Job exists and the rate, the operator's share of the full benchmark's
-// first-Job time. WERFBUNDLE_BENCH_SIZES picks the sizes (default 1000).
+// first-Job time, the writes per bundle by verb until then (critical-) and until every status
+// records its Job (first-), and the process's RSS then. WERFBUNDLE_BENCH_SIZES picks the sizes
+// (default 1000).
 func BenchmarkWerfBundle_FirstJobsOperatorOnly(b *testing.B) {
 	for _, n := range testenv.Sizes(b, "WERFBUNDLE_BENCH_SIZES", 1000) {
 		b.Run(fmt.Sprintf("bundles=%d", n), func(b *testing.B) {
@@ -244,14 +253,27 @@ func BenchmarkWerfBundle_FirstJobsOperatorOnly(b *testing.B) {
 				created := testenv.Until(ctx, b, "every first Job exists", func() bool {
 					return jobsCreated(b) >= br.reconcileBase.jobs+float64(n)
 				})
-				cancel()
 				firstJobs := created.Sub(br.start)
-				b.ReportMetric(firstJobs.Seconds(), "s-first-jobs")
-				b.ReportMetric(float64(n)/firstJobs.Seconds(), "jobs/s")
+				// The writes until the last first Job: the critical path (Jobs only, when the
+				// status writes wait behind them).
+				br.reportWrites(b, "critical-", n, br.requestsBase)
 				now := requests(b)
 				for _, m := range benchMethods {
 					b.ReportMetric((now[m]-br.requestsBase[m])/float64(n), m+"/bundle")
 				}
+				written := br.waitStatusWritten(ctx, b, n)
+				br.reportWrites(b, "first-", n, br.requestsBase)
+				runtime.GC()
+				rss := testenv.RSSBytes()
+				if path := os.Getenv("WERFBUNDLE_BENCH_HEAPPROFILE"); path != "" {
+					testenv.WriteHeapProfile(b, path)
+				}
+				cancel()
+				b.ReportMetric(firstJobs.Seconds(), "s-first-jobs")
+				b.ReportMetric(float64(n)/firstJobs.Seconds(), "jobs/s")
+				b.ReportMetric(written.Sub(br.start).Seconds(), "s-status-written")
+				b.ReportMetric(float64(rss)/(1<<20), "MiB-rss")
+				b.ReportMetric(float64(rss-br.baseRSS)/(1<<20), "MiB-rss-operator")
 			}
 		})
 	}
@@ -344,10 +366,48 @@ func (s snapshot) p99Since(base snapshot) float64 {
 }
 
 // benchConcurrency is the controller's MaxConcurrentReconciles in the benchmarks:
-// WERFBUNDLE_BENCH_CONCURRENCY, default 16.
+// WERFBUNDLE_BENCH_CONCURRENCY, default the operator's --werfbundle-concurrency.
 func benchConcurrency() int {
 	if n, err := strconv.Atoi(os.Getenv("WERFBUNDLE_BENCH_CONCURRENCY")); err == nil && n > 0 {
 		return n
 	}
-	return 16
+	return werfbundle.DefaultConcurrency
+}
+
+// reportWrites reports the writes per bundle by verb and kind since the counters' last reset, with
+// prefix ("first-" or "noop-"): the controller's from its client, the Events' as the process's
+// other writes (client-go's request counts less the controller's), so POST Event covers the
+// events/v1 recorder's POSTs and PATCHes.
+func (br *benchRun) reportWrites(b *testing.B, prefix string, n int, requestsBase map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	var controller int64
+	for k, v := range br.writes.ByVerb() {
+		out[k] = float64(v) / float64(n)
+		controller += v
+	}
+	now := requests(b)
+	var all float64
+	for _, m := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+		all += now[m] - requestsBase[m]
+	}
+	if ev := all - float64(controller); ev > 0 {
+		out["Event-writes"] = ev / float64(n)
+	}
+	keys := make([]string, 0, len(out))
+	for k := range out {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b.ReportMetric(out[k], prefix+strings.ReplaceAll(strings.ReplaceAll(k, " ", "-"), "/", "-")+"/bundle")
+	}
+	return out
+}
+
+// waitStatusWritten waits until every bundle's status recorded its first Job: the deferred
+// status writes (one per bundle) are done.
+func (br *benchRun) waitStatusWritten(ctx context.Context, b *testing.B, n int) time.Time {
+	return testenv.Until(ctx, b, "every bundle's status records its first Job", func() bool {
+		return br.writes.ByVerb()["PATCH WerfBundle/status"] >= int64(n)
+	})
 }

@@ -42,7 +42,7 @@ func Controller() operator.Controller {
 		BindFlags: func(fs *flag.FlagSet) {
 			fs.StringVar(&cfg.WerfImage, "werfbundle-werf-image", DefaultWerfImage, "werf image the converge Jobs run")
 			fs.IntVar(&cfg.MaxInFlight, "werfbundle-registry-max-in-flight", DefaultMaxInFlight, "registry operations in flight across all bundles")
-			fs.IntVar(&cfg.Concurrency, "werfbundle-concurrency", 8, "WerfBundles reconciled in parallel")
+			fs.IntVar(&cfg.Concurrency, "werfbundle-concurrency", DefaultConcurrency, "WerfBundles reconciled in parallel")
 			fs.DurationVar(&cfg.JobDeadline, "werfbundle-job-deadline", DefaultJobDeadline, "activeDeadlineSeconds of converge Jobs")
 			fs.DurationVar(&cfg.StatusDelay, "werfbundle-status-delay", DefaultStatusDelay,
 				"how long the status write that records a Job just created waits, behind every other queued bundle, so that the Job is a deploy's only write before it; 0 writes it at once")

@@ -49,6 +49,7 @@ import (
 const (
 	DefaultWerfImage        = "registry.werf.io/werf/werf:2-stable"
 	DefaultMaxInFlight      = 10
+	DefaultConcurrency      = 8
 	DefaultJobDeadline      = 30 * time.Minute
 	DefaultJobBackoffLimit  = 1
 	DefaultJobHistory       = 3
