@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/store/pgstore"
 	"github.com/slipway-dev/slipway/internal/manager/store/pgtest"
@@ -37,8 +39,37 @@ func TestSchema(t *testing.T) {
 			return pgstore.Open(ctx, url, opts...)
 		},
 		Migrations:        pgstore.Migrations,
+		Schema:            schema,
 		ConcurrentMigrate: true,
 	})
+}
+
+// schema lists the database's columns, indexes and constraints from PostgreSQL's catalog.
+func schema(t *testing.T, url string) []string {
+	t.Helper()
+	s, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rows, err := s.Pool().Query(t.Context(), `
+SELECT format('column %s.%s #%s %s null=%s default=%s identity=%s', table_name, column_name,
+    ordinal_position, data_type, is_nullable, column_default, is_identity)
+FROM information_schema.columns WHERE table_schema = current_schema()
+UNION ALL
+SELECT 'index ' || indexdef FROM pg_indexes WHERE schemaname = current_schema()
+UNION ALL
+SELECT format('constraint %s %s %s', conrelid::regclass, conname, pg_get_constraintdef(oid))
+FROM pg_constraint WHERE connamespace = current_schema()::regnamespace
+ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lines
 }
 
 // Pool is the live pgx pool under the store, usable beside it (the job engine shares it).

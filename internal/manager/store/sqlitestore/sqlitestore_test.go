@@ -2,6 +2,7 @@ package sqlitestore_test
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,7 +37,37 @@ func TestSchema(t *testing.T) {
 			return sqlitestore.Open(ctx, path, opts...)
 		},
 		Migrations: sqlitestore.Migrations,
+		Schema:     schema,
 	})
+}
+
+// schema lists the database's tables, indexes and triggers as SQLite stores them (their CREATE
+// statements, amended by every ALTER TABLE).
+func schema(t *testing.T, path string) []string {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(t.Context(),
+		`SELECT type || ' ' || name || ' ' || COALESCE(sql, '') FROM sqlite_master ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var l string
+		if err := rows.Scan(&l); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, l)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return lines
 }
 
 // The database file is created with its directory, and bad paths get a clear error.

@@ -55,9 +55,11 @@ func TestSchemaErrorMessages(t *testing.T) {
 		e    SchemaError
 		want string
 	}{
-		{SchemaError{0, 1, 4}, "not initialized but this manager knows versions 1-4: run `manager migrate`"},
-		{SchemaError{3, 1, 4}, "at version 3 but this manager knows 1-4: run `manager migrate`"},
-		{SchemaError{5, 1, 4}, "at version 5, newer than this manager (which knows 1-4): upgrade the manager"},
+		{SchemaError{Min: 1, Max: 4}, "not initialized but this manager knows versions 1-4: run `manager migrate`"},
+		{SchemaError{Current: 3, Min: 1, Max: 4}, "at version 3 but this manager knows 1-4: run `manager migrate`"},
+		{SchemaError{Current: 5, Min: 1, Max: 4, Unknown: []int64{5}}, "at version 5, newer than this manager (which knows 1-4; not version 5): upgrade the manager"},
+		{SchemaError{Current: 14, Min: 1, Max: 15, Missing: []int64{13}}, "at version 14 but lacks version 13 of the versions 1-15 this manager knows: run `manager migrate`"},
+		{SchemaError{Current: 14, Min: 1, Max: 14, Missing: []int64{7, 13}}, "at version 14 but lacks versions 7, 13 of the versions 1-14"},
 	} {
 		if got := c.e.Error(); !strings.Contains(got, c.want) {
 			t.Errorf("%+v: %q, want it to say %q", c.e, got, c.want)

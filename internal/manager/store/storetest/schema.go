@@ -29,6 +29,10 @@ type SchemaEngine struct {
 	Open func(ctx context.Context, loc string, opts ...sqlstore.Option) (Migrator, error)
 	// Migrations are the engine's embedded migrations.
 	Migrations fs.FS
+	// Schema describes the schema of the database at loc, one line per column, index and
+	// constraint (the engine's catalog), in a stable order: two databases with equal lines have
+	// the same schema.
+	Schema func(t *testing.T, loc string) []string
 	// ConcurrentMigrate: the engine serializes migrations across processes (PostgreSQL's
 	// advisory lock), so several stores migrating one database at once all succeed.
 	ConcurrentMigrate bool
@@ -171,6 +175,10 @@ func ExerciseSchema(t *testing.T, e SchemaEngine) {
 	t.Run("BakeWindowMigration", func(t *testing.T) {
 		t.Parallel()
 		exerciseBakeWindowMigration(t, e)
+	})
+	t.Run("OutOfOrderMigration", func(t *testing.T) {
+		t.Parallel()
+		exerciseOutOfOrderMigration(t, e)
 	})
 	if e.ConcurrentMigrate {
 		t.Run("ConcurrentMigrate", func(t *testing.T) {
