@@ -19,6 +19,7 @@ import (
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/gitsource"
+	"github.com/slipway-dev/slipway/internal/registry/access"
 )
 
 // Build engine images and Job settings.
@@ -273,7 +274,7 @@ func engineContainer(req buildRequest) (*corev1.Container, []corev1.Volume) {
 	}
 	if req.project.Spec.Registry.Insecure {
 		// Base images may come from the same registry.
-		host := registryHost(req.project.Spec.Registry.Repository)
+		host := access.Host(req.project.Spec.Registry.Repository)
 		args = append(args, "--insecure-registry="+host, "--skip-tls-verify-registry="+host)
 	}
 	return &corev1.Container{

@@ -161,7 +161,7 @@ func (r *EnvironmentReconciler) imageExists(ctx context.Context, s *envScope) (b
 			phase: catalystv1alpha1.PhaseBuilding, message: msg})
 		return false, nil
 	}
-	opts, err := registryOptions(ctx, r.APIReader, s.project)
+	a, err := registryAccess(ctx, r.APIReader, s.project)
 	if errors.Is(err, errSecret) {
 		s.fail(&failure{condition: catalystv1alpha1.BuildReadyCondition, reason: catalystv1alpha1.SecretNotFoundReason,
 			phase: catalystv1alpha1.PhasePending, stalled: true, message: err.Error() + "; fix the Project's spec.registry.secretRef"})
@@ -170,7 +170,7 @@ func (r *EnvironmentReconciler) imageExists(ctx context.Context, s *envScope) (b
 	if err != nil {
 		return false, err
 	}
-	checker, err := r.clients.get(opts, r.Limiter, r.Registry)
+	checker, err := r.clients.Get(a.Options, r.Limiter, r.Registry)
 	if err != nil {
 		return false, err
 	}
@@ -204,12 +204,12 @@ func (r *EnvironmentReconciler) createBuildJob(ctx context.Context, s *envScope,
 		return err
 	}
 	var dockerCfg []byte
-	opts, err := registryOptions(ctx, r.APIReader, project)
+	a, err := registryAccess(ctx, r.APIReader, project)
 	if err != nil && !errors.Is(err, errSecret) {
 		return err
 	}
-	if err == nil && !opts.Credentials.IsAnonymous() {
-		if dockerCfg, err = dockerConfigJSON(registryHost(project.Spec.Registry.Repository), opts.Credentials); err != nil {
+	if err == nil {
+		if dockerCfg, err = a.DockerConfig(); err != nil {
 			return err
 		}
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/operator/notes"
 	"github.com/slipway-dev/slipway/internal/operator/patch"
 	"github.com/slipway-dev/slipway/internal/registry"
+	"github.com/slipway-dev/slipway/internal/registry/access"
 )
 
 const indexProjectSecret = "catalyst.catalyst.dev/secret"
@@ -243,7 +244,7 @@ func (r *ProjectReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 func (r *ProjectReconciler) checkSecrets(ctx context.Context, s *projectScope) error {
 	p := s.project
 	for _, ref := range projectSecretRefs(p) {
-		secret, err := readSecret(ctx, r.APIReader, p.Namespace, ref.name, ref.field)
+		secret, err := access.ReadSecret(ctx, r.APIReader, p.Namespace, ref.name, ref.field)
 		if errors.Is(err, errSecret) {
 			s.secretsErr, s.secretsField = err.Error()+"; create it or fix the reference", ref.field
 			return nil
@@ -258,7 +259,7 @@ func (r *ProjectReconciler) checkSecrets(ctx context.Context, s *projectScope) e
 				return nil
 			}
 		case "spec.registry.secretRef", "spec.registry.pullSecretRef":
-			if _, err := registry.CredentialsFromSecret(secret, registryHost(p.Spec.Registry.Repository)); err != nil {
+			if _, err := registry.CredentialsFromSecret(secret, access.Host(p.Spec.Registry.Repository)); err != nil {
 				s.secretsErr, s.secretsField = fmt.Sprintf("%s: %v", ref.field, err), ref.field
 				return nil
 			}

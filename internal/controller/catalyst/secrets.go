@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
-	"github.com/slipway-dev/slipway/internal/registry"
+	"github.com/slipway-dev/slipway/internal/registry/access"
 )
 
 // secretCopy is one Secret the environment namespace must hold: a copy of source (in the
@@ -70,7 +70,7 @@ func copiedNames(project *catalystv1alpha1.Project) string {
 // desiredCopy reads the source of c and returns the Secret to hold in ns. Secret content is only
 // ever copied, never logged or put into a status or an event.
 func (r *EnvironmentReconciler) desiredCopy(ctx context.Context, env *catalystv1alpha1.Environment, project *catalystv1alpha1.Project, ns string, c secretCopy) (*corev1.Secret, error) {
-	src, err := readSecret(ctx, r.APIReader, project.Namespace, c.source, "the Project's "+c.field)
+	src, err := access.ReadSecret(ctx, r.APIReader, project.Namespace, c.source, "the Project's "+c.field)
 	if err != nil {
 		return nil, err
 	}
@@ -85,12 +85,7 @@ func (r *EnvironmentReconciler) desiredCopy(ctx context.Context, env *catalystv1
 		Data: maps.Clone(src.Data),
 	}
 	if c.pull && src.Type != corev1.SecretTypeDockerConfigJson {
-		host := registryHost(project.Spec.Registry.Repository)
-		creds, err := registry.CredentialsFromSecret(src, host)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", errSecret, err)
-		}
-		cfg, err := dockerConfigJSON(host, creds)
+		cfg, err := pullDockerConfig(project, src, "the Project's "+c.field)
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 
 	catalystv1alpha1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/gitsource"
+	"github.com/slipway-dev/slipway/internal/registry/access"
 )
 
 // gitCredentials reads the Project's repository credentials (uncached); nil without a secretRef.
@@ -20,13 +21,13 @@ func gitCredentials(ctx context.Context, c client.Reader, project *catalystv1alp
 	if ref == nil {
 		return nil, nil
 	}
-	secret, err := readSecret(ctx, c, project.Namespace, ref.Name, "spec.source.secretRef")
+	secret, err := access.ReadSecret(ctx, c, project.Namespace, ref.Name, "spec.source.secretRef")
 	if err != nil {
 		return nil, err
 	}
 	creds, err := gitsource.CredentialsFromSecretData(secret.Data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Secret %s/%s: %w", errSecret, project.Namespace, ref.Name, err)
+		return nil, access.Unusable(project.Namespace, ref.Name, "spec.source.secretRef", err)
 	}
 	return creds, nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -18,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/slipway-dev/slipway/internal/selfsigned"
 )
 
 // distributionBinary is the Debian package's name for the distribution registry binary.
@@ -27,8 +31,11 @@ const distributionBinary = "docker-registry"
 type Registry struct {
 	// Host is the registry's address, 127.0.0.1:<port> (or WithListenIP's address), as used in image references.
 	Host string
-	// URL is http://<Host>.
+	// URL is http://<Host>, or https://<Host> when started WithTLS.
 	URL string
+	// CACert is the PEM certificate the registry serves when started WithTLS (its own CA: a
+	// client trusts the registry by adding it to its roots).
+	CACert []byte
 	// Username and Password are the htpasswd credentials, set when started WithBasicAuth.
 	Username, Password string
 	// LogPath is the registry's log file; it is kept after the test only when the test failed.
@@ -47,6 +54,7 @@ type Option func(*distributionConfig)
 type distributionConfig struct {
 	username, password string
 	ip                 net.IP
+	tls                bool
 }
 
 // WithBasicAuth makes the registry require Basic authentication with username and password
@@ -59,6 +67,12 @@ func WithBasicAuth(username, password string) Option {
 // that pods reach too, such as a real node's gateway (controlplane.RealNode.Gateway).
 func WithListenIP(ip net.IP) Option {
 	return func(c *distributionConfig) { c.ip = ip }
+}
+
+// WithTLS makes the registry serve HTTPS only, with a self-signed certificate for its address
+// (Registry.CACert), valid for 30 days.
+func WithTLS() Option {
+	return func(c *distributionConfig) { c.tls = true }
 }
 
 // StartDistribution runs the distribution registry (the docker-registry binary from PATH or
@@ -96,16 +110,20 @@ func StartDistribution(t testing.TB, opts ...Option) *Registry {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		host := freeAddrOn(t, cfg.ip)
+		tlsFiles := ""
+		if cfg.tls {
+			reg.CACert, tlsFiles = writeServingCert(t, dir, host)
+		}
 		configPath := filepath.Join(dir, "config.yml")
-		if err := os.WriteFile(configPath, []byte(distributionConfigYAML(host, reg.DataDir, htpasswd)), 0o600); err != nil {
+		if err := os.WriteFile(configPath, []byte(distributionConfigYAML(host, reg.DataDir, htpasswd, tlsFiles)), 0o600); err != nil {
 			t.Fatalf("registrytest: writing the registry config: %v", err)
 		}
-		stop, err := runDistribution(bin, configPath, host, reg.LogPath)
+		stop, err := runDistribution(bin, configPath, host, reg.LogPath, reg.CACert)
 		if err != nil {
 			lastErr = err
 			continue
 		}
-		reg.Host, reg.URL = host, "http://"+host
+		reg.Host, reg.URL = host, scheme(cfg.tls)+"://"+host
 		t.Cleanup(func() {
 			stop()
 			if t.Failed() {
@@ -161,8 +179,38 @@ func writeHTPasswd(t testing.TB, path, username, password string) {
 	}
 }
 
-// distributionConfigYAML is a distribution 2.8 configuration for one test registry.
-func distributionConfigYAML(addr, dataDir, htpasswd string) string {
+// writeServingCert writes a self-signed certificate for host's IP and its key into dir as
+// tls.crt and tls.key, and returns the certificate and dir's path prefix for the two files.
+func writeServingCert(t testing.TB, dir, host string) (certPEM []byte, files string) {
+	t.Helper()
+	ip, _, err := net.SplitHostPort(host)
+	if err != nil {
+		t.Fatalf("registrytest: %v", err)
+	}
+	certPEM, keyPEM, err := selfsigned.Generate(time.Now(), "registrytest", nil, []net.IP{net.ParseIP(ip)})
+	if err != nil {
+		t.Fatalf("registrytest: making the serving certificate: %v", err)
+	}
+	files = filepath.Join(dir, "tls")
+	if err := os.WriteFile(files+".crt", certPEM, 0o600); err != nil {
+		t.Fatalf("registrytest: writing the certificate: %v", err)
+	}
+	if err := os.WriteFile(files+".key", keyPEM, 0o600); err != nil {
+		t.Fatalf("registrytest: writing the key: %v", err)
+	}
+	return certPEM, files
+}
+
+func scheme(tls bool) string {
+	if tls {
+		return "https"
+	}
+	return "http"
+}
+
+// distributionConfigYAML is a distribution 2.8 configuration for one test registry; tlsFiles,
+// when set, is the path of tls.crt and tls.key without the extension.
+func distributionConfigYAML(addr, dataDir, htpasswd, tlsFiles string) string {
 	secret := make([]byte, 16)
 	_, _ = rand.Read(secret)
 	var b strings.Builder
@@ -186,6 +234,12 @@ http:
   headers:
     X-Content-Type-Options: [nosniff]
 `, dataDir, addr, hex.EncodeToString(secret))
+	if tlsFiles != "" {
+		fmt.Fprintf(&b, `  tls:
+    certificate: %q
+    key: %q
+`, tlsFiles+".crt", tlsFiles+".key")
+	}
 	if htpasswd != "" {
 		fmt.Fprintf(&b, `auth:
   htpasswd:
@@ -196,8 +250,9 @@ http:
 	return b.String()
 }
 
-// runDistribution starts the registry and waits until it answers; stop ends it.
-func runDistribution(bin, configPath, host, logPath string) (stop func(), err error) {
+// runDistribution starts the registry and waits until it answers (over TLS verified with caPEM
+// when it is set); stop ends it.
+func runDistribution(bin, configPath, host, logPath string, caPEM []byte) (stop func(), err error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
@@ -229,8 +284,13 @@ func runDistribution(bin, configPath, host, logPath string) (stop func(), err er
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second}
+	if caPEM != nil {
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(caPEM)
+		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
+	}
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+host+"/v2/", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, scheme(caPEM != nil)+"://"+host+"/v2/", nil)
 		if resp, err := client.Do(req); err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {

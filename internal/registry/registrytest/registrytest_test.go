@@ -381,3 +381,21 @@ func TestDistribution_BasicAuth(t *testing.T) {
 		t.Errorf("ListTags through the token front = %+v, %v; want one tag", list, err)
 	}
 }
+
+// TestDistribution_TLS: WithTLS serves HTTPS only, trusted with Registry.CACert and refused
+// without it.
+func TestDistribution_TLS(t *testing.T) {
+	reg := registrytest.StartDistribution(t, registrytest.WithTLS())
+	ctx := testContext(t)
+	if !strings.HasPrefix(reg.URL, "https://") {
+		t.Errorf("URL = %s, want https", reg.URL)
+	}
+	trusting := newClient(t, func(o *registry.Options) { o.Insecure, o.CACert = false, reg.CACert })
+	if exists, err := trusting.ManifestExists(ctx, reg.Repository("org/app:1.0.0")); err != nil || exists {
+		t.Errorf("with the CA: %v, %v; want the registry to answer that there is no such image", exists, err)
+	}
+	untrusting := newClient(t, func(o *registry.Options) { o.Insecure = false })
+	if _, err := untrusting.ManifestExists(ctx, reg.Repository("org/app:1.0.0")); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("without the CA: error = %v, want the certificate refused", err)
+	}
+}
