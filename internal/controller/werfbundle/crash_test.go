@@ -342,7 +342,7 @@ func TestWerfBundle_LeftSecretGetsTheCurrentCredentials(t *testing.T) {
 // TestWerfBundle_FirstDeployWritesOnlyTheJob: with the operator's status delay, the reconcile that
 // deploys a bundle's first tag writes the Job and nothing else, and comes back after the delay
 // behind every other queued request; the next reconcile records the Job (activeJob, Syncing) in
-// one status patch; the one after writes nothing. (A restart between the two writes is
+// one status patch; the one after writes nothing. A clean stop writes a deferred status. (A restart between the two writes is
 // TestWerfBundle_CrashAfterAnyWriteIsCompleted's.)
 func TestWerfBundle_FirstDeployWritesOnlyTheJob(t *testing.T) {
 	reg := startRegistry(t, "1.0.0")
@@ -385,5 +385,18 @@ func TestWerfBundle_FirstDeployWritesOnlyTheJob(t *testing.T) {
 	step("the next reconcile", map[string]int64{})
 	if n := len(d.jobs(d.b)); n != 1 {
 		t.Errorf("%d Jobs, want 1", n)
+	}
+
+	// A clean stop (SIGTERM) writes what is deferred.
+	d2 := newDirect(t, reg.Repository("demo/app"))
+	d2.r.Client, d2.r.DecoratePod, d2.r.StatusDelay = writes, d.outcomes.decorate, werfbundle.DefaultStatusDelay
+	d2.reconcile()
+	writes.Reset()
+	werfbundle.StopForTest(d2.r)
+	if got, want := writes.ByVerb(), map[string]int64{"PATCH WerfBundle/status": 1}; !maps.Equal(got, want) {
+		t.Errorf("the stop: writes %v, want %v", got, want)
+	}
+	if st := d2.get(d2.b).Status; st.ActiveJob == "" || st.Phase != werfv1.PhaseSyncing {
+		t.Errorf("status after the stop: activeJob %q, phase %q; want the Job, Syncing", st.ActiveJob, st.Phase)
 	}
 }

@@ -1,6 +1,8 @@
 package werfbundle
 
 import (
+	"context"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -15,4 +17,11 @@ func CheckJobForTest(b *werfv1.WerfBundle, image string, env []corev1.EnvVar, ta
 	js := jobSpec{bundle: b, targetNS: b.Namespace, release: b.Name, image: image, deadline: int64(DefaultJobDeadline.Seconds()),
 		extraEnv: env, repoForWerf: b.Spec.Registry.URL, secretName: jobName(b, req)}
 	return buildJob(js, req)
+}
+
+// StopForTest runs what the manager's stop runs for r: the deferred status writes are written.
+func StopForTest(r *Reconciler) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = statusFlusher{r: r}.Start(ctx)
 }

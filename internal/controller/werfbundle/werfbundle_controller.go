@@ -168,6 +168,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if err := idx.IndexField(ctx, &werfv1.WerfBundle{}, indexTargetNamespace, targetNamespaceKeys); err != nil {
 		return err
 	}
+	if r.StatusDelay > 0 {
+		if err := mgr.Add(statusFlusher{r: r}); err != nil {
+			return err
+		}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("werfbundle").
 		For(&werfv1.WerfBundle{}, builder.WithPredicates(bundleChanges)).
@@ -244,6 +249,8 @@ func jobToBundle(_ context.Context, o client.Object) []reconcile.Request {
 // its write (StatusDelay); the next one writes both.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	r.once.Do(r.defaults)
+	r.pending.active.Add(1)
+	defer r.pending.active.Add(-1)
 	start := time.Now()
 	bundle := &werfv1.WerfBundle{}
 	if err := r.Get(ctx, req.NamespacedName, bundle); err != nil {
@@ -322,7 +329,7 @@ func (r *Reconciler) runSteps(ctx context.Context, s *scope) error {
 // deferStatus reports whether this reconcile's status write waits for the next reconcile: it
 // created a Job, and wrote nothing else that the status must follow.
 func (r *Reconciler) deferStatus(s *scope, err error) bool {
-	return r.StatusDelay > 0 && err == nil && s.created != nil
+	return r.StatusDelay > 0 && err == nil && s.created != nil && !r.pending.stopping.Load()
 }
 
 // writeStatus writes what the reconcile (and a deferred one before it) left: the Job's ownership

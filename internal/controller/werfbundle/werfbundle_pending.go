@@ -1,12 +1,15 @@
 package werfbundle
 
 import (
+	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
@@ -32,10 +35,25 @@ type pendingStatus struct {
 	owners []*batchv1.Job
 }
 
-// pendingStatuses holds the deferred status writes by bundle.
+// pendingStatuses holds the deferred status writes by bundle, and knows when the operator stops.
 type pendingStatuses struct {
 	mu sync.Mutex
 	m  map[types.NamespacedName]*pendingStatus
+	// active counts the reconciles running; stopping is set when the manager stops, from then
+	// on no status write is deferred.
+	active   atomic.Int64
+	stopping atomic.Bool
+}
+
+// keys lists the bundles with a status not written yet.
+func (p *pendingStatuses) keys() []types.NamespacedName {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]types.NamespacedName, 0, len(p.m))
+	for k := range p.m {
+		out = append(out, k)
+	}
+	return out
 }
 
 // take removes and returns the bundle's pending status, nil when there is none.
@@ -58,11 +76,35 @@ func (p *pendingStatuses) put(key types.NamespacedName, ps *pendingStatus) {
 
 func (p *pendingStatuses) forget(key types.NamespacedName) { p.take(key) }
 
-// len is the number of bundles with a status not written yet.
-func (p *pendingStatuses) len() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.m)
+// flushTimeout bounds the status writes at shutdown (the manager's graceful shutdown bounds the whole).
+const flushTimeout = 20 * time.Second
+
+// statusFlusher writes the deferred statuses when the operator stops on a signal, so a clean
+// shutdown (a rollout, a drained node) leaves every Job recorded: it stops deferring, waits for
+// the reconciles under way (the controller's workers finish theirs), then reconciles every bundle
+// still pending once more, which writes its status. A process that dies instead leaves Jobs the
+// next one adopts.
+type statusFlusher struct{ r *Reconciler }
+
+func (f statusFlusher) Start(ctx context.Context) error {
+	<-ctx.Done()
+	p := &f.r.pending
+	p.stopping.Store(true)
+	flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+	defer cancel()
+	for p.active.Load() > 0 {
+		select {
+		case <-flush.Done():
+			return nil
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	for _, key := range p.keys() {
+		if _, err := f.r.Reconcile(flush, ctrl.Request{NamespacedName: key}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Failed to write a deferred status at shutdown", "bundle", key.Name, "namespace", key.Namespace)
+		}
+	}
+	return nil
 }
 
 // ownerOf keeps what handing a Job's Secret to it needs (adoptJobSecret): name, UID and labels.
