@@ -4,6 +4,8 @@
 package conditions
 
 import (
+	"unicode/utf8"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -45,9 +47,16 @@ func Get(conds []metav1.Condition, typ string) *metav1.Condition {
 // maxMessage keeps messages within the API's 32 KiB limit with room to spare.
 const maxMessage = 4096
 
+// truncate cuts s to maxMessage bytes at a character boundary: a character cut in two would be
+// stored as U+FFFD (JSON), and the next reconcile, cutting the same message again, would see a
+// change and write it again.
 func truncate(s string) string {
 	if len(s) <= maxMessage {
 		return s
 	}
-	return s[:maxMessage-3] + "..."
+	cut := maxMessage - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
