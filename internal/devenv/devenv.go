@@ -186,9 +186,6 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		return env, err
 	}
 
-	if err := os.WriteFile(filepath.Join(opts.Dir, readyFile), []byte(time.Now().Format(time.RFC3339)), 0o644); err != nil {
-		return env, err
-	}
 	if env.manager != nil {
 		env.scheduleLaterVersion(env.manager.chartDir)
 	}
@@ -216,6 +213,11 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		fmt.Fprintf(opts.Out, "  moved:      %s\n", n)
 	}
 	fmt.Fprintf(opts.Out, "  logs:       %s\n\n", filepath.Join(opts.Dir, "logs"))
+	// Ready only once the banner is whole: `devenv up` prints the log from "Ready in" when this file
+	// appears, and on a loaded machine the lines above (API calls for the pod lists) take a while.
+	if err := os.WriteFile(filepath.Join(opts.Dir, readyFile), []byte(time.Now().Format(time.RFC3339)), 0o644); err != nil {
+		return env, err
+	}
 	return env, nil
 }
 
