@@ -1,0 +1,242 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Assigner writes each object's shard into its Label. It runs on one replica (the leader) and
+// caches the objects' metadata only, so 50,000 objects cost it a few tens of MiB.
+type Assigner struct {
+	Config *rest.Config
+	Scheme *runtime.Scheme
+	// Client writes the labels (a metadata merge patch of the one label).
+	Client client.Client
+	// GVK is the sharded kind; Label the label naming an object's shard.
+	GVK   schema.GroupVersionKind
+	Label string
+	// Namespace and Ring select the membership Leases.
+	Namespace string
+	Ring      string
+	// Every is how often the Leases are checked for expiry (1 s when zero).
+	Every time.Duration
+	// BeforeMove, when set, runs before an object that has a shard is moved to another (to):
+	// a controller moves the objects it made for it (Jobs) with it. An error retries the move.
+	BeforeMove func(ctx context.Context, obj *metav1.PartialObjectMetadata, to string) error
+	// Workers patch labels in parallel (4 when zero).
+	Workers int
+
+	mu      sync.Mutex
+	members []string
+	seen    map[string]observed
+	objects cache.Informer
+	reader  client.Reader
+	queue   workqueue.TypedRateLimitingInterface[types.NamespacedName]
+}
+
+// observed is when the assigner last saw a membership Lease change: expiry is judged on this
+// process's clock, not the member's (as leader election does), so clock skew cannot kill a member.
+type observed struct {
+	version  string
+	at       time.Time
+	duration time.Duration
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: one assigner writes the labels.
+func (a *Assigner) NeedLeaderElection() bool { return true }
+
+// Members returns the live members the assigner last computed, sorted.
+func (a *Assigner) Members() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.members)
+}
+
+// Start runs the assigner until ctx ends.
+func (a *Assigner) Start(ctx context.Context) error {
+	c, err := cache.New(a.Config, cache.Options{
+		Scheme:           a.Scheme,
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&coordinationv1.Lease{}: {
+				Namespaces: map[string]cache.Config{a.Namespace: {}},
+				Label:      labels.SelectorFromSet(labels.Set{RingLabel: a.Ring}),
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("creating the shard assigner's cache: %w", err)
+	}
+	a.reader, a.seen = c, map[string]observed{}
+	a.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
+		workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "shard-assigner-" + a.Ring})
+	defer a.queue.ShutDown()
+	if a.objects, err = c.GetInformer(ctx, a.meta()); err != nil {
+		return err
+	}
+	enqueue := func(obj any) {
+		if m, ok := obj.(client.Object); ok {
+			a.queue.Add(client.ObjectKeyFromObject(m))
+		}
+	}
+	if _, err := a.objects.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) },
+	}); err != nil {
+		return err
+	}
+	if _, err := c.GetInformer(ctx, &coordinationv1.Lease{}); err != nil {
+		return err
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return ctx.Err()
+	}
+	ctrl.LoggerFrom(ctx).WithName("shard").Info("Started the shard assigner", "ring", a.Ring, "kind", a.GVK.Kind)
+	a.Resync(ctx)
+	for range max(a.Workers, 4) {
+		go a.work(ctx)
+	}
+	every := a.Every
+	if every <= 0 {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			a.Resync(ctx)
+		}
+	}
+}
+
+func (a *Assigner) meta() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(a.GVK)
+	return m
+}
+
+// Resync recomputes the live members; when they changed it queues every object, and it records
+// how many objects each member holds.
+func (a *Assigner) Resync(ctx context.Context) {
+	var leases coordinationv1.LeaseList
+	if err := a.reader.List(ctx, &leases, client.InNamespace(a.Namespace), client.MatchingLabels{RingLabel: a.Ring}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the membership Leases", "ring", a.Ring)
+		return
+	}
+	live := a.live(leases.Items, time.Now())
+	a.mu.Lock()
+	changed := !slices.Equal(live, a.members)
+	a.members = live
+	a.mu.Unlock()
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(a.GVK)
+	if err := a.reader.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the sharded objects", "ring", a.Ring)
+		return
+	}
+	if changed {
+		ctrl.LoggerFrom(ctx).WithName("shard").Info("Changed the shard members", "ring", a.Ring, "members", live, "objects", len(list.Items))
+		members.WithLabelValues(a.Ring).Set(float64(len(live)))
+	}
+	count := map[string]int{}
+	for i := range list.Items {
+		o := &list.Items[i]
+		count[o.Labels[a.Label]]++
+		if changed {
+			a.queue.Add(client.ObjectKeyFromObject(o))
+		}
+	}
+	recordCounts(a.Ring, live, count)
+}
+
+// live returns the members whose Lease this process has seen renewed within its duration.
+func (a *Assigner) live(leases []coordinationv1.Lease, now time.Time) []string {
+	seen := map[string]observed{}
+	var out []string
+	for _, l := range leases {
+		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" || !l.DeletionTimestamp.IsZero() {
+			continue
+		}
+		o, ok := a.seen[l.Name]
+		if !ok || o.version != l.ResourceVersion {
+			o = observed{version: l.ResourceVersion, at: now, duration: 15 * time.Second}
+			if d := l.Spec.LeaseDurationSeconds; d != nil && *d > 0 {
+				o.duration = time.Duration(*d) * time.Second
+			}
+		}
+		seen[l.Name] = o
+		if now.Sub(o.at) <= o.duration && !slices.Contains(out, *l.Spec.HolderIdentity) {
+			out = append(out, *l.Spec.HolderIdentity)
+		}
+	}
+	a.seen = seen
+	slices.Sort(out)
+	return out
+}
+
+func (a *Assigner) work(ctx context.Context) {
+	for {
+		key, shutdown := a.queue.Get()
+		if shutdown {
+			return
+		}
+		if err := a.assign(ctx, key); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Failed to assign an object to a shard", "ring", a.Ring, "object", key)
+			a.queue.AddRateLimited(key)
+		} else {
+			a.queue.Forget(key)
+		}
+		a.queue.Done(key)
+	}
+}
+
+// assign labels one object with the member Pick gives it; nothing when it has it already or no
+// member is live (objects stay where they are until one is).
+func (a *Assigner) assign(ctx context.Context, key types.NamespacedName) error {
+	obj := a.meta()
+	if err := a.reader.Get(ctx, key, obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	to := Pick(Key(obj), a.Members())
+	from := obj.Labels[a.Label]
+	if to == "" || to == from {
+		return nil
+	}
+	if from != "" && a.BeforeMove != nil {
+		if err := a.BeforeMove(ctx, obj, to); err != nil {
+			return fmt.Errorf("moving what %s made from %s to %s: %w", key, from, to, err)
+		}
+	}
+	patch := client.MergeFrom(obj.DeepCopy())
+	lbls := maps.Clone(obj.Labels)
+	if lbls == nil {
+		lbls = map[string]string{}
+	}
+	lbls[a.Label] = to
+	obj.Labels = lbls
+	if err := a.Client.Patch(ctx, obj, patch); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	moves.WithLabelValues(a.Ring).Inc()
+	return nil
+}
