@@ -45,6 +45,8 @@ type Controller struct {
 	// namespace (Catalyst's build namespace) is not refused a watch of every namespace, while one
 	// process running a system that needs them all (WerfBundle) still sees them all.
 	JobNamespaces func() []string
+	// Shard, when set, lets the system's replicas share its objects as shards (--shards > 1).
+	Shard *Sharding
 }
 
 // Options are the operator's settings, bound to command-line flags by BindFlags.
@@ -75,6 +77,10 @@ type Options struct {
 	// SkipControllerNameValidation lets a process build several managers with the same
 	// controllers (tests); controller names must otherwise be unique per process.
 	SkipControllerNameValidation bool
+	// Shards > 1 makes every replica a shard of the selected system (see Sharding); ShardName
+	// is this replica's.
+	Shards    int
+	ShardName string
 
 	eventLimiter *rate.Limiter
 }
@@ -109,6 +115,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet, available []Controller) {
 	fs.Float64Var(&o.QPS, "kube-api-qps", 0, fmt.Sprintf("client-side limit of requests per second to the API server; 0: none when the API server enforces API Priority and Fairness, else %d; negative: none", FallbackQPS))
 	fs.IntVar(&o.Burst, "kube-api-burst", FallbackBurst, "request burst to the API server, with a positive --kube-api-qps")
 	bindEventFlags(fs, o)
+	bindShardFlags(fs, o)
 	for _, c := range available {
 		if c.BindFlags != nil {
 			c.BindFlags(fs)
@@ -155,6 +162,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 	if err != nil {
 		return nil, err
 	}
+	sharding, err := shardingOf(selected, opts)
+	if err != nil {
+		return nil, err
+	}
 	if opts.LeaderElectionNamespace == "" {
 		opts.LeaderElectionNamespace = opts.Namespace
 	}
@@ -183,9 +194,13 @@ func NewManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 		CertDir: opts.WebhookCertDir,
 		TLSOpts: []func(*tls.Config){disableHTTP2},
 	})
+	cacheOpts := cacheOptions(jobNamespaces(selected))
+	if sharding != nil {
+		cacheOpts = shardCache(cacheOpts, sharding, opts.ShardName)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         cacheOptions(jobNamespaces(selected)),
+		Cache:                         cacheOpts,
 		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: uncached}},
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        opts.ProbeAddr,
@@ -213,9 +228,17 @@ func NewManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 	// The controllers (the systems' and the webhook certificate's) are set up on a manager that
 	// lets their running reconciles finish on shutdown (finishingManager).
 	setupMgr := finishingManager{Manager: mgr, grace: opts.GracefulShutdownTimeout}
+	systemMgr := setupMgr
+	if sharding != nil {
+		// Every shard runs the system's controllers; the leader also runs the assigner.
+		systemMgr.everyReplica = true
+		if err := addShardRunnables(mgr, sharding, selected[0].Name, opts); err != nil {
+			return nil, err
+		}
+	}
 	var errs []error
 	for _, c := range selected {
-		if err := c.Setup(ctx, setupMgr, opts); err != nil {
+		if err := c.Setup(ctx, systemMgr, opts); err != nil {
 			errs = append(errs, fmt.Errorf("setting up %s controller: %w", c.Name, err))
 		}
 	}
@@ -277,7 +300,7 @@ func cacheOptions(jobNamespaces []string) cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&batchv1.Job{}: jobs,
+			jobObject: jobs,
 			// ConfigMaps and Secrets are watched (metadata only) for what users write: slipway's
 			// own outputs (Job logs, Job values) are left out, so they cost no memory.
 			&corev1.ConfigMap{}: {Label: notManaged},
@@ -285,6 +308,9 @@ func cacheOptions(jobNamespaces []string) cache.Options {
 		},
 	}
 }
+
+// jobObject is the key of the Jobs' cache options.
+var jobObject client.Object = &batchv1.Job{}
 
 var notManaged = func() labels.Selector {
 	r, err := labels.NewRequirement(ManagedByLabel, selection.NotEquals, []string{ManagedByValue})

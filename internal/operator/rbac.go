@@ -13,6 +13,10 @@ package operator
 // updates it (renewing and, on shutdown, releasing it).
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=slipway-system
 
+// Shards (--shards > 1, package shard): each replica deletes its membership Lease on a clean stop;
+// the assigner lists and watches the ring's Leases.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list;watch;delete,namespace=slipway-system
+
 // Secure metrics (--metrics-secure): the operator asks the API server to authenticate and
 // authorize each scraper.
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create

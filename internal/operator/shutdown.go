@@ -34,6 +34,9 @@ var errGraceOver = errors.New("the graceful shutdown timeout is nearly over")
 type finishingManager struct {
 	ctrl.Manager
 	grace time.Duration
+	// everyReplica runs the controllers added (and the runnables that do not ask for the
+	// leader) on every replica: the shards of a sharded system (see Sharding).
+	everyReplica bool
 }
 
 // Add implements manager.Manager.
@@ -42,6 +45,9 @@ func (m finishingManager) Add(r manager.Runnable) error {
 		if err := letReconcilesFinish(c, m.grace); err != nil {
 			return err
 		}
+	}
+	if m.everyReplica && onEveryReplica(r) {
+		r = everyReplica{r}
 	}
 	return m.Manager.Add(r)
 }

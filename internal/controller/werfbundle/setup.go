@@ -59,6 +59,7 @@ func Controller() operator.Controller {
 		Setup: func(ctx context.Context, mgr ctrl.Manager, opts operator.Options) error {
 			return cfg.setup(ctx, mgr, opts)
 		},
+		Shard: sharding,
 	}
 }
 
@@ -80,6 +81,9 @@ func (cfg *Config) setup(ctx context.Context, mgr ctrl.Manager, opts operator.Op
 		JobEnv:            cfg.JobEnv,
 
 		AllowCrossNamespace: cfg.AllowCrossNamespace,
+	}
+	if opts.Sharded() {
+		r.shard = &shardJobs{reader: mgr.GetAPIReader(), writer: mgr.GetClient()}
 	}
 	if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: cfg.Concurrency}); err != nil {
 		return err

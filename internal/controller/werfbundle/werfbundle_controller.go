@@ -111,6 +111,9 @@ type Reconciler struct {
 	// The operator runs with DefaultStatusDelay (see "Write order and crashes" in docs/werfbundle.md).
 	StatusDelay time.Duration
 
+	// shard keeps the Jobs of bundles moved to this shard in view (nil unless --shards > 1).
+	shard *shardJobs
+
 	once  sync.Once
 	polls *pollTracker
 	// writes knows the resourceVersion of each bundle's last status write (see cachelag).
@@ -372,6 +375,9 @@ func stop(reason string) error { return &stopError{reason: reason} }
 // Secrets go with them by owner reference), Secrets that never got their Job, and logs. Jobs in the bundle's own namespace would be
 // garbage collected too, but Jobs elsewhere cannot carry an owner reference to the bundle.
 func (r *Reconciler) cleanupDeleted(ctx context.Context, key types.NamespacedName) error {
+	if gone, err := r.shard.gone(ctx, key); !gone {
+		return err // moved to another shard, which owns its Jobs now
+	}
 	sel := client.MatchingLabels{LabelComponent: ComponentValue, LabelBundleNamespace: key.Namespace, LabelBundleName: key.Name}
 	var jobs batchv1.JobList
 	if err := r.List(ctx, &jobs, sel); err != nil {

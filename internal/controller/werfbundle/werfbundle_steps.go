@@ -213,6 +213,13 @@ func (r *Reconciler) stepJobs(ctx context.Context, s *scope) error {
 	}); err != nil {
 		return fmt.Errorf("listing Jobs: %w", err)
 	}
+	if moved, err := r.shard.adopt(ctx, b, s.targetNS, list.Items); err != nil || moved {
+		if err == nil {
+			s.requeue(jobAdoptionWait)
+			err = stop("Jobs moved from another shard")
+		}
+		return err
+	}
 	s.jobs = list.Items
 	sort.Slice(s.jobs, func(i, j int) bool {
 		return s.jobs[j].CreationTimestamp.Before(&s.jobs[i].CreationTimestamp)
@@ -426,6 +433,7 @@ func (r *Reconciler) createJob(ctx context.Context, s *scope, req jobRequest) er
 	}
 	js.secretName = jobName(b, req)
 	job := buildJob(js, req)
+	r.shard.label(b, job)
 
 	// 1. The Secret, before anything can mount it. No values, credentials or CA: no Secret.
 	var secret *corev1.Secret
@@ -442,8 +450,9 @@ func (r *Reconciler) createJob(ctx context.Context, s *scope, req jobRequest) er
 		if !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating Job %s/%s: %w", job.Namespace, job.Name, err)
 		}
-		// Made by an earlier reconcile that did not see it yet: adopt it.
-		if err := r.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+		// Made by an earlier reconcile that did not see it yet, or by the shard the bundle was on
+		// before: adopt it.
+		if err := r.existing(ctx, b, job); err != nil {
 			return err
 		}
 	} else {

@@ -1,0 +1,215 @@
+//go:build e2e
+
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
+	"github.com/slipway-dev/slipway/internal/controller/werfbundle"
+	"github.com/slipway-dev/slipway/internal/controlplane"
+	"github.com/slipway-dev/slipway/internal/operator/shard"
+	"github.com/slipway-dev/slipway/internal/registry/registrytest"
+	"github.com/slipway-dev/slipway/internal/scheme"
+	"github.com/slipway-dev/slipway/internal/testenv"
+	"github.com/slipway-dev/slipway/internal/testenv/operatorproc"
+)
+
+// shardWorld is a control plane, a registry with one bundle tag, WerfBundles in namespaces of
+// perNS, and operator processes each a shard (--shards) under the operator's RBAC identity.
+type shardWorld struct {
+	ctx        context.Context
+	c          client.Client
+	kubeconfig string
+	bin        string
+	repo       string
+	prefix     string
+	flags      []string
+	shards     map[string]*operatorproc.Process
+}
+
+func newShardWorld(ctx context.Context, tb testing.TB, cp *testenv.Env, prefix string, flags ...string) *shardWorld {
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.QPS = -1
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	kubeconfig, err := cp.InstallOperatorIdentity(ctx, filepath.Join(tb.TempDir(), "operator.kubeconfig"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	reg := registrytest.StartDistribution(tb)
+	registrytest.PushBundle(tb, reg.Host, prefix+"/app", "1.0.0")
+	return &shardWorld{ctx: ctx, c: c, kubeconfig: kubeconfig, bin: operatorproc.Binary(tb), repo: reg.Repository(prefix + "/app"),
+		prefix: prefix, flags: flags, shards: map[string]*operatorproc.Process{}}
+}
+
+// bundles creates n WerfBundles, perNS to a namespace.
+func (w *shardWorld) bundles(tb testing.TB, n, perNS int) {
+	testenv.Parallel(tb, (n+perNS-1)/perNS, 16, func(i int) error {
+		ns := fmt.Sprintf("%s-%d", w.prefix, i)
+		if err := w.c.Create(w.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return err
+		}
+		return w.c.Create(w.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "werf-converge", Namespace: ns}})
+	})
+	testenv.Parallel(tb, n, 16, func(i int) error {
+		return w.c.Create(w.ctx, &werfv1.WerfBundle{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", i), Namespace: fmt.Sprintf("%s-%d", w.prefix, i/perNS)},
+			Spec: werfv1.WerfBundleSpec{
+				Registry: werfv1.RegistrySpec{URL: w.repo, Insecure: true},
+				Converge: werfv1.ConvergeSpec{ServiceAccountName: "werf-converge"},
+			},
+		})
+	})
+}
+
+// start runs a shard named name; count is --shards.
+func (w *shardWorld) start(tb testing.TB, name string, count int) *operatorproc.Process {
+	p := operatorproc.Start(tb, w.bin, operatorproc.Options{
+		Name: name, Kubeconfig: w.kubeconfig,
+		Args: append([]string{
+			"--namespace=" + controlplane.OperatorNamespace, "--controllers=werfbundle",
+			fmt.Sprintf("--shards=%d", count), "--shard-name=" + name,
+			"--leader-election-lease-duration=" + leaseDuration.String(),
+			"--leader-election-renew-deadline=" + renewDeadline.String(),
+			"--leader-election-retry-period=" + retryPeriod.String(),
+			"--webhook-cert-mirror=true", "--webhook-cert-dns-names=localhost",
+		}, w.flags...),
+	})
+	w.shards[name] = p
+	return p
+}
+
+func (w *shardWorld) live() []string {
+	var out []string
+	for name, p := range w.shards {
+		if p.Running() {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// leader is the shard holding the leader-election Lease (the assigner).
+func (w *shardWorld) leader(ctx context.Context, tb testing.TB) string {
+	var name string
+	testenv.Eventually(ctx, tb.(*testing.T), "one shard leads", func() (bool, error) {
+		for n, p := range w.shards {
+			if v, err := p.MetricSum(ctx, "leader_election_master_status", map[string]string{"name": leaseName}); p.Running() && err == nil && v == 1 {
+				name = n
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return name
+}
+
+// state reads every bundle's shard and Jobs: settled is true when each bundle is on the shard
+// rendezvous hashing gives it among the running shards and has its first Job, labelled for the
+// same shard (the shard holding it has it in view); twice lists bundles with more than one Job.
+func (w *shardWorld) state(n int) (settled bool, twice []string, err error) {
+	var bundles werfv1.WerfBundleList
+	if err := w.c.List(w.ctx, &bundles); err != nil {
+		return false, nil, err
+	}
+	var jobs batchv1.JobList
+	if err := w.c.List(w.ctx, &jobs, client.MatchingLabels{werfbundle.LabelComponent: werfbundle.ComponentValue}); err != nil {
+		return false, nil, err
+	}
+	byBundle := map[string][]batchv1.Job{}
+	for _, j := range jobs.Items {
+		k := j.Labels[werfbundle.LabelBundleNamespace] + "/" + j.Labels[werfbundle.LabelBundleName]
+		byBundle[k] = append(byBundle[k], j)
+	}
+	live := w.live()
+	settled = len(bundles.Items) == n
+	for _, b := range bundles.Items {
+		k := b.Namespace + "/" + b.Name
+		js := byBundle[k]
+		if len(js) > 1 {
+			twice = append(twice, k)
+		}
+		on := b.Labels[werfbundle.ShardLabel]
+		if on != shard.Pick(shard.Key(&b), live) || len(js) != 1 || js[0].Labels[werfbundle.ShardLabel] != on {
+			settled = false
+		}
+	}
+	return settled, twice, nil
+}
+
+// settle waits until state is settled, failing at once on a bundle with a second Job, and
+// returns how long it took.
+func (w *shardWorld) settle(tb testing.TB, n int, what string) time.Duration {
+	start := time.Now()
+	testenv.Eventually(w.ctx, tb.(*testing.T), what, func() (bool, error) {
+		for name, p := range w.shards {
+			if !p.Running() && p.Err() != nil && !isKilled(p.Err()) {
+				tb.Fatalf("shard %s exited: %v", name, p.Err())
+			}
+		}
+		settled, twice, err := w.state(n)
+		if len(twice) > 0 {
+			tb.Fatalf("bundles with a second Job: %v", twice)
+		}
+		return settled, err
+	})
+	return time.Since(start)
+}
+
+func isKilled(err error) bool {
+	return err != nil && (err.Error() == "signal: killed" || err.Error() == "signal: terminated")
+}
+
+// TestOperator_ShardsHandOverWithoutASecondJob runs the operator binary as three shards
+// (--shards=3) on a light control plane (nothing runs the Jobs: every first Job stays active,
+// the case where a second Job would run beside it) with 60 WerfBundles in 12 namespaces. Every
+// bundle gets its first Job on the shard that hashing gives it; then the leader (shard and
+// assigner) is SIGKILLed, a shard joins, and every shard is replaced in a rolling restart (a new
+// shard started, the old one stopped). After each change every bundle is on its new shard with
+// its one Job, now labelled for that shard (found by the new shard, not made again), and no bundle
+// ever has a second Job.
+func TestOperator_ShardsHandOverWithoutASecondJob(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	const n = 60
+	w := newShardWorld(ctx, t, env, "shards")
+	w.bundles(t, n, 5)
+	for _, name := range []string{"s0", "s1", "s2"} {
+		w.start(t, name, 3)
+	}
+	t.Logf("first Jobs on 3 shards in %s", w.settle(t, n, "every bundle has its first Job on its shard"))
+
+	leader := w.leader(ctx, t)
+	if err := w.shards[leader].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("SIGKILLed the leader %s: its bundles on the others in %s (Lease %s)", leader,
+		w.settle(t, n, "the killed shard's bundles are on the others with their Jobs"), leaseDuration)
+
+	w.start(t, "s3", 3)
+	t.Logf("s3 joined: its share moved in %s", w.settle(t, n, "the joining shard holds its share with its Jobs"))
+
+	for i, old := range w.live() {
+		next := fmt.Sprintf("r%d", i)
+		w.start(t, next, 3).WaitReady(ctx, t)
+		if err := w.shards[old].Stop(ctx); err != nil {
+			t.Fatalf("stopping %s: %v", old, err)
+		}
+		t.Logf("rolled %s to %s in %s", old, next, w.settle(t, n, fmt.Sprintf("the bundles of %s are on their shards", old)))
+	}
+}
