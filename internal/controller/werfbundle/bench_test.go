@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
@@ -30,10 +31,12 @@ import (
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/controller/werfbundle"
 	"github.com/slipway-dev/slipway/internal/controller/werfbundle/receiver"
+	"github.com/slipway-dev/slipway/internal/controlplane"
 	"github.com/slipway-dev/slipway/internal/operator"
 	"github.com/slipway-dev/slipway/internal/registry/registrytest"
 	"github.com/slipway-dev/slipway/internal/scheme"
 	"github.com/slipway-dev/slipway/internal/testenv"
+	"github.com/slipway-dev/slipway/internal/testenv/operatorproc"
 )
 
 // BenchmarkWerfBundle_Scale runs N WerfBundles against one registry on the full control plane
@@ -82,10 +85,18 @@ func requests(b *testing.B) map[string]float64 {
 	return out
 }
 
-// startBench creates n bundles (in namespaces of benchPerNamespace, each with its
-// ServiceAccount) polling every interval against one registry, then starts the operator's
-// manager with the WerfBundle controller against cfg until ctx ends.
-func startBench(ctx context.Context, b *testing.B, cfg *rest.Config, n int, interval time.Duration) *benchRun {
+// benchBundles is the bundles of one benchmark and what serves them.
+type benchBundles struct {
+	c     client.Client
+	reg   *registrytest.Registry
+	proxy *registrytest.FaultProxy
+	run   string
+	opNS  string
+}
+
+// createBundles creates n bundles (in namespaces of benchPerNamespace, each with its
+// ServiceAccount) polling every interval against one registry, and the operator's namespace.
+func createBundles(ctx context.Context, b *testing.B, cfg *rest.Config, n int, interval time.Duration) benchBundles {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 2000, 4000
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
@@ -120,8 +131,14 @@ func startBench(ctx context.Context, b *testing.B, cfg *rest.Config, n int, inte
 			},
 		})
 	})
+	return benchBundles{c: c, reg: reg, proxy: proxy, run: run, opNS: opNS}
+}
 
-	// The operator's shipped defaults: status delay, client rate limit, Event limit, workers.
+// startBench creates n bundles (createBundles), then starts the operator's manager with the
+// WerfBundle controller against cfg until ctx ends.
+func startBench(ctx context.Context, b *testing.B, cfg *rest.Config, n int, interval time.Duration) *benchRun {
+	bb := createBundles(ctx, b, cfg, n, interval)
+	c, reg, proxy, run, opNS := bb.c, bb.reg, bb.proxy, bb.run, bb.opNS
 	br := &benchRun{c: c, reg: reg, proxy: proxy, run: run, r: &werfbundle.Reconciler{OperatorNamespace: opNS, Logs: fakeLogs{},
 		StatusDelay: werfbundle.DefaultStatusDelay}}
 	runtime.GC()
@@ -276,6 +293,77 @@ func BenchmarkWerfBundle_FirstJobsOperatorOnly(b *testing.B) {
 				b.ReportMetric(float64(rss-br.baseRSS)/(1<<20), "MiB-rss-operator")
 			}
 		})
+	}
+}
+
+// BenchmarkWerfBundle_OperatorBinary runs the built operator binary (cmd/operator, under the
+// operator's RBAC identity, --controllers=werfbundle and otherwise the shipped defaults) against N
+// bundles on a light control plane of its own, where nothing runs the Jobs, and reports from the
+// process: the time to every first Job and to every status recording its Job, its writes per
+// bundle by verb until each (client-go's request counts, Events included), and its memory then
+// (RSS, anonymous and file-backed, peak). WERFBUNDLE_BENCH_SIZES picks the sizes (default 1000);
+// WERFBUNDLE_BENCH_OPERATOR_ARGS adds flags (e.g. --werfbundle-status-delay=0 for the status
+// written with the Job).
+func BenchmarkWerfBundle_OperatorBinary(b *testing.B) {
+	for _, n := range testenv.Sizes(b, "WERFBUNDLE_BENCH_SIZES", 1000) {
+		b.Run(fmt.Sprintf("bundles=%d", n), func(b *testing.B) {
+			for range b.N {
+				benchBinary(b, n)
+			}
+		})
+	}
+}
+
+func benchBinary(b *testing.B, n int) {
+	light := testenv.New(b, testenv.Light)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	createBundles(ctx, b, light.Config, n, time.Hour)
+	kubeconfig, err := light.InstallOperatorIdentity(ctx, filepath.Join(b.TempDir(), "operator.kubeconfig"), "werfbundle")
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	p := operatorproc.Start(b, operatorproc.Binary(b), operatorproc.Options{Name: "werfbundle-bench", Kubeconfig: kubeconfig,
+		Args: append([]string{"--namespace=" + controlplane.OperatorNamespace, "--controllers=werfbundle"},
+			strings.Fields(os.Getenv("WERFBUNDLE_BENCH_OPERATOR_ARGS"))...)})
+	p.WaitReady(ctx, b)
+	scrape := func() map[string]*dto.MetricFamily {
+		m, err := p.Metrics(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return m
+	}
+	var at map[string]*dto.MetricFamily
+	firstJobs := testenv.Until(ctx, b, "every first Job exists", func() bool {
+		at = scrape()
+		return operatorproc.Sum(at, "slipway_werfbundle_jobs_created_total", map[string]string{"kind": "apply"}) >= float64(n)
+	}).Sub(start)
+	reportProcessWrites(b, "critical-", n, at)
+	written := testenv.Until(ctx, b, "every bundle's status records its first Job", func() bool {
+		at = scrape()
+		return operatorproc.Sum(at, "rest_client_requests_total", map[string]string{"method": "PATCH"}) >= float64(n)
+	}).Sub(start)
+	reportProcessWrites(b, "first-", n, at)
+	mem, err := p.Memory()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(firstJobs.Seconds(), "s-first-jobs")
+	b.ReportMetric(float64(n)/firstJobs.Seconds(), "jobs/s")
+	b.ReportMetric(written.Seconds(), "s-status-written")
+	b.ReportMetric(float64(mem.RSS)/(1<<20), "MiB-rss")
+	b.ReportMetric(float64(mem.Anon)/(1<<20), "MiB-rss-anon")
+	b.ReportMetric(float64(mem.File)/(1<<20), "MiB-rss-file")
+	b.ReportMetric(float64(mem.Peak)/(1<<20), "MiB-rss-peak")
+}
+
+// reportProcessWrites reports the operator process's writes per bundle by verb from its client-go
+// request counts: POST (Jobs, and Events), PATCH (statuses, and Event series), PUT, DELETE.
+func reportProcessWrites(b *testing.B, prefix string, n int, m map[string]*dto.MetricFamily) {
+	for _, verb := range []string{"POST", "PATCH", "PUT", "DELETE"} {
+		b.ReportMetric(operatorproc.Sum(m, "rest_client_requests_total", map[string]string{"method": verb})/float64(n), prefix+verb+"/bundle")
 	}
 }
 
