@@ -37,6 +37,8 @@ type shardWorld struct {
 	prefix     string
 	flags      []string
 	shards     map[string]*operatorproc.Process
+	// unsharded is set when the processes run with --shards=1: no bundle gets a shard label.
+	unsharded bool
 }
 
 func newShardWorld(ctx context.Context, tb testing.TB, cp *testenv.Env, prefix string, flags ...string) *shardWorld {
@@ -90,6 +92,7 @@ func (w *shardWorld) start(tb testing.TB, name string, count int) *operatorproc.
 		}, w.flags...),
 	})
 	w.shards[name] = p
+	w.unsharded = count == 1
 	return p
 }
 
@@ -105,16 +108,16 @@ func (w *shardWorld) live() []string {
 }
 
 // leader is the shard holding the leader-election Lease (the assigner).
-func (w *shardWorld) leader(ctx context.Context, tb testing.TB) string {
+func (w *shardWorld) leader(tb testing.TB) string {
 	var name string
-	testenv.Eventually(ctx, tb.(*testing.T), "one shard leads", func() (bool, error) {
+	testenv.Until(w.ctx, tb, "one shard leads", func() bool {
 		for n, p := range w.shards {
-			if v, err := p.MetricSum(ctx, "leader_election_master_status", map[string]string{"name": leaseName}); p.Running() && err == nil && v == 1 {
+			if v, err := p.MetricSum(w.ctx, "leader_election_master_status", map[string]string{"name": leaseName}); p.Running() && err == nil && v == 1 {
 				name = n
-				return true, nil
+				return true
 			}
 		}
-		return false, nil
+		return false
 	})
 	return name
 }
@@ -144,19 +147,23 @@ func (w *shardWorld) state(n int) (settled bool, twice []string, err error) {
 		if len(js) > 1 {
 			twice = append(twice, k)
 		}
-		on := b.Labels[werfbundle.ShardLabel]
-		if on != shard.Pick(shard.Key(&b), live) || len(js) != 1 || js[0].Labels[werfbundle.ShardLabel] != on {
+		on, want := b.Labels[werfbundle.ShardLabel], shard.Pick(shard.Key(&b), live)
+		if w.unsharded {
+			want = ""
+		}
+		if on != want || len(js) != 1 || js[0].Labels[werfbundle.ShardLabel] != on {
 			settled = false
 		}
 	}
 	return settled, twice, nil
 }
 
-// settle waits until state is settled, failing at once on a bundle with a second Job, and
-// returns how long it took.
-func (w *shardWorld) settle(tb testing.TB, n int, what string) time.Duration {
+// settle waits until state is settled, polling every period, failing at once on a bundle with a
+// second Job or a shard that exited on its own, and returns how long it took.
+func (w *shardWorld) settle(tb testing.TB, n int, what string, period time.Duration) time.Duration {
+	tb.Helper()
 	start := time.Now()
-	testenv.Eventually(w.ctx, tb.(*testing.T), what, func() (bool, error) {
+	for {
 		for name, p := range w.shards {
 			if !p.Running() && p.Err() != nil && !isKilled(p.Err()) {
 				tb.Fatalf("shard %s exited: %v", name, p.Err())
@@ -166,9 +173,15 @@ func (w *shardWorld) settle(tb testing.TB, n int, what string) time.Duration {
 		if len(twice) > 0 {
 			tb.Fatalf("bundles with a second Job: %v", twice)
 		}
-		return settled, err
-	})
-	return time.Since(start)
+		if settled {
+			return time.Since(start)
+		}
+		select {
+		case <-w.ctx.Done():
+			tb.Fatalf("timed out waiting until %s (last error: %v)", what, err)
+		case <-time.After(period):
+		}
+	}
 }
 
 func isKilled(err error) bool {
@@ -192,17 +205,17 @@ func TestOperator_ShardsHandOverWithoutASecondJob(t *testing.T) {
 	for _, name := range []string{"s0", "s1", "s2"} {
 		w.start(t, name, 3)
 	}
-	t.Logf("first Jobs on 3 shards in %s", w.settle(t, n, "every bundle has its first Job on its shard"))
+	t.Logf("first Jobs on 3 shards in %s", w.settle(t, n, "every bundle has its first Job on its shard", 250*time.Millisecond))
 
-	leader := w.leader(ctx, t)
+	leader := w.leader(t)
 	if err := w.shards[leader].Kill(); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("SIGKILLed the leader %s: its bundles on the others in %s (Lease %s)", leader,
-		w.settle(t, n, "the killed shard's bundles are on the others with their Jobs"), leaseDuration)
+		w.settle(t, n, "the killed shard's bundles are on the others with their Jobs", 250*time.Millisecond), leaseDuration)
 
 	w.start(t, "s3", 3)
-	t.Logf("s3 joined: its share moved in %s", w.settle(t, n, "the joining shard holds its share with its Jobs"))
+	t.Logf("s3 joined: its share moved in %s", w.settle(t, n, "the joining shard holds its share with its Jobs", 250*time.Millisecond))
 
 	for i, old := range w.live() {
 		next := fmt.Sprintf("r%d", i)
@@ -210,6 +223,6 @@ func TestOperator_ShardsHandOverWithoutASecondJob(t *testing.T) {
 		if err := w.shards[old].Stop(ctx); err != nil {
 			t.Fatalf("stopping %s: %v", old, err)
 		}
-		t.Logf("rolled %s to %s in %s", old, next, w.settle(t, n, fmt.Sprintf("the bundles of %s are on their shards", old)))
+		t.Logf("rolled %s to %s in %s", old, next, w.settle(t, n, fmt.Sprintf("the bundles of %s are on their shards", old), 250*time.Millisecond))
 	}
 }

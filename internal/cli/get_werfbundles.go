@@ -13,20 +13,21 @@ import (
 )
 
 // werfBundleKind is WerfBundle for the in-cluster verbs: DEPLOYED is the tag deployed last with
-// success, LATEST the highest matching tag the last poll saw.
+// success, LATEST the highest matching tag the last poll saw, SHARD the operator shard that holds
+// it (with --shards > 1; "-" otherwise).
 var werfBundleKind = &kubeKind{
 	name: "werfbundle", plural: "werfbundles", title: "WerfBundle", resource: "werfbundles",
 	gvk:     werfv1.GroupVersion.WithKind("WerfBundle"),
 	newObj:  func() client.Object { return &werfv1.WerfBundle{} },
 	newList: func() client.ObjectList { return &werfv1.WerfBundleList{} },
-	headers: []string{"deployed", "latest", "suspended", "age"},
+	headers: []string{"deployed", "latest", "suspended", "shard", "age"},
 	row: func(p *output.Printer, o client.Object) []string {
 		b := o.(*werfv1.WerfBundle)
 		latest := ""
 		if r := b.Status.Registry; r != nil {
 			latest = r.LatestTag
 		}
-		return []string{orDash(b.Status.LastAppliedTag), orDash(latest), strconv.FormatBool(b.Spec.Suspend), ageCell(p, b.CreationTimestamp)}
+		return []string{orDash(b.Status.LastAppliedTag), orDash(latest), strconv.FormatBool(b.Spec.Suspend), orDash(b.Labels[werfv1.ShardLabel]), ageCell(p, b.CreationTimestamp)}
 	},
 	conditions: func(o client.Object) []metav1.Condition { return o.(*werfv1.WerfBundle).Status.Conditions },
 }

@@ -157,7 +157,8 @@ func (w *world) bundle(ns, name string, mutate func(*werfv1.WerfBundle)) *werfv1
 }
 
 func (w *world) createBundles() {
-	w.create(w.bundle(nsA, "app", nil))
+	// As the operator's shard assigner labels a bundle (--shards > 1): get shows the shard.
+	w.create(w.bundle(nsA, "app", func(b *werfv1.WerfBundle) { b.Labels = map[string]string{werfv1.ShardLabel: "slipway-werfbundle-0"} }))
 	w.create(w.bundle(nsA, "paused", func(b *werfv1.WerfBundle) { b.Spec.Suspend = true }))
 	// team-b has no ServiceAccount werf-converge: the bundle fails at once, a human must act.
 	w.create(w.bundle(nsB, "broken", nil))

@@ -21,7 +21,7 @@ import (
 
 // ShardLabel names the shard a WerfBundle is assigned to (with --shards > 1, see docs/werfbundle.md
 // "Shards"); the bundle's Jobs carry it too, so each shard caches its bundles' Jobs alone.
-const ShardLabel = "shard.slipway.dev/werfbundle"
+const ShardLabel = werfv1.ShardLabel
 
 // jobAdoptionWait is how long a reconcile that relabelled Jobs moved from another shard waits for
 // the cache to show them (their watch events requeue it sooner).

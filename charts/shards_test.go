@@ -1,0 +1,46 @@
+package charts_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestChart_ShardsMakeEachWerfBundleReplicaAShard: shards: 1 (the default) keeps the WerfBundle
+// Deployment as before (replicas, one leader); shards: N runs N replicas of it, each told it is a
+// shard (--shards=N) and named by its pod; no other Deployment changes; shards with a single
+// Deployment is refused.
+func TestChart_ShardsMakeEachWerfBundleReplicaAShard(t *testing.T) {
+	for _, tc := range []struct {
+		values   string
+		replicas int32
+		arg      string
+	}{
+		{"", 3, "--shards=1"},
+		{"shards: 4", 4, "--shards=4"},
+	} {
+		objs := render(t, tc.values)
+		for _, d := range deployments(t, objs) {
+			c := d.Spec.Template.Spec.Containers[0]
+			hasShards := slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--shards=") })
+			podName := slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+				return e.Name == "POD_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name"
+			})
+			if d.Name != "slipway-werfbundle" {
+				if hasShards || *d.Spec.Replicas != 3 {
+					t.Errorf("values %q: %s has %d replicas and --shards %t, want 3 and none", tc.values, d.Name, *d.Spec.Replicas, hasShards)
+				}
+				continue
+			}
+			if *d.Spec.Replicas != tc.replicas || !slices.Contains(c.Args, tc.arg) || !podName {
+				t.Errorf("values %q: slipway-werfbundle has %d replicas, args %v, POD_NAME %t; want %d, %s and the pod's name",
+					tc.values, *d.Spec.Replicas, c.Args, podName, tc.replicas, tc.arg)
+			}
+		}
+	}
+	if _, err := renderErr(t, "singleDeployment: true\nshards: 2"); err == nil || !strings.Contains(err.Error(), "singleDeployment: false") {
+		t.Errorf("shards with singleDeployment rendered (err %v), want a refusal naming singleDeployment", err)
+	}
+}
