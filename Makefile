@@ -139,6 +139,8 @@ verify: generate manifests ## Fail when code generation leaves a diff; vet and f
 	@# The manager's chart lints, renders both database modes, refuses what the manager would, and
 	@# writes only arguments the manager's own flag sets parse (TestManagerChart_*, docs/manager.md).
 	$(GO) test -count=1 -run 'TestChart_MatchesConfig|TestChart_DeploymentsMatchConfig|TestRoles|TestNamespaces|TestKustomize|TestManagerChart_' ./charts/... ./config/...
+	@# The CLI is only a client: it links no manager server, engine, store or Helm package (docs/cli.md).
+	$(GO) test -count=1 -run 'TestDeps_' ./cmd/slipway
 
 .PHONY: lint
 lint: ## go vet and golangci-lint

@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/slipway-dev/slipway/internal/controlplane"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
@@ -148,7 +148,7 @@ func (r *rolloutBench) trySubmit(token, body string) (string, time.Duration, err
 	if res.status != http.StatusAccepted {
 		return "", took, fmt.Errorf("POST /api/v1/deployments %s: status %d: %s", body, res.status, res.body)
 	}
-	var d server.Deployment
+	var d api.Deployment
 	if err := json.Unmarshal(res.body, &d); err != nil {
 		return "", took, fmt.Errorf("POST /api/v1/deployments answered %s: %w", res.body, err)
 	}
@@ -156,9 +156,9 @@ func (r *rolloutBench) trySubmit(token, body string) (string, time.Duration, err
 }
 
 // get is GET /api/v1/deployments/{id}.
-func (r *rolloutBench) get(id string) server.Deployment {
+func (r *rolloutBench) get(id string) api.Deployment {
 	r.b.Helper()
-	var d server.Deployment
+	var d api.Deployment
 	if err := json.Unmarshal(r.p.must("GET", "/api/v1/deployments/"+id, r.admin, nil, http.StatusOK).body, &d); err != nil {
 		r.b.Fatal(err)
 	}
@@ -171,7 +171,7 @@ var finished = []string{"Completed", "RolledBack", "Failed", "Cancelled"}
 // wait polls the deployment every 100 ms until it has ended (3 minutes at most: the slowest
 // scenario takes well under one here), fails the benchmark when it ended other than want, and
 // returns it.
-func (r *rolloutBench) wait(id, want string) server.Deployment {
+func (r *rolloutBench) wait(id, want string) api.Deployment {
 	r.b.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
@@ -194,7 +194,7 @@ func (r *rolloutBench) wait(id, want string) server.Deployment {
 
 // events is the deployment's history, one event a line, for failure messages.
 func (r *rolloutBench) events(id string) string {
-	var l server.DeploymentEventList
+	var l api.DeploymentEventList
 	res, err := r.p.do("GET", "/api/v1/deployments/"+id+"/events?limit=500", r.admin, nil)
 	if err != nil || json.Unmarshal(res.body, &l) != nil {
 		return fmt.Sprintf("(events unreadable: %v, %s)", err, res.body)
@@ -433,11 +433,11 @@ func BenchmarkRolloutRollback(b *testing.B) {
 // rollback.
 func (r *rolloutBench) rollbackDuration(id string) time.Duration {
 	r.b.Helper()
-	var s server.RollbackStatus
+	var s api.RollbackStatus
 	if err := json.Unmarshal(r.p.must("GET", "/api/v1/deployments/"+id+"/rollback-status", r.admin, nil, http.StatusOK).body, &s); err != nil {
 		r.b.Fatal(err)
 	}
-	if s.Status != server.RollbackRolledBack || s.DurationSeconds == nil {
+	if s.Status != api.RollbackRolledBack || s.DurationSeconds == nil {
 		r.b.Fatalf("rollback-status of %s: %+v, want rolledBack with a duration", id, s)
 	}
 	r.b.Logf("rollback of %s: %s (%.2fs)", id, s.Reason, *s.DurationSeconds)
@@ -526,7 +526,7 @@ func BenchmarkRollout20Concurrent(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		var ds []server.Deployment
+		var ds []api.Deployment
 		for _, id := range ids {
 			ds = append(ds, r.wait(id, "Completed"))
 		}
@@ -549,7 +549,7 @@ func BenchmarkRollout20Concurrent(b *testing.B) {
 }
 
 // overlap is the most deployments whose [startedAt, finishedAt] spans share an instant.
-func overlap(ds []server.Deployment) int {
+func overlap(ds []api.Deployment) int {
 	type edge struct {
 		at    time.Time
 		delta int

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 	"github.com/slipway-dev/slipway/internal/manager/ui"
 )
 
@@ -61,18 +61,18 @@ func TestLoginLinkCommand(t *testing.T) {
 	if page.header.Get("Content-Security-Policy") != ui.ContentSecurityPolicy || !strings.Contains(string(page.body), "<html") {
 		t.Fatalf("/login: %v %s", page.header, page.body)
 	}
-	body, err := json.Marshal(server.SessionRequest{Ticket: ticket})
+	body, err := json.Marshal(api.SessionRequest{Ticket: ticket})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s server.SessionResponse
+	var s api.SessionResponse
 	if err := json.Unmarshal(p.must("POST", "/api/v1/session", "", body, http.StatusOK).body, &s); err != nil {
 		t.Fatal(err)
 	}
 	if s.Subject != "dana" || strings.Join(s.Roles, ",") != "Operator,EnvironmentOwner:Production" || time.Until(s.ExpiresAt) > 2*time.Hour {
 		t.Fatalf("session: %+v", s)
 	}
-	var who server.Whoami
+	var who api.Whoami
 	if err := json.Unmarshal(p.must("GET", "/api/v1/whoami", s.Token, nil, http.StatusOK).body, &who); err != nil || who.Subject != "dana" {
 		t.Fatalf("whoami: %+v %v", who, err)
 	}
@@ -126,7 +126,7 @@ func TestDeploymentWaitingReasons(t *testing.T) {
 
 	canary := postDeployment(t, p, olga, fmt.Sprintf(`{"operator": %q, "version": "1.0.0", "clusters": [%q, %q], "strategy": "Canary",
 		"canaryConfig": {"stages": [50, 100], "evaluationPeriod": "PT10M"}}`, op, dev1, dev2))
-	dep := awaitWaiting(t, p, canary.ID, server.WaitEvaluation, 3*time.Minute)
+	dep := awaitWaiting(t, p, canary.ID, api.WaitEvaluation, 3*time.Minute)
 	if !regexp.MustCompile(`^evaluation period, (9 m( \d+ s)?|10 m) left$`).MatchString(dep.Waiting.Message) || dep.StageStartedAt == nil ||
 		dep.Waiting.Until == nil || !dep.Waiting.Until.Equal(dep.StageStartedAt.Add(10*time.Minute)) {
 		t.Fatalf("the evaluation period: %+v (stage started %v)", dep.Waiting, dep.StageStartedAt)
@@ -140,19 +140,19 @@ func TestDeploymentWaitingReasons(t *testing.T) {
 	}
 
 	queued := postDeployment(t, p, olga, fmt.Sprintf(`{"operator": %q, "version": "1.0.0", "clusters": [%q], "strategy": "Direct"}`, op, prod))
-	q := awaitWaiting(t, p, queued.ID, server.WaitQueued, time.Minute)
+	q := awaitWaiting(t, p, queued.ID, api.WaitQueued, time.Minute)
 	if q.Status != "Queued" || q.Waiting.Message != "queued behind 1 deployment (1 running, 0 queued before it)" || q.Clusters[0].Waiting != q.Waiting.Message {
 		t.Fatalf("queued: %s %+v", q.Status, q.Waiting)
 	}
 
-	var paused server.Deployment
+	var paused api.Deployment
 	if err := json.Unmarshal(p.must("POST", "/api/v1/deployments/"+canary.ID+"/pause", olga, []byte(`{"reason": "checking"}`), http.StatusAccepted).body, &paused); err != nil {
 		t.Fatal(err)
 	}
-	if paused.Waiting == nil || paused.Waiting.Reason != server.WaitPaused || paused.Waiting.Message != "paused by olga: checking" {
+	if paused.Waiting == nil || paused.Waiting.Reason != api.WaitPaused || paused.Waiting.Message != "paused by olga: checking" {
 		t.Fatalf("paused: %+v", paused.Waiting)
 	}
-	var list server.DeploymentList
+	var list api.DeploymentList
 	if err := json.Unmarshal(p.must("GET", "/api/v1/deployments?active=true", d.admin(), nil, http.StatusOK).body, &list); err != nil {
 		t.Fatal(err)
 	}
@@ -162,12 +162,12 @@ func TestDeploymentWaitingReasons(t *testing.T) {
 			reasons[item.ID] = item.Waiting.Reason
 		}
 	}
-	if reasons[canary.ID] != server.WaitPaused || reasons[queued.ID] != server.WaitQueued {
+	if reasons[canary.ID] != api.WaitPaused || reasons[queued.ID] != api.WaitQueued {
 		t.Fatalf("the list's reasons: %v", reasons)
 	}
 
 	p.must("DELETE", "/api/v1/deployments/"+canary.ID, olga, nil, http.StatusAccepted)
-	a := awaitWaiting(t, p, queued.ID, server.WaitApproval, 2*time.Minute)
+	a := awaitWaiting(t, p, queued.ID, api.WaitApproval, 2*time.Minute)
 	if a.Status != "WaitingApproval" || a.Waiting.Role != "EnvironmentOwner:Production" || a.Waiting.Until == nil ||
 		a.Waiting.Message != "approval by an EnvironmentOwner of Production (or an Admin)" {
 		t.Fatalf("waiting for approval: %s %+v", a.Status, a.Waiting)
@@ -177,7 +177,7 @@ func TestDeploymentWaitingReasons(t *testing.T) {
 }
 
 // awaitWaiting polls the deployment until it waits for reason (within timeout) and returns it.
-func awaitWaiting(t *testing.T, p *proc, id, reason string, timeout time.Duration) server.Deployment {
+func awaitWaiting(t *testing.T, p *proc, id, reason string, timeout time.Duration) api.Deployment {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

@@ -24,9 +24,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 )
 
 // The acceptance test with a real operator's published chart: Flagger (fluxcd/flagger, a
@@ -96,9 +96,9 @@ func flaggerImage(t *testing.T, cfg *rest.Config, namespace, release string) str
 	return d.Spec.Template.Spec.Containers[0].Image
 }
 
-func validateCRD(t *testing.T, p *proc, crd, body string) server.ValidationReport {
+func validateCRD(t *testing.T, p *proc, crd, body string) api.ValidationReport {
 	t.Helper()
-	var rep server.ValidationReport
+	var rep api.ValidationReport
 	r := p.must("POST", "/api/v1/crds/"+crd+"/validate", p.d.token("victor", auth.Viewer), []byte(body), http.StatusOK)
 	if err := json.Unmarshal(r.body, &rep); err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestAcceptance_FlaggerPublishedLater(t *testing.T) {
 	rep := validateCRD(t, p, crd, fmt.Sprintf(`{"operator": %q, "version": "1.38.0", "clusters": [%q]}`, name, cluster))
 	if rep.Breaking || rep.From == nil || rep.From.Version != "1.37.0" || len(rep.Clusters) != 1 ||
 		!rep.Clusters[0].Installed || rep.Clusters[0].Objects < 1 || len(rep.Clusters[0].InvalidObjects) != 0 ||
-		!slices.ContainsFunc(rep.Changes, func(c server.SchemaChange) bool {
+		!slices.ContainsFunc(rep.Changes, func(c api.SchemaChange) bool {
 			return c.Kind == "enumValuesAdded" && strings.Contains(c.Path, "provider.type") && !c.Breaking
 		}) {
 		t.Fatalf("validate 1.38.0 against the cluster: %+v", rep)
@@ -171,7 +171,7 @@ func TestAcceptance_FlaggerPublishedLater(t *testing.T) {
 
 	// Back to 1.37.0 would refuse the keptn object now stored: validate names it.
 	back := validateCRD(t, p, crd, fmt.Sprintf(`{"operator": %q, "version": "1.37.0", "baseVersion": "1.38.0", "clusters": [%q]}`, name, cluster))
-	if !back.Breaking || len(back.Clusters) != 1 || !slices.ContainsFunc(back.Clusters[0].InvalidObjects, func(o server.InvalidObject) bool {
+	if !back.Breaking || len(back.Clusters) != 1 || !slices.ContainsFunc(back.Clusters[0].InvalidObjects, func(o api.InvalidObject) bool {
 		return o.Name == name+"-keptn" && o.Namespace == "default"
 	}) {
 		t.Fatalf("validate the way back to 1.37.0: %+v", back)

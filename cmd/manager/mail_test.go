@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/install"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/notify/smtptest"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 )
 
 // startSMTP is the approval mail's SMTP server (STARTTLS, AUTH PLAIN, mail only after AUTH),
@@ -47,13 +47,13 @@ func awaitApprovalMail(t *testing.T, s *smtptest.Server, deploymentID string) sm
 }
 
 // pendingApproval is the one pending approval of deployment id (GET /api/v1/approvals).
-func pendingApproval(t *testing.T, p *proc, id string) server.DeploymentApproval {
+func pendingApproval(t *testing.T, p *proc, id string) api.DeploymentApproval {
 	t.Helper()
-	var list server.ApprovalList
+	var list api.ApprovalList
 	if err := json.Unmarshal(p.must("GET", "/api/v1/approvals?status=pending&deploymentId="+id, p.d.admin(), nil, http.StatusOK).body, &list); err != nil {
 		t.Fatal(err)
 	}
-	var mine []server.DeploymentApproval
+	var mine []api.DeploymentApproval
 	for _, a := range list.Items {
 		if a.DeploymentID == id && a.Status == "pending" {
 			mine = append(mine, a)
@@ -131,12 +131,12 @@ func TestApprovalMail_ThroughTheBinary(t *testing.T) {
 	if !errors.As(err, &ie) || ie.Reason != "notFound" {
 		t.Fatalf("the rejected deployment's release: %v, want none", err)
 	}
-	var decided server.DeploymentApproval
-	var all server.ApprovalList
+	var decided api.DeploymentApproval
+	var all api.ApprovalList
 	if err := json.Unmarshal(p.must("GET", "/api/v1/approvals?status=all&deploymentId="+dep2.ID, alice, nil, http.StatusOK).body, &all); err != nil {
 		t.Fatal(err)
 	}
-	if i := slices.IndexFunc(all.Items, func(x server.DeploymentApproval) bool { return x.ID == a2.ID }); i >= 0 {
+	if i := slices.IndexFunc(all.Items, func(x api.DeploymentApproval) bool { return x.ID == a2.ID }); i >= 0 {
 		decided = all.Items[i]
 	}
 	if decided.Status != "rejected" || len(decided.Decisions) != 1 || decided.Decisions[0].Actor != "carol" || decided.Decisions[0].Comment != "not this week" {
@@ -149,7 +149,7 @@ func TestApprovalMail_ThroughTheBinary(t *testing.T) {
 
 // checkApprovalMail checks an approval mail names approval a: its id header, its approve and
 // reject links under publicURL, its recipient.
-func checkApprovalMail(t *testing.T, m smtptest.Message, a server.DeploymentApproval, publicURL, to string) {
+func checkApprovalMail(t *testing.T, m smtptest.Message, a api.DeploymentApproval, publicURL, to string) {
 	t.Helper()
 	if got := m.Header.Get("X-Slipway-Approval-Id"); got != a.ID {
 		t.Errorf("X-Slipway-Approval-Id %q, want %s", got, a.ID)

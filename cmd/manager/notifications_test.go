@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/notifications"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 )
 
 // switchLink is a TCP proxy in front of a kube-apiserver that can be cut (every connection
@@ -148,9 +148,9 @@ func (rc *flakyReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // listNotifications is every delivery, through GET /api/v1/notifications.
-func listNotifications(t *testing.T, p *proc) []server.Notification {
+func listNotifications(t *testing.T, p *proc) []api.Notification {
 	t.Helper()
-	var l server.NotificationList
+	var l api.NotificationList
 	if err := json.Unmarshal(p.must("GET", "/api/v1/notifications?limit=1000", p.d.admin(), nil, http.StatusOK).body, &l); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func listNotifications(t *testing.T, p *proc) []server.Notification {
 }
 
 // awaitNotifications polls the deliveries until cond holds (two minutes at most).
-func awaitNotifications(t *testing.T, p *proc, what string, cond func([]server.Notification) bool) []server.Notification {
+func awaitNotifications(t *testing.T, p *proc, what string, cond func([]api.Notification) bool) []api.Notification {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -215,16 +215,16 @@ func testNotificationsAcrossAKill(t *testing.T, engine, apiHost string, kubeconf
 	registerCluster(t, p1, cluster, "Production", withServer(t, kubeconfig, "https://"+link.Addr))
 	registerOperator(t, p1, op, op, repo)
 	link.set(true)
-	awaitNotifications(t, p1, "cluster.unreachable", func(ns []server.Notification) bool {
-		return slices.ContainsFunc(ns, func(n server.Notification) bool { return n.Kind == "cluster.unreachable" })
+	awaitNotifications(t, p1, "cluster.unreachable", func(ns []api.Notification) bool {
+		return slices.ContainsFunc(ns, func(n api.Notification) bool { return n.Kind == "cluster.unreachable" })
 	})
 	dep := postDeployment(t, p1, admin, fmt.Sprintf(`{"operator": %q, "version": "1.0.0", "clusters": [%q], "strategy": "Direct"}`, op, cluster))
 	waitDeployment(t, p1, dep.ID, "Failed", time.Minute)
 	for range 3 {
 		p1.must("POST", "/api/v1/notifications/channels/ops/test", admin, nil, http.StatusAccepted)
 	}
-	before := awaitNotifications(t, p1, "every delivery retried", func(ns []server.Notification) bool {
-		return len(ns) == 5 && !slices.ContainsFunc(ns, func(n server.Notification) bool { return n.Attempts < 2 || n.State != "pending" })
+	before := awaitNotifications(t, p1, "every delivery retried", func(ns []api.Notification) bool {
+		return len(ns) == 5 && !slices.ContainsFunc(ns, func(n api.Notification) bool { return n.Attempts < 2 || n.State != "pending" })
 	})
 
 	// Kill r1 while it sends one of them.
@@ -246,8 +246,8 @@ func testNotificationsAcrossAKill(t *testing.T, engine, apiHost string, kubeconf
 	rc.mu.Unlock()
 	rc.free()
 	link.set(false)
-	after := awaitNotifications(t, p2, "every delivery delivered, the cluster back", func(ns []server.Notification) bool {
-		return len(ns) == 6 && !slices.ContainsFunc(ns, func(n server.Notification) bool { return n.State != "delivered" })
+	after := awaitNotifications(t, p2, "every delivery delivered, the cluster back", func(ns []api.Notification) bool {
+		return len(ns) == 6 && !slices.ContainsFunc(ns, func(n api.Notification) bool { return n.State != "delivered" })
 	})
 	checkDeliveredOnce(t, rc, before, after, inFlight)
 	for where, data := range map[string][]byte{"r1's log": p1.stderr.Bytes(), "r2's log": p2.stderr.Bytes(),
@@ -263,7 +263,7 @@ func testNotificationsAcrossAKill(t *testing.T, engine, apiHost string, kubeconf
 // checkDeliveredOnce: every delivery the API lists reached the receiver and was answered 200
 // (retries of one id are allowed, a lost id is not), the kinds are the events', and the one in
 // flight at the kill was sent again.
-func checkDeliveredOnce(t *testing.T, rc *flakyReceiver, before, after []server.Notification, inFlight string) {
+func checkDeliveredOnce(t *testing.T, rc *flakyReceiver, before, after []api.Notification, inFlight string) {
 	t.Helper()
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -288,8 +288,8 @@ func checkDeliveredOnce(t *testing.T, rc *flakyReceiver, before, after []server.
 	if len(rc.got) != len(after) {
 		t.Errorf("the receiver saw %d delivery ids, the API lists %d", len(rc.got), len(after))
 	}
-	i := slices.IndexFunc(after, func(n server.Notification) bool { return n.ID == inFlight })
-	j := slices.IndexFunc(before, func(n server.Notification) bool { return n.ID == inFlight })
+	i := slices.IndexFunc(after, func(n api.Notification) bool { return n.ID == inFlight })
+	j := slices.IndexFunc(before, func(n api.Notification) bool { return n.ID == inFlight })
 	if i < 0 || j < 0 || after[i].Attempts <= before[j].Attempts || len(rc.got[inFlight]) < 2 {
 		t.Errorf("the delivery in flight at the kill: %+v before, %+v after, answers %v", before, after, rc.got[inFlight])
 	}

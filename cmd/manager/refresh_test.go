@@ -14,15 +14,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 )
 
 // getOperator is GET /api/v1/operators/{name}.
-func getOperator(t *testing.T, p *proc, name string) server.Operator {
+func getOperator(t *testing.T, p *proc, name string) api.Operator {
 	t.Helper()
-	var op server.Operator
+	var op api.Operator
 	if err := json.Unmarshal(p.must("GET", "/api/v1/operators/"+name, p.d.admin(), nil, http.StatusOK).body, &op); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func testVersionPublishedLater(t *testing.T, engine string) {
 		took := waitVersion(t, p, name, "1.0.1", 30*time.Second)
 		t.Logf("the loop found 1.0.1 %s after it was published", took.Round(time.Millisecond))
 	} else {
-		var res server.OperatorRefreshResult
+		var res api.OperatorRefreshResult
 		if err := json.Unmarshal(p.must("POST", "/api/v1/operators/"+name+"/refresh", olga, nil, http.StatusOK).body, &res); err != nil {
 			t.Fatal(err)
 		}

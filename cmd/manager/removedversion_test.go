@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
@@ -35,10 +35,10 @@ func TestRemovedVersion_DeploymentKeepsItsHistory(t *testing.T) {
 
 // removedSnapshot is what the API shows of the deployment of 1.0.0.
 type removedSnapshot struct {
-	dep    server.Deployment
-	events []server.DeploymentEvent
-	rev    server.CRDRevision
-	audit  []server.AuditEvent
+	dep    api.Deployment
+	events []api.DeploymentEvent
+	rev    api.CRDRevision
+	audit  []api.AuditEvent
 }
 
 func testRemovedVersionKeepsHistory(t *testing.T, engine string) {
@@ -64,7 +64,7 @@ func testRemovedVersionKeepsHistory(t *testing.T, engine string) {
 	checkHistory(t, before.events, 2)
 
 	repo.Remove(t, operatorChart, "1.0.0")
-	var res server.OperatorRefreshResult
+	var res api.OperatorRefreshResult
 	if err := json.Unmarshal(p.must("POST", "/api/v1/operators/"+name+"/refresh", olga, nil, http.StatusOK).body, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func testRemovedVersionKeepsHistory(t *testing.T, engine string) {
 	after := snapshotRemoved(t, p, dep.ID, crd)
 	checkSameDeployment(t, before, after)
 	checkAuditKept(t, before.audit, after.audit, name)
-	var list server.DeploymentList
+	var list api.DeploymentList
 	if err := json.Unmarshal(p.must("GET", "/api/v1/deployments?operator="+name, p.d.admin(), nil, http.StatusOK).body, &list); err != nil {
 		t.Fatal(err)
 	}
@@ -109,23 +109,23 @@ func chartCRD(t *testing.T, files charttest.ChartFiles) string {
 func snapshotRemoved(t *testing.T, p *proc, id, crd string) removedSnapshot {
 	t.Helper()
 	s := removedSnapshot{dep: getDeployment(t, p, id), events: deploymentEvents(t, p, id)}
-	var got server.CRD
+	var got api.CRD
 	if err := json.Unmarshal(p.must("GET", "/api/v1/crds/"+crd, p.d.admin(), nil, http.StatusOK).body, &got); err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(got.Revisions, func(r server.CRDRevision) bool { return slices.Contains(r.Versions, "1.0.0") })
+	i := slices.IndexFunc(got.Revisions, func(r api.CRDRevision) bool { return slices.Contains(r.Versions, "1.0.0") })
 	if i < 0 {
 		t.Fatalf("GET /crds/%s has no revision that 1.0.0 ships: %+v", crd, got.Revisions)
 	}
 	s.rev = got.Revisions[i]
-	var def server.CRDRevisionDefinition
+	var def api.CRDRevisionDefinition
 	if err := json.Unmarshal(p.must("GET", "/api/v1/crds/"+crd+"/revisions/1.0.0", p.d.admin(), nil, http.StatusOK).body, &def); err != nil {
 		t.Fatal(err)
 	}
 	if def.Revision.Digest != s.rev.Digest || len(def.Definition) == 0 {
 		t.Fatalf("GET /crds/%s/revisions/1.0.0: digest %s, want %s", crd, def.Revision.Digest, s.rev.Digest)
 	}
-	var audit server.AuditList
+	var audit api.AuditList
 	if err := json.Unmarshal(p.must("GET", "/api/v1/audit?limit=1000", p.d.admin(), nil, http.StatusOK).body, &audit); err != nil {
 		t.Fatal(err)
 	}
@@ -164,9 +164,9 @@ func checkSameDeployment(t *testing.T, before, after removedSnapshot) {
 
 // checkAuditKept: every audit record of before is in after, unchanged, and the refresh that
 // removed 1.0.0 is recorded with what it removed.
-func checkAuditKept(t *testing.T, before, after []server.AuditEvent, operator string) {
+func checkAuditKept(t *testing.T, before, after []api.AuditEvent, operator string) {
 	t.Helper()
-	byID := map[int64]server.AuditEvent{}
+	byID := map[int64]api.AuditEvent{}
 	for _, e := range after {
 		byID[e.ID] = e
 	}
@@ -181,7 +181,7 @@ func checkAuditKept(t *testing.T, before, after []server.AuditEvent, operator st
 	if !created {
 		t.Errorf("no deployment.create record in the audit log: %+v", before)
 	}
-	refreshed := slices.ContainsFunc(after, func(e server.AuditEvent) bool {
+	refreshed := slices.ContainsFunc(after, func(e api.AuditEvent) bool {
 		removed, _ := json.Marshal(e.Details["removed"])
 		return e.Action == "operator.refresh" && e.Result == "success" && e.TargetName == operator && string(removed) == `["1.0.0"]`
 	})

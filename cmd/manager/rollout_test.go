@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/install"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
@@ -62,9 +62,9 @@ func registerCluster(t *testing.T, p *proc, name, env string, kubeconfig []byte)
 }
 
 // postDeployment is POST /api/v1/deployments with token; it answers 202 with the deployment.
-func postDeployment(t *testing.T, p *proc, token, body string) server.Deployment {
+func postDeployment(t *testing.T, p *proc, token, body string) api.Deployment {
 	t.Helper()
-	var dep server.Deployment
+	var dep api.Deployment
 	if err := json.Unmarshal(p.must("POST", "/api/v1/deployments", token, []byte(body), http.StatusAccepted).body, &dep); err != nil {
 		t.Fatal(err)
 	}
@@ -74,9 +74,9 @@ func postDeployment(t *testing.T, p *proc, token, body string) server.Deployment
 	return dep
 }
 
-func getDeployment(t *testing.T, p *proc, id string) server.Deployment {
+func getDeployment(t *testing.T, p *proc, id string) api.Deployment {
 	t.Helper()
-	var dep server.Deployment
+	var dep api.Deployment
 	if err := json.Unmarshal(p.must("GET", "/api/v1/deployments/"+id, p.d.admin(), nil, http.StatusOK).body, &dep); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func getDeployment(t *testing.T, p *proc, id string) server.Deployment {
 
 // waitDeployment polls GET /api/v1/deployments/{id} on p until the deployment reaches status
 // (within timeout); another terminal status fails the test.
-func waitDeployment(t *testing.T, p *proc, id, status string, timeout time.Duration) server.Deployment {
+func waitDeployment(t *testing.T, p *proc, id, status string, timeout time.Duration) api.Deployment {
 	t.Helper()
 	terminal := []string{"Completed", "RolledBack", "Failed", "Cancelled"}
 	deadline := time.Now().Add(timeout)
@@ -102,16 +102,16 @@ func waitDeployment(t *testing.T, p *proc, id, status string, timeout time.Durat
 }
 
 // deploymentEvents is the deployment's whole history through the API, page by page.
-func deploymentEvents(t *testing.T, p *proc, id string) []server.DeploymentEvent {
+func deploymentEvents(t *testing.T, p *proc, id string) []api.DeploymentEvent {
 	t.Helper()
-	var out []server.DeploymentEvent
+	var out []api.DeploymentEvent
 	cont := ""
 	for {
 		path := "/api/v1/deployments/" + id + "/events?limit=100"
 		if cont != "" {
 			path += "&continue=" + url.QueryEscape(cont)
 		}
-		var page server.DeploymentEventList
+		var page api.DeploymentEventList
 		if err := json.Unmarshal(p.must("GET", path, p.d.admin(), nil, http.StatusOK).body, &page); err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +123,7 @@ func deploymentEvents(t *testing.T, p *proc, id string) []server.DeploymentEvent
 	}
 }
 
-func eventText(evs []server.DeploymentEvent) string {
+func eventText(evs []api.DeploymentEvent) string {
 	var b strings.Builder
 	for _, e := range evs {
 		fmt.Fprintf(&b, "  %d %s %-20s %-10s %s\n", e.ID, e.Time.Format("15:04:05.000"), e.Type, e.Cluster, e.Message)
@@ -132,7 +132,7 @@ func eventText(evs []server.DeploymentEvent) string {
 }
 
 // countEvents counts the events of typ (on cluster, when not empty).
-func countEvents(evs []server.DeploymentEvent, typ, cluster string) int {
+func countEvents(evs []api.DeploymentEvent, typ, cluster string) int {
 	n := 0
 	for _, e := range evs {
 		if e.Type == typ && (cluster == "" || e.Cluster == cluster) {
@@ -436,7 +436,7 @@ func TestHA_ReplicaKilledMidRollout(t *testing.T) {
 			// finished the install and recorded it in between. What it recorded decides what the
 			// attempts must look like.
 			killedMidInstall := tc.killWhen == store.ClusterInstalling &&
-				!slices.ContainsFunc(eventsAtKill, func(e server.DeploymentEvent) bool { return e.Type == "cluster.installed" && e.Cluster == first })
+				!slices.ContainsFunc(eventsAtKill, func(e api.DeploymentEvent) bool { return e.Type == "cluster.installed" && e.Cluster == first })
 			if tc.killWhen == store.ClusterInstalling && !killedMidInstall {
 				t.Logf("%s had recorded %s's install before the kill landed", victim, first)
 			}
@@ -444,19 +444,19 @@ func TestHA_ReplicaKilledMidRollout(t *testing.T) {
 
 			// Nothing the API showed before the kill is lost.
 			for _, before := range eventsAtKill {
-				i := slices.IndexFunc(evs, func(e server.DeploymentEvent) bool { return e.ID == before.ID })
+				i := slices.IndexFunc(evs, func(e api.DeploymentEvent) bool { return e.ID == before.ID })
 				if i < 0 || evs[i].Type != before.Type || evs[i].Message != before.Message {
 					t.Fatalf("event %d (%s: %s) shown before the kill is gone or changed", before.ID, before.Type, before.Message)
 				}
 			}
-			var list server.DeploymentList
+			var list api.DeploymentList
 			if err := json.Unmarshal(listAtKill, &list); err != nil {
 				t.Fatal(err)
 			}
 			if ids := deploymentIDs(list); !slices.Equal(ids, []string{dep.ID, waiting.ID}) && !slices.Equal(ids, []string{waiting.ID, dep.ID}) {
 				t.Fatalf("deployments listed at the kill: %s", listAtKill)
 			}
-			var after server.DeploymentList
+			var after api.DeploymentList
 			if err := json.Unmarshal(survivor.must("GET", "/api/v1/deployments", admin, nil, http.StatusOK).body, &after); err != nil {
 				t.Fatal(err)
 			}
@@ -483,14 +483,14 @@ func TestHA_ReplicaKilledMidRollout(t *testing.T) {
 // checkHARollout checks a completed Rolling deployment after a replica died: each cluster
 // healthy, installed by as many attempts as its history says, with exactly one deployed Helm
 // revision of the version; the history continuous.
-func checkHARollout(t *testing.T, h *haSetup, dep server.Deployment, evs []server.DeploymentEvent, killedMidInstall bool) {
+func checkHARollout(t *testing.T, h *haSetup, dep api.Deployment, evs []api.DeploymentEvent, killedMidInstall bool) {
 	t.Helper()
 	f := fleet(t, 2)
 	if len(dep.Clusters) != len(h.clusters) {
 		t.Fatalf("deployment has %d clusters, want %d", len(dep.Clusters), len(h.clusters))
 	}
 	for i, name := range h.clusters {
-		c := dep.Clusters[slices.IndexFunc(dep.Clusters, func(c server.DeploymentCluster) bool { return c.Name == name })]
+		c := dep.Clusters[slices.IndexFunc(dep.Clusters, func(c api.DeploymentCluster) bool { return c.Name == name })]
 		if c.Status != "healthy" {
 			t.Errorf("%s: status %s (%s), want healthy", name, c.Status, c.Message)
 		}
@@ -545,7 +545,7 @@ func checkHARollout(t *testing.T, h *haSetup, dep server.Deployment, evs []serve
 
 // checkHistory checks the events are in order, each Rolling stage validated and passed once,
 // and the status transitions join up from Planning to Completed.
-func checkHistory(t *testing.T, evs []server.DeploymentEvent, stages int) {
+func checkHistory(t *testing.T, evs []api.DeploymentEvent, stages int) {
 	t.Helper()
 	for i := 1; i < len(evs); i++ {
 		if evs[i].ID <= evs[i-1].ID {
@@ -576,7 +576,7 @@ func checkHistory(t *testing.T, evs []server.DeploymentEvent, stages int) {
 	}
 }
 
-func deploymentIDs(l server.DeploymentList) []string {
+func deploymentIDs(l api.DeploymentList) []string {
 	var ids []string
 	for _, d := range l.Items {
 		ids = append(ids, d.ID)

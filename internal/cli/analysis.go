@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/slipway-dev/slipway/internal/cli/output"
-	"github.com/slipway-dev/slipway/internal/manager/server"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // NewCmdAnalysisTemplate is `slipway analysis-template` and its verbs.
@@ -138,7 +138,7 @@ func newCmdTemplateDelete(f *Factory) *cobra.Command {
 }
 
 // conditionText is a template's success condition in one line: "≤ 0.01, ≤ 1.2 × baseline".
-func conditionText(t server.AnalysisTemplate) string {
+func conditionText(t api.AnalysisTemplate) string {
 	c := t.SuccessCondition
 	var parts []string
 	for _, b := range []struct {
@@ -152,7 +152,7 @@ func conditionText(t server.AnalysisTemplate) string {
 	return strings.Join(parts, ", ")
 }
 
-func printTemplate(f *Factory, t *server.AnalysisTemplate) error {
+func printTemplate(f *Factory, t *api.AnalysisTemplate) error {
 	return output.Print(f.IOStreams, f.OutputFormat(), f.Now(), t, func(p *output.Printer) error {
 		var args []string
 		for _, a := range t.Args {
@@ -180,7 +180,7 @@ func newCmdClusterPrometheus(f *Factory) *cobra.Command {
 }
 
 func newCmdPrometheusSet(f *Factory) *cobra.Command {
-	var req server.PrometheusRequest
+	var req api.PrometheusRequest
 	var tokenFile, passwordFile, caFile string
 	cmd := &cobra.Command{
 		Use:   "set CLUSTER --url URL [--bearer-token-file F | --username U --password-file F] [--ca-file F]",
@@ -293,7 +293,7 @@ func newCmdPrometheusDelete(f *Factory) *cobra.Command {
 	return cmd
 }
 
-func printPrometheus(f *Factory, p *server.Prometheus) error {
+func printPrometheus(f *Factory, p *api.Prometheus) error {
 	return output.Print(f.IOStreams, f.OutputFormat(), f.Now(), p, func(pr *output.Printer) error {
 		return pr.Detail([2]string{"Cluster", p.Cluster}, [2]string{"URL", p.URL}, [2]string{"Auth", p.Auth},
 			[2]string{"CA", map[bool]string{true: "set", false: "system roots"}[p.CASet]},
@@ -302,7 +302,7 @@ func printPrometheus(f *Factory, p *server.Prometheus) error {
 }
 
 // printAnalysisRuns prints a deployment's analysis runs, one row each, after its clusters.
-func printAnalysisRuns(p *output.Printer, runs []server.AnalysisRun) error {
+func printAnalysisRuns(p *output.Printer, runs []api.AnalysisRun) error {
 	if len(runs) == 0 {
 		return nil
 	}

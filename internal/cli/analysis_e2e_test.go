@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/slipway-dev/slipway/internal/manager/analysis/promtest"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/managertest"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 )
 
 // Analyses from the CLI against a real manager and a real Prometheus: an analysis template
@@ -59,7 +59,7 @@ args: [{name: floor, value: "1"}]
 
 	dep := mustRun(t, cfg, managertest.Otto, term{}, 0, "deploy", m.Operator, managertest.SeedVersion, "--clusters", "dev-1",
 		"--strategy", "rolling", "--validation-period", "1s", "--analysis", "zero:floor=0", "-o", "json")
-	var d server.Deployment
+	var d api.Deployment
 	if err := json.Unmarshal([]byte(dep.Stdout), &d); err != nil {
 		t.Fatalf("deploy -o json: %v: %s", err, dep.Stdout)
 	}

@@ -13,18 +13,11 @@ import (
 
 	"github.com/slipway-dev/slipway/internal/cli/client"
 	"github.com/slipway-dev/slipway/internal/cli/output"
-	"github.com/slipway-dev/slipway/internal/manager/server"
-	"github.com/slipway-dev/slipway/internal/manager/store"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // environments are the manager's environments, for flags and completion.
-func environments() []string {
-	out := make([]string, len(store.Environments))
-	for i, e := range store.Environments {
-		out[i] = string(e)
-	}
-	return out
-}
+func environments() []string { return slices.Clone(api.Environments) }
 
 // NewCmdCluster is `slipway cluster` and its verbs.
 func NewCmdCluster(f *Factory) *cobra.Command {
@@ -98,7 +91,7 @@ func clusterAddRun(ctx context.Context, opts *ClusterAddOptions) error {
 	if err != nil {
 		return err
 	}
-	cl, err := c.CreateCluster(ctx, server.ClusterRequest{Name: opts.Name, Environment: opts.Environment, Kubeconfig: string(kc)})
+	cl, err := c.CreateCluster(ctx, api.ClusterRequest{Name: opts.Name, Environment: opts.Environment, Kubeconfig: string(kc)})
 	if err != nil {
 		return err
 	}
@@ -263,7 +256,7 @@ func clusterGetRun(ctx context.Context, opts *ClusterGetOptions) error {
 	return printCluster(opts.f, cl)
 }
 
-func printCluster(f *Factory, cl *server.Cluster) error {
+func printCluster(f *Factory, cl *api.Cluster) error {
 	return output.Print(f.IOStreams, f.OutputFormat(), f.Now(), cl, func(p *output.Printer) error {
 		return p.Detail([2]string{"Name", cl.Name}, [2]string{"Environment", cl.Environment}, [2]string{"Health", cl.Health},
 			[2]string{"Reason", cl.HealthReason}, [2]string{"Kubernetes", cl.KubernetesVersion},

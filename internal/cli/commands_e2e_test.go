@@ -14,9 +14,8 @@ import (
 
 	"github.com/slipway-dev/slipway/internal/cli/client"
 	"github.com/slipway-dev/slipway/internal/cli/config"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/managertest"
-	"github.com/slipway-dev/slipway/internal/manager/rollout/engine"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 )
 
 // shared is the shared manager and a contexts file for its users.
@@ -36,7 +35,7 @@ func TestClusterList(t *testing.T) {
 		t.Errorf("piped output is TSV without a header:\n%s", piped.Stdout)
 	}
 	js := mustRun(t, cfg, managertest.Vera, term{}, 0, "cluster", "list", "-o", "json")
-	var got []server.Cluster
+	var got []api.Cluster
 	if err := json.Unmarshal([]byte(js.Stdout), &got); err != nil {
 		t.Fatalf("-o json: %v\n%s", err, js.Stdout)
 	}
@@ -65,7 +64,7 @@ func TestOperatorAndCRDViews(t *testing.T) {
 	golden(t, "crd_get.golden", crd.Stdout)
 	rep := mustRun(t, cfg, managertest.Vera, term{}, 0, "crd", "validate", managertest.WidgetCRD,
 		"--operator", m.Operator, "--version", managertest.BreakingVersion, "-o", "json")
-	var report server.ValidationReport
+	var report api.ValidationReport
 	if err := json.Unmarshal([]byte(rep.Stdout), &report); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +83,7 @@ func TestDeploymentGetSeed(t *testing.T) {
 	r := mustRun(t, cfg, managertest.Vera, term{TTY: true, Now: farFuture}, 0, "deployment", "get", m.Seed.ID)
 	golden(t, "deployment_get_seed.golden", r.Stdout)
 	js := mustRun(t, cfg, managertest.Vera, term{}, 0, "deployment", "get", m.Seed.ID, "-o", "json")
-	var d server.Deployment
+	var d api.Deployment
 	if err := json.Unmarshal([]byte(js.Stdout), &d); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +104,7 @@ func TestDeployDryRun(t *testing.T) {
 	golden(t, "deploy_dry_run.golden", r.Stdout)
 	js := mustRun(t, cfg, managertest.Otto, term{}, 0, "deploy", m.Operator, managertest.BreakingVersion,
 		"--environment", "Dev,Staging", "--strategy", "canary", "--initial", "40", "--evaluation-period", "2m", "--bake-window", "30m", "--dry-run", "-o", "json")
-	var plan engine.DryRun
+	var plan api.DryRun
 	if err := json.Unmarshal([]byte(js.Stdout), &plan); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +124,7 @@ func TestDeployDryRun(t *testing.T) {
 // deploymentCount is the number of deployments the manager has.
 func deploymentCount(t *testing.T, m *managertest.Manager) int {
 	t.Helper()
-	var l server.DeploymentList
+	var l api.DeploymentList
 	m.Must(t, http.MethodGet, "/api/v1/deployments?limit=1000", managertest.Alice, nil, http.StatusOK).JSON(t, &l)
 	return len(l.Items)
 }

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/slipway-dev/slipway/internal/cli/output"
-	"github.com/slipway-dev/slipway/internal/manager/server"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // NewCmdCRD is `slipway crd` and its verbs.
@@ -101,7 +101,7 @@ func NewCmdCRDGet(f *Factory, runF func(context.Context, string) error) *cobra.C
 	}
 }
 
-func printCRD(p *output.Printer, crd *server.CRD) error {
+func printCRD(p *output.Printer, crd *api.CRD) error {
 	if err := p.Detail([2]string{"Name", crd.Name}, [2]string{"Group", crd.Group}, [2]string{"Kind", crd.Kind},
 		[2]string{"Scope", crd.Scope}); err != nil {
 		return err
@@ -150,7 +150,7 @@ func shortDigest(d string) string {
 	return d
 }
 
-func noteText(n *server.MigrationNote) string {
+func noteText(n *api.MigrationNote) string {
 	if n == nil {
 		return ""
 	}
@@ -175,7 +175,7 @@ type CRDValidateOptions struct {
 	Name     string
 	File     string
 	Clusters []string
-	Request  server.ValidateRequest
+	Request  api.ValidateRequest
 }
 
 // NewCmdCRDValidate is `slipway crd validate NAME`.
@@ -254,7 +254,7 @@ func crdValidateRun(ctx context.Context, opts *CRDValidateOptions) error {
 	return output.Print(f.IOStreams, f.OutputFormat(), f.Now(), rep, func(p *output.Printer) error { return printValidation(p, rep) })
 }
 
-func printValidation(p *output.Printer, rep *server.ValidationReport) error {
+func printValidation(p *output.Printer, rep *api.ValidationReport) error {
 	from := "(none stored)"
 	if rep.From != nil {
 		from = rep.From.Version + " " + shortDigest(rep.From.Digest)
@@ -303,8 +303,8 @@ func printValidation(p *output.Printer, rep *server.ValidationReport) error {
 }
 
 // NewCmdCRDApprove is `slipway crd approve NAME --version V --reason R`.
-func NewCmdCRDApprove(f *Factory, runF func(context.Context, string, server.ApproveRequest) error) *cobra.Command {
-	var req server.ApproveRequest
+func NewCmdCRDApprove(f *Factory, runF func(context.Context, string, api.ApproveRequest) error) *cobra.Command {
+	var req api.ApproveRequest
 	cmd := &cobra.Command{
 		Use:   "approve NAME --version VERSION --reason TEXT",
 		Short: "Approve a breaking change of a CRD (Admins)",

@@ -14,9 +14,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/slipway-dev/slipway/internal/cli/output"
-	"github.com/slipway-dev/slipway/internal/manager/analysis"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
-	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 )
 
 // DeployOptions are slipway deploy's: the flags as given, and the request built from them (or
@@ -50,24 +49,24 @@ type DeployOptions struct {
 	SkipHealthChecks                     bool
 
 	// Request is what is sent, built by prepare.
-	Request *request.Request
+	Request *api.DeploymentRequest
 }
 
 // strategyFlags are the flags of each strategy's config, and the config field each sets.
-var strategyFlags = map[request.Strategy]map[string]string{
-	request.StrategyCanary: {"initial": "canaryConfig.initialPercentage", "increment": "canaryConfig.incrementPercentage",
+var strategyFlags = map[api.Strategy]map[string]string{
+	api.StrategyCanary: {"initial": "canaryConfig.initialPercentage", "increment": "canaryConfig.incrementPercentage",
 		"evaluation-period": "canaryConfig.evaluationPeriod", "success-threshold": "canaryConfig.successThreshold",
 		"stages": "canaryConfig.stages"},
-	request.StrategyBlueGreen: {"blue-namespace": "blueGreenConfig.blueNamespace", "green-namespace": "blueGreenConfig.greenNamespace",
+	api.StrategyBlueGreen: {"blue-namespace": "blueGreenConfig.blueNamespace", "green-namespace": "blueGreenConfig.greenNamespace",
 		"validation-period": "blueGreenConfig.validationPeriod", "auto-switch": "blueGreenConfig.autoSwitch"},
-	request.StrategyRolling: {"cluster-order": "rollingConfig.clusterOrder", "validation-period": "rollingConfig.validationPeriod",
+	api.StrategyRolling: {"cluster-order": "rollingConfig.clusterOrder", "validation-period": "rollingConfig.validationPeriod",
 		"pause-between-clusters": "rollingConfig.pauseBetweenClusters"},
-	request.StrategyDirect: {"parallel-clusters": "directConfig.parallelClusters", "skip-health-checks": "directConfig.skipHealthChecks"},
+	api.StrategyDirect: {"parallel-clusters": "directConfig.parallelClusters", "skip-health-checks": "directConfig.skipHealthChecks"},
 }
 
 // strategyNames are --strategy's values.
-var strategyNames = map[string]request.Strategy{"canary": request.StrategyCanary, "bluegreen": request.StrategyBlueGreen,
-	"blue-green": request.StrategyBlueGreen, "rolling": request.StrategyRolling, "direct": request.StrategyDirect}
+var strategyNames = map[string]api.Strategy{"canary": api.StrategyCanary, "bluegreen": api.StrategyBlueGreen,
+	"blue-green": api.StrategyBlueGreen, "rolling": api.StrategyRolling, "direct": api.StrategyDirect}
 
 // NewCmdDeploy is `slipway deploy OPERATOR VERSION`.
 func NewCmdDeploy(f *Factory, runF func(context.Context, *DeployOptions) error) *cobra.Command {
@@ -135,17 +134,17 @@ func (opts *DeployOptions) addFlags(cmd *cobra.Command) {
 	fl.StringArrayVar(&opts.Analyses, "analysis", nil, "a stored analysis template to run in each stage's hold, with its args: NAME or NAME:ARG=VALUE,ARG=VALUE (repeatable)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "print the plan and deploy nothing")
 	// canary
-	fl.Float64Var(&opts.Initial, "initial", request.DefaultInitialPercentage, "canary: the first stage's share of the clusters, in percent")
-	fl.Float64Var(&opts.Increment, "increment", request.DefaultIncrementPercentage, "canary: the percentage added by the second stage")
-	fl.StringVar(&opts.EvaluationPeriod, "evaluation-period", request.FormatDuration(request.DefaultEvaluationPeriod), "canary: how long each stage is watched before the next")
-	fl.Float64Var(&opts.SuccessThreshold, "success-threshold", request.DefaultSuccessThreshold*100, "canary: the percentage of a stage's clusters that must be healthy")
+	fl.Float64Var(&opts.Initial, "initial", api.DefaultInitialPercentage, "canary: the first stage's share of the clusters, in percent")
+	fl.Float64Var(&opts.Increment, "increment", api.DefaultIncrementPercentage, "canary: the percentage added by the second stage")
+	fl.StringVar(&opts.EvaluationPeriod, "evaluation-period", api.FormatDuration(api.DefaultEvaluationPeriod), "canary: how long each stage is watched before the next")
+	fl.Float64Var(&opts.SuccessThreshold, "success-threshold", api.DefaultSuccessThreshold*100, "canary: the percentage of a stage's clusters that must be healthy")
 	fl.Float64SliceVar(&opts.Stages, "stages", nil, "canary: every stage's cumulative percentage, the last 100 (instead of --initial and --increment)")
 	// bluegreen
 	fl.StringVar(&opts.BlueNamespace, "blue-namespace", "", "bluegreen: where the running version is (default: wherever the operator runs)")
 	fl.StringVar(&opts.GreenNamespace, "green-namespace", "", "bluegreen: where the new version goes (default: blue's + \"-green\")")
 	fl.BoolVar(&opts.AutoSwitch, "auto-switch", true, "bluegreen: switch once green is validated (false: wait for slipway deployment switch)")
 	// bluegreen, rolling
-	fl.StringVar(&opts.ValidationPeriod, "validation-period", request.FormatDuration(request.DefaultValidationPeriod), "bluegreen, rolling: how long a new install is watched")
+	fl.StringVar(&opts.ValidationPeriod, "validation-period", api.FormatDuration(api.DefaultValidationPeriod), "bluegreen, rolling: how long a new install is watched")
 	// rolling
 	fl.StringSliceVar(&opts.ClusterOrder, "cluster-order", nil, "rolling: clusters in the order to deploy (the rest follow by environment, then name)")
 	fl.StringVar(&opts.PauseBetweenClusters, "pause-between-clusters", "PT0S", "rolling: a wait between two clusters")
@@ -178,7 +177,7 @@ func (opts *DeployOptions) prepare(args []string) error {
 // requestFlags are the flags that build a request, refused beside -f.
 var requestFlags = []string{"clusters", "environment", "strategy", "values", "values-for", "bake-window", "analysis"}
 
-func (opts *DeployOptions) fromFile(args []string) (*request.Request, error) {
+func (opts *DeployOptions) fromFile(args []string) (*api.DeploymentRequest, error) {
 	if len(args) > 0 {
 		return nil, flagErrorf("-f takes the operator and version from the file: drop the arguments %s", strings.Join(args, " "))
 	}
@@ -188,14 +187,14 @@ func (opts *DeployOptions) fromFile(args []string) (*request.Request, error) {
 	var data []byte
 	var err error
 	if opts.File == "-" {
-		data, err = io.ReadAll(io.LimitReader(opts.f.IOStreams.In, request.MaxBody+1))
+		data, err = io.ReadAll(io.LimitReader(opts.f.IOStreams.In, api.MaxBody+1))
 	} else {
 		data, err = os.ReadFile(opts.File)
 	}
 	if err != nil {
 		return nil, err
 	}
-	req, err := request.Decode(data)
+	req, err := api.DecodeDeploymentRequest(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.File, err)
 	}
@@ -231,11 +230,11 @@ func (opts *DeployOptions) changedOf(lists ...[]string) []string {
 	return out
 }
 
-func (opts *DeployOptions) fromFlags(args []string) (*request.Request, error) {
+func (opts *DeployOptions) fromFlags(args []string) (*api.DeploymentRequest, error) {
 	if len(args) != 2 {
 		return nil, flagErrorf("give the operator and the version: slipway deploy OPERATOR VERSION (or -f REQUEST.json)")
 	}
-	req := &request.Request{Operator: args[0], Version: args[1]}
+	req := &api.DeploymentRequest{Operator: args[0], Version: args[1]}
 	req.Clusters, req.Environments = splitList(opts.Clusters), splitList(opts.Environments)
 	switch {
 	case len(req.Clusters) == 0 && len(req.Environments) == 0:
@@ -282,12 +281,12 @@ func (opts *DeployOptions) fromFlags(args []string) (*request.Request, error) {
 
 // setConfig sets the strategy's config from the flags given; flags left out are left out of the
 // request, so that the manager applies the defaults.
-func (opts *DeployOptions) setConfig(req *request.Request) error {
+func (opts *DeployOptions) setConfig(req *api.DeploymentRequest) error {
 	ch := opts.flags.Changed
 	var err error
 	switch req.Strategy {
-	case request.StrategyCanary:
-		c := &request.CanaryConfig{Stages: opts.Stages}
+	case api.StrategyCanary:
+		c := &api.CanaryConfig{Stages: opts.Stages}
 		if ch("initial") {
 			c.InitialPercentage = &opts.Initial
 		}
@@ -301,8 +300,8 @@ func (opts *DeployOptions) setConfig(req *request.Request) error {
 			c.EvaluationPeriod, err = isoDuration("evaluation-period", opts.EvaluationPeriod)
 		}
 		req.CanaryConfig = c
-	case request.StrategyBlueGreen:
-		c := &request.BlueGreenConfig{BlueNamespace: opts.BlueNamespace, GreenNamespace: opts.GreenNamespace}
+	case api.StrategyBlueGreen:
+		c := &api.BlueGreenConfig{BlueNamespace: opts.BlueNamespace, GreenNamespace: opts.GreenNamespace}
 		if ch("auto-switch") {
 			c.AutoSwitch = &opts.AutoSwitch
 		}
@@ -310,8 +309,8 @@ func (opts *DeployOptions) setConfig(req *request.Request) error {
 			c.ValidationPeriod, err = isoDuration("validation-period", opts.ValidationPeriod)
 		}
 		req.BlueGreenConfig = c
-	case request.StrategyRolling:
-		c := &request.RollingConfig{ClusterOrder: splitList(opts.ClusterOrder)}
+	case api.StrategyRolling:
+		c := &api.RollingConfig{ClusterOrder: splitList(opts.ClusterOrder)}
 		if ch("validation-period") {
 			if c.ValidationPeriod, err = isoDuration("validation-period", opts.ValidationPeriod); err != nil {
 				return err
@@ -321,8 +320,8 @@ func (opts *DeployOptions) setConfig(req *request.Request) error {
 			c.PauseBetweenClusters, err = isoDuration("pause-between-clusters", opts.PauseBetweenClusters)
 		}
 		req.RollingConfig = c
-	case request.StrategyDirect:
-		c := &request.DirectConfig{SkipHealthChecks: opts.SkipHealthChecks}
+	case api.StrategyDirect:
+		c := &api.DirectConfig{SkipHealthChecks: opts.SkipHealthChecks}
 		if ch("parallel-clusters") {
 			c.ParallelClusters = &opts.ParallelClusters
 		}
@@ -334,17 +333,17 @@ func (opts *DeployOptions) setConfig(req *request.Request) error {
 // isoDuration reads a period given as ISO 8601 (PT5M) or as a Go duration (5m, 1h30m) and
 // returns it in ISO 8601, as the API takes it.
 func isoDuration(flag, s string) (string, error) {
-	if _, err := request.ParseDuration(s); err == nil {
+	if _, err := api.ParseDuration(s); err == nil {
 		return s, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
 		return "", flagErrorf("--%s must be a duration such as PT5M or 5m, not %q", flag, s)
 	}
-	return request.FormatDuration(d), nil
+	return api.FormatDuration(d), nil
 }
 
-func (opts *DeployOptions) setValues(req *request.Request) error {
+func (opts *DeployOptions) setValues(req *api.DeploymentRequest) error {
 	if opts.ValuesFile != "" {
 		v, err := readValues(opts.f, opts.ValuesFile)
 		if err != nil {
@@ -373,11 +372,11 @@ func (opts *DeployOptions) setValues(req *request.Request) error {
 }
 
 // checkConfig resolves the strategy's config and the bake window as the manager will
-// (request.ResolveSettings, Request.ResolveBakeWindow), so that a bad setting is refused before
+// (api.ResolveSettings, DeploymentRequest.ResolveBakeWindow), so that a bad setting is refused before
 // anything is sent; a message about a field names its flag when the flags built the request.
 func (opts *DeployOptions) checkConfig() error {
 	r := opts.Request
-	_, err := request.ResolveSettings(r)
+	_, err := api.ResolveSettings(r)
 	if err == nil {
 		_, err = r.ResolveBakeWindow(0)
 	}
@@ -428,21 +427,21 @@ func deployRun(ctx context.Context, opts *DeployOptions) error {
 }
 
 // analysisRef reads --analysis NAME[:ARG=VALUE,…] as a request's reference to a stored template.
-func analysisRef(v string) (analysis.Ref, error) {
+func analysisRef(v string) (api.AnalysisRef, error) {
 	name, args, _ := strings.Cut(v, ":")
 	if name == "" {
-		return analysis.Ref{}, flagErrorf("--analysis needs a template's name, as in --analysis error-rate or --analysis error-rate:max=0.01")
+		return api.AnalysisRef{}, flagErrorf("--analysis needs a template's name, as in --analysis error-rate or --analysis error-rate:max=0.01")
 	}
-	ref := analysis.Ref{Template: name}
+	ref := api.AnalysisRef{Template: name}
 	if args == "" {
 		return ref, nil
 	}
 	for _, kv := range strings.Split(args, ",") {
 		k, val, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return analysis.Ref{}, flagErrorf("--analysis %s: an argument is ARG=VALUE, not %q", name, kv)
+			return api.AnalysisRef{}, flagErrorf("--analysis %s: an argument is ARG=VALUE, not %q", name, kv)
 		}
-		ref.Args = append(ref.Args, analysis.Arg{Name: k, Value: &val})
+		ref.Args = append(ref.Args, api.AnalysisArg{Name: k, Value: &val})
 	}
 	return ref, nil
 }

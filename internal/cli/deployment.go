@@ -3,15 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/slipway-dev/slipway/internal/cli/client"
 	"github.com/slipway-dev/slipway/internal/cli/output"
-	"github.com/slipway-dev/slipway/internal/manager/rollout/engine"
-	"github.com/slipway-dev/slipway/internal/manager/server"
-	"github.com/slipway-dev/slipway/internal/manager/store"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // NewCmdDeployment is `slipway deployment` with list, get and the actions on one deployment
@@ -30,13 +29,7 @@ func NewCmdDeployment(f *Factory) *cobra.Command {
 	return cmd
 }
 
-func deploymentStatuses() []string {
-	out := make([]string, len(store.DeploymentStatuses))
-	for i, s := range store.DeploymentStatuses {
-		out[i] = string(s)
-	}
-	return out
-}
+func deploymentStatuses() []string { return slices.Clone(api.DeploymentStatuses) }
 
 // DeploymentListOptions are slipway deployment list's.
 type DeploymentListOptions struct {
@@ -98,7 +91,7 @@ func deploymentListRun(ctx context.Context, opts *DeploymentListOptions) error {
 
 // stageText is the deployment's stage for people, counted from 1 as the design and the web UI
 // count them: "2/3" (the API's stage is an index from 0; -o json and yaml keep it).
-func stageText(d *server.Deployment) string {
+func stageText(d *api.Deployment) string {
 	n := 0
 	for _, c := range d.Clusters {
 		n = max(n, c.Stage+1)
@@ -110,16 +103,16 @@ func stageText(d *server.Deployment) string {
 }
 
 // deploymentState is the status with what holds it: paused, a requested cancel or rollback.
-func deploymentState(d *server.Deployment) string {
+func deploymentState(d *api.Deployment) string {
 	s := d.Status
 	var marks []string
 	if d.Paused {
 		marks = append(marks, "paused")
 	}
-	if d.CancelRequested && d.Status != string(store.DeploymentCancelled) {
+	if d.CancelRequested && d.Status != api.DeploymentCancelled {
 		marks = append(marks, "cancelling")
 	}
-	if d.RollbackRequested && d.Status != string(store.DeploymentRolledBack) && d.Status != string(store.DeploymentRollingBack) {
+	if d.RollbackRequested && d.Status != api.DeploymentRolledBack && d.Status != api.DeploymentRollingBack {
 		marks = append(marks, "rollback requested")
 	}
 	if len(marks) > 0 {
@@ -130,7 +123,7 @@ func deploymentState(d *server.Deployment) string {
 
 // waitingText is what a deployment waits for, as the manager says it ("evaluation period, 3 m
 // 10 s left"); "" when nothing holds it.
-func waitingText(w *server.Waiting) string {
+func waitingText(w *api.Waiting) string {
 	if w == nil {
 		return ""
 	}
@@ -138,7 +131,7 @@ func waitingText(w *server.Waiting) string {
 }
 
 // clusterCounts is "3/4 healthy": the clusters done out of all.
-func clusterCounts(cs []server.DeploymentCluster) string {
+func clusterCounts(cs []api.DeploymentCluster) string {
 	done := 0
 	for _, c := range cs {
 		if c.Status == "healthy" {
@@ -173,7 +166,7 @@ func NewCmdDeploymentGet(f *Factory, runF func(context.Context, string) error) *
 	}
 }
 
-func printDeployment(f *Factory, d *server.Deployment) error {
+func printDeployment(f *Factory, d *api.Deployment) error {
 	return output.Print(f.IOStreams, f.OutputFormat(), f.Now(), d, func(p *output.Printer) error {
 		paused := ""
 		if d.Paused {
@@ -225,7 +218,7 @@ type deploymentAction struct {
 	Reason bool
 	// Done is the message after success ("Paused deployment %s.").
 	Done string
-	Call func(ctx context.Context, c *client.Client, id, reason string) (*server.Deployment, error)
+	Call func(ctx context.Context, c *client.Client, id, reason string) (*api.Deployment, error)
 }
 
 var deploymentActions = []deploymentAction{
@@ -234,26 +227,26 @@ var deploymentActions = []deploymentAction{
 resumed. Health checks and automatic rollback go on.`,
 		Example: "  slipway deployment pause ID --reason \"waiting for the change freeze to end\"",
 		Reason:  true, Done: "Paused deployment %s.",
-		Call: func(ctx context.Context, c *client.Client, id, reason string) (*server.Deployment, error) {
+		Call: func(ctx context.Context, c *client.Client, id, reason string) (*api.Deployment, error) {
 			return c.PauseDeployment(ctx, id, reason)
 		}},
 	{Use: "resume", Short: "Resume a paused deployment from where it stopped", Example: "  slipway deployment resume ID",
 		Done: "Resumed deployment %s.",
-		Call: func(ctx context.Context, c *client.Client, id, _ string) (*server.Deployment, error) {
+		Call: func(ctx context.Context, c *client.Client, id, _ string) (*api.Deployment, error) {
 			return c.ResumeDeployment(ctx, id)
 		}},
 	{Use: "switch", Short: "Switch a BlueGreen deployment to green once green is validated",
 		Long:    `Switch a BlueGreen deployment (started with --auto-switch=false) to green, once green is validated.`,
 		Example: "  slipway deployment switch ID\n  slipway deployment switch ID --yes",
 		Confirm: "Switch deployment %s to green?", Done: "Switching deployment %s to green.",
-		Call: func(ctx context.Context, c *client.Client, id, _ string) (*server.Deployment, error) {
+		Call: func(ctx context.Context, c *client.Client, id, _ string) (*api.Deployment, error) {
 			return c.SwitchDeployment(ctx, id)
 		}},
 	{Use: "cancel", Short: "Cancel a deployment: installs in flight finish, no more start",
 		Long:    `Cancel a deployment: installs in flight finish, no more start; its history is kept.`,
 		Example: "  slipway deployment cancel ID\n  slipway deployment cancel ID --yes",
 		Confirm: "Cancel deployment %s?", Done: "Cancelling deployment %s.",
-		Call: func(ctx context.Context, c *client.Client, id, _ string) (*server.Deployment, error) {
+		Call: func(ctx context.Context, c *client.Client, id, _ string) (*api.Deployment, error) {
 			return c.CancelDeployment(ctx, id)
 		}},
 	{Use: "rollback", Short: "Roll a deployment back to what each cluster ran before it (Admins)",
@@ -261,7 +254,7 @@ resumed. Health checks and automatic rollback go on.`,
 first install is removed).`,
 		Example: "  slipway deployment rollback ID --reason \"errors after the upgrade\" --yes",
 		Confirm: "Roll deployment %s back?", Reason: true, Done: "Rolling deployment %s back.",
-		Call: func(ctx context.Context, c *client.Client, id, reason string) (*server.Deployment, error) {
+		Call: func(ctx context.Context, c *client.Client, id, reason string) (*api.Deployment, error) {
 			return c.RollbackDeployment(ctx, id, reason)
 		}},
 }
@@ -328,7 +321,7 @@ func NewCmdDeploymentAction(f *Factory, a deploymentAction, runF func(context.Co
 
 // printPlan prints a dry run's plan: the stages with their clusters, the approvals it would ask
 // for, each cluster's CRD report, and why planning would fail.
-func printPlan(p *output.Printer, plan *engine.DryRun) error {
+func printPlan(p *output.Printer, plan *api.DryRun) error {
 	w := p.Out()
 	fmt.Fprintf(w, "Dry run: %s %s, %s (nothing was stored)\n", plan.Operator, plan.Version, plan.Strategy)
 	fmt.Fprintf(w, "Bake window: %s after it completes\n", plan.BakeWindow)

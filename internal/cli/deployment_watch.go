@@ -14,7 +14,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/cli/iostreams"
 	"github.com/slipway-dev/slipway/internal/cli/output"
 	"github.com/slipway-dev/slipway/internal/cli/watchview"
-	"github.com/slipway-dev/slipway/internal/manager/server"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // WatchOptions are what `slipway deployment watch` and `slipway deploy --watch` share: the
@@ -128,7 +128,7 @@ func (o *WatchOptions) Watch(ctx context.Context, id string) error {
 }
 
 // outcome is the error (and so the exit code) for how the watch ended.
-func (o *WatchOptions) outcome(ctx context.Context, id string, d *server.Deployment, err error) error {
+func (o *WatchOptions) outcome(ctx context.Context, id string, d *api.Deployment, err error) error {
 	switch {
 	case err == nil:
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:

@@ -17,9 +17,9 @@ import (
 	"github.com/mattn/go-runewidth"
 
 	"github.com/slipway-dev/slipway/internal/cli/config"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/managertest"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 	"github.com/slipway-dev/slipway/internal/testenv/operatorproc"
 )
 
@@ -61,7 +61,7 @@ func newWatchWorld(t *testing.T) *watchWorld {
 	files["values.yaml"] = "image: registry.example/widget-operator:v" + brokenVersion + "\nreplicas: many\n"
 	m.Repo.Add(t, files)
 	until(t, time.Minute, "the manager lists "+brokenVersion, func() bool {
-		var op server.Operator
+		var op api.Operator
 		m.Must(t, "GET", "/api/v1/operators/"+m.Operator, managertest.Alice, nil, http.StatusOK).JSON(t, &op)
 		return slices.Contains(op.Versions, brokenVersion)
 	})
@@ -73,7 +73,7 @@ func (w *watchWorld) created(t *testing.T, version string) string {
 	t.Helper()
 	id := ""
 	until(t, time.Minute, "a deployment of "+version+" is created", func() bool {
-		var list server.DeploymentList
+		var list api.DeploymentList
 		w.m.Must(t, "GET", "/api/v1/deployments?active=true&operator="+url.QueryEscape(w.m.Operator), managertest.Alice, nil,
 			http.StatusOK).JSON(t, &list)
 		for _, d := range list.Items {
@@ -170,7 +170,7 @@ func (w *watchWorld) canary(t *testing.T) {
 
 // checkFinalScreen: the terminal holds the final table once (each frame was drawn over the
 // last one, none in an alternate screen), every line fits, and the cursor is shown again.
-func (w *watchWorld) checkFinalScreen(t *testing.T, p *ptyRun, dep *server.Deployment) {
+func (w *watchWorld) checkFinalScreen(t *testing.T, p *ptyRun, dep *api.Deployment) {
 	t.Helper()
 	all := strings.Join(p.lines(), "\n")
 	head := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(w.m.Operator) + ` 1\.1\.0 · Canary · `)
@@ -210,7 +210,7 @@ func (w *watchWorld) checkFinalScreen(t *testing.T, p *ptyRun, dep *server.Deplo
 
 // checkPlainCanary: a timestamped line per change: the wait for approval, each cluster
 // validating and then healthy at its revision, the end.
-func checkPlainCanary(t *testing.T, out string, dep *server.Deployment) {
+func checkPlainCanary(t *testing.T, out string, dep *api.Deployment) {
 	t.Helper()
 	everyLine(t, out, regexp.MustCompile(`^`+stamp))
 	want := []string{
@@ -276,7 +276,7 @@ func (w *watchWorld) waiting(t *testing.T) {
 	bg := startBackground(t, w.cfg, managertest.Otto, "deployment", "watch", dep.ID, "--progress", "plain")
 	until(t, 30*time.Second, "the plain watcher prints the deployment", func() bool { return strings.Contains(bg.Out.String(), "WaitingApproval") })
 	for _, a := range w.m.Approvals(t, dep.ID, "pending") {
-		w.m.Must(t, "POST", "/api/v1/approvals/"+a.ID+"/reject", managertest.Bob, server.DecisionRequest{Comment: "not this one"}, http.StatusOK)
+		w.m.Must(t, "POST", "/api/v1/approvals/"+a.ID+"/reject", managertest.Bob, api.DecisionRequest{Comment: "not this one"}, http.StatusOK)
 	}
 	if code := bg.wait(t, time.Minute); code != 1 {
 		t.Fatalf("a rejected deployment: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, bg.Out.String(), bg.Err.String())
@@ -345,14 +345,14 @@ func everyLine(t *testing.T, out string, re *regexp.Regexp) {
 
 // checkNDJSON: out is the deployment's events as the manager lists them, each once and in
 // order, one JSON object a line, then the end with the deployment's status.
-func checkNDJSON(t *testing.T, out string, events []server.DeploymentEvent, id, status string) {
+func checkNDJSON(t *testing.T, out string, events []api.DeploymentEvent, id, status string) {
 	t.Helper()
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	if len(lines) != len(events)+1 {
 		t.Fatalf("%d lines for %d events and the end:\n%s", len(lines), len(events), out)
 	}
 	for i, e := range events {
-		var got server.DeploymentEvent
+		var got api.DeploymentEvent
 		if err := json.Unmarshal([]byte(lines[i]), &got); err != nil {
 			t.Fatalf("line %d: %v: %s", i+1, err, lines[i])
 		}

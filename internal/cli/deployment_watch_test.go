@@ -10,7 +10,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/cli/client"
 	"github.com/slipway-dev/slipway/internal/cli/iostreams"
 	"github.com/slipway-dev/slipway/internal/cli/watchview"
-	"github.com/slipway-dev/slipway/internal/manager/server"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // TestWatchOutcome: how a watch ended decides the exit code: the deployment's outcome, the
@@ -21,7 +21,7 @@ func TestWatchOutcome(t *testing.T) {
 	stopped, stop := context.WithCancel(context.Background())
 	stop()
 	live := context.Background()
-	refused := &client.APIError{StatusCode: 401, Body: server.Error{Message: "the token expired"}}
+	refused := &client.APIError{StatusCode: 401, Body: api.Error{Message: "the token expired"}}
 	cases := []struct {
 		name   string
 		ctx    context.Context
@@ -44,7 +44,7 @@ func TestWatchOutcome(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ios, _, _, errOut := iostreams.Test()
 			o := NewWatchOptions(NewFactory(ios, func(string) string { return "" }))
-			d := &server.Deployment{ID: "d1", Status: tc.status, Reason: "why"}
+			d := &api.Deployment{ID: "d1", Status: tc.status, Reason: "why"}
 			err := o.outcome(tc.ctx, "d1", d, tc.err)
 			if code := ExitCode(err); code != tc.code {
 				t.Errorf("exit %d, want %d (err %v)", code, tc.code, err)

@@ -14,9 +14,9 @@ import (
 
 	"github.com/slipway-dev/slipway/internal/cli/config"
 	"github.com/slipway-dev/slipway/internal/cli/iostreams"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/managertest"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 )
 
 // runEnv runs slipway in-process with the environment env (no terminal), expecting exit code want.
@@ -162,7 +162,7 @@ func testLogoutEnvToken(t *testing.T, m *managertest.Manager, cfgPath string) {
 
 // testLogoutAudited: the manager's audit log has each sign-out.
 func testLogoutAudited(t *testing.T, m *managertest.Manager) {
-	var list server.AuditList
+	var list api.AuditList
 	m.Must(t, "GET", "/api/v1/audit?action=session.delete&limit=1000", managertest.Alice, nil, http.StatusOK).JSON(t, &list)
 	got := map[string]int{}
 	for _, e := range list.Items {

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/slipway-dev/slipway/internal/cli/output"
-	"github.com/slipway-dev/slipway/internal/manager/server"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // NewCmdOperator is `slipway operator` and its verbs.
@@ -31,7 +31,7 @@ func NewCmdOperator(f *Factory) *cobra.Command {
 // OperatorAddOptions are slipway operator add's.
 type OperatorAddOptions struct {
 	f       *Factory
-	Request server.OperatorRequest
+	Request api.OperatorRequest
 	// ValuesFile is --default-values (YAML or JSON).
 	ValuesFile string
 	// PasswordStdin, TokenStdin read the chart source's secret from standard input.
@@ -110,7 +110,7 @@ func (opts *OperatorAddOptions) prepare() error {
 	if secret == "" {
 		return flagErrorf("standard input holds no password or token")
 	}
-	r.Chart.Credentials = &server.ChartCredentials{Username: opts.Username}
+	r.Chart.Credentials = &api.ChartCredentials{Username: opts.Username}
 	if opts.PasswordStdin {
 		r.Chart.Credentials.Password = secret
 	} else {
@@ -243,7 +243,7 @@ func NewCmdOperatorGet(f *Factory, runF func(context.Context, string) error) *co
 	}
 }
 
-func printOperator(f *Factory, op *server.Operator) error {
+func printOperator(f *Factory, op *api.Operator) error {
 	return output.Print(f.IOStreams, f.OutputFormat(), f.Now(), op, func(p *output.Printer) error {
 		creds := ""
 		if cr := op.Chart.Credentials; cr != nil && cr.Set {

@@ -19,9 +19,9 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/slipway-dev/slipway/internal/cli/config"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/managertest"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 )
 
 // scriptUser is an Operator no other test acts as, so that a script can read the audit log for
@@ -166,7 +166,7 @@ func cmdWaitStatus(ts *testscript.TestScript, m *managertest.Manager, args []str
 		ts.Fatalf("usage: waitstatus ID STATUS")
 	}
 	poll(ts, "deployment "+args[0]+" "+args[1], func() (bool, string, error) {
-		var d server.Deployment
+		var d api.Deployment
 		if err := getJSON(m, "/api/v1/deployments/"+url.PathEscape(args[0]), &d); err != nil {
 			return false, "", err
 		}
@@ -189,7 +189,7 @@ func cmdWaitApproval(ts *testscript.TestScript, m *managertest.Manager, args []s
 		ts.Fatalf("usage: waitapproval ID NAME")
 	}
 	poll(ts, "a pending approval of "+args[0], func() (bool, string, error) {
-		var l server.ApprovalList
+		var l api.ApprovalList
 		if err := getJSON(m, "/api/v1/approvals?deploymentId="+url.QueryEscape(args[0]), &l); err != nil {
 			return false, "", err
 		}

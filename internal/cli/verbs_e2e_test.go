@@ -28,10 +28,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/slipway-dev/slipway/internal/cli/config"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
 	"github.com/slipway-dev/slipway/internal/manager/managertest"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
@@ -107,14 +107,14 @@ func TestClusterAddRemove(t *testing.T) {
 		t.Errorf("cluster add's message: %q", add.Stderr)
 	}
 	matchLines(t, "cluster add", add.Stdout, `^Name: +`+name+`$`, `^Environment: +Dev$`, `^Kubernetes: +`+regexp.QuoteMeta(version.GitVersion)+`$`)
-	var cl server.Cluster
+	var cl api.Cluster
 	decode(t, proc(t, cfg, managertest.Vera, 0, "cluster", "get", name, "-o", "json"), &cl)
 	if cl.Name != name || cl.Environment != "Dev" || cl.KubernetesVersion != version.GitVersion {
 		t.Errorf("cluster get -o json after the add: %+v (want Kubernetes %s)", cl, version.GitVersion)
 	}
-	var list []server.Cluster
+	var list []api.Cluster
 	decode(t, proc(t, cfg, managertest.Vera, 0, "cluster", "list", "--environment", "Dev", "-o", "json"), &list)
-	if !slices.ContainsFunc(list, func(c server.Cluster) bool { return c.Name == name }) {
+	if !slices.ContainsFunc(list, func(c api.Cluster) bool { return c.Name == name }) {
 		t.Errorf("cluster list --environment Dev does not list %s: %+v", name, list)
 	}
 	var ns corev1.Namespace
@@ -130,7 +130,7 @@ func TestClusterAddRemove(t *testing.T) {
 	if !strings.Contains(gone.Stderr, "not found") {
 		t.Errorf("cluster get after the removal: %q", gone.Stderr)
 	}
-	var audit []server.AuditEvent
+	var audit []api.AuditEvent
 	decode(t, proc(t, cfg, managertest.Alice, 0, "audit", "--action", "cluster.delete", "--target-name", name, "-o", "json"), &audit)
 	if len(audit) != 1 || audit[0].Actor != managertest.Alice || audit[0].Result != "success" || audit[0].Details["cleanedUp"] != true {
 		t.Errorf("the removal's audit record: %+v", audit)
@@ -235,7 +235,7 @@ func (w *verbsWorld) cleanUp() {
 	tok := w.m.Token(managertest.Alice)
 	r, err := w.m.Do(http.MethodGet, "/api/v1/deployments?active=true&operator="+w.op, tok, nil)
 	if err == nil && r.Status == http.StatusOK {
-		var list server.DeploymentList
+		var list api.DeploymentList
 		if json.Unmarshal(r.Body, &list) == nil {
 			for _, d := range list.Items {
 				_, _ = w.m.Do(http.MethodDelete, "/api/v1/deployments/"+d.ID, tok, nil)
@@ -260,7 +260,7 @@ func (w *verbsWorld) operatorAdd(t *testing.T) {
 	}
 	matchLines(t, "operator add", add.Stdout, `^Name: +`+w.op+`$`, `^Repository: +`+regexp.QuoteMeta(w.m.Repo.URL)+`$`,
 		`^Versions: +2\.0\.0, 1\.1\.0, 1\.0\.0$`)
-	var op server.Operator
+	var op api.Operator
 	decode(t, proc(t, w.cfg, managertest.Vera, 0, "operator", "get", w.op, "-o", "json"), &op)
 	if op.Namespace != w.op || op.Chart.Name != w.op || !slices.Equal(op.Versions, []string{"2.0.0", "1.1.0", "1.0.0"}) || op.DeletedAt != nil {
 		t.Errorf("operator get -o json after the add: %+v", op)
@@ -268,9 +268,9 @@ func (w *verbsWorld) operatorAdd(t *testing.T) {
 }
 
 func (w *verbsWorld) crdListAndApprove(t *testing.T) {
-	var list []server.CRDSummary
+	var list []api.CRDSummary
 	decode(t, proc(t, w.cfg, managertest.Vera, 0, "crd", "list", "--group", charttest.Group, "-o", "json"), &list)
-	i := slices.IndexFunc(list, func(c server.CRDSummary) bool { return c.Name == w.crd })
+	i := slices.IndexFunc(list, func(c api.CRDSummary) bool { return c.Name == w.crd })
 	if i < 0 || list[i].Revisions != 3 || list[i].Latest.Version != "2.0.0" || list[i].Latest.Operator != w.op {
 		t.Fatalf("crd list -o json has no %s with 3 revisions, the latest 2.0.0 of %s: %+v", w.crd, w.op, list)
 	}
@@ -283,12 +283,12 @@ func (w *verbsWorld) crdListAndApprove(t *testing.T) {
 	if !strings.Contains(refused.Stderr, "needs one of the roles [Admin]; otto has [Operator]") {
 		t.Errorf("crd approve as an Operator: %q", refused.Stderr)
 	}
-	var a server.Approval
+	var a api.Approval
 	decode(t, proc(t, w.cfg, managertest.Alice, 0, append(approve, "-o", "json")...), &a)
 	if a.CRD != w.crd || a.ToVersion != "2.0.0" || a.ApprovedBy != managertest.Alice || a.Reason != "no Gizmo sets spec.legacy yet" {
 		t.Errorf("crd approve -o json: %+v", a)
 	}
-	var crd server.CRD
+	var crd api.CRD
 	decode(t, proc(t, w.cfg, managertest.Vera, 0, "crd", "get", w.crd, "-o", "json"), &crd)
 	if len(crd.Approvals) != 1 || crd.Approvals[0].ToDigest != a.ToDigest || crd.Approvals[0].ApprovedBy != managertest.Alice {
 		t.Errorf("crd get -o json after the approval: approvals %+v", crd.Approvals)
@@ -302,14 +302,14 @@ func (w *verbsWorld) crdListAndApprove(t *testing.T) {
 // asks for the switch while it is paused (remembered, not done), and resumes it: the switch
 // follows, and the deployment completes after the manager's switch monitor.
 func (w *verbsWorld) blueGreen(t *testing.T) {
-	var direct server.Deployment
+	var direct api.Deployment
 	decode(t, proc(t, w.cfg, managertest.Otto, 0, "deploy", w.op, "1.0.0", "--clusters", "dev-1", "--strategy", "direct", "-o", "json"), &direct)
 	w.m.WaitStatus(t, direct.ID, "Completed", 3*time.Minute)
-	var bg server.Deployment
+	var bg api.Deployment
 	decode(t, proc(t, w.cfg, managertest.Otto, 0, "deploy", w.op, "1.1.0", "--clusters", "dev-1", "--strategy", "bluegreen",
 		"--validation-period", "PT1S", "--auto-switch=false", "-o", "json"), &bg)
 	w.m.ApproveAll(t, bg.ID, managertest.Bob)
-	w.m.WaitFor(t, bg.ID, "the wait for the switch", 3*time.Minute, func(d server.Deployment) bool {
+	w.m.WaitFor(t, bg.ID, "the wait for the switch", 3*time.Minute, func(d api.Deployment) bool {
 		return d.Waiting != nil && d.Waiting.Reason == "switch"
 	})
 
@@ -321,7 +321,7 @@ func (w *verbsWorld) blueGreen(t *testing.T) {
 	matchLines(t, "deployment get of the paused deployment", got.Stdout, `^Paused: +by otto .*: checking green by hand$`,
 		`^Waiting: +paused by otto`)
 
-	var sw server.Deployment
+	var sw api.Deployment
 	decode(t, proc(t, w.cfg, managertest.Otto, 0, "deployment", "switch", bg.ID, "--yes", "-o", "json"), &sw)
 	if sw.ID != bg.ID || !sw.SwitchRequested || sw.SwitchedAt != nil || !sw.Paused {
 		t.Errorf("deployment switch -o json while paused: switch requested %v, switched at %v, paused %v", sw.SwitchRequested, sw.SwitchedAt, sw.Paused)
@@ -334,7 +334,7 @@ func (w *verbsWorld) blueGreen(t *testing.T) {
 	if resume.Stdout != "" || !strings.HasPrefix(resume.Stderr, "Resumed deployment "+bg.ID+". Status: ") || strings.Contains(resume.Stderr, "paused") {
 		t.Errorf("deployment resume: stdout %q, stderr %q", resume.Stdout, resume.Stderr)
 	}
-	switched := w.m.WaitFor(t, bg.ID, "the switch after the resume", time.Minute, func(d server.Deployment) bool { return d.SwitchedAt != nil })
+	switched := w.m.WaitFor(t, bg.ID, "the switch after the resume", time.Minute, func(d api.Deployment) bool { return d.SwitchedAt != nil })
 	if c := switched.Clusters[0]; switched.Paused || c.Name != "dev-1" || c.BlueRelease == "" || c.Release == c.BlueRelease {
 		t.Errorf("after the resume: paused %v; dev-1 runs release %q, blue %q", switched.Paused, c.Release, c.BlueRelease)
 	}
@@ -346,7 +346,7 @@ func (w *verbsWorld) blueGreen(t *testing.T) {
 // cancel: a Direct deployment of 2.0.0 asks an Admin for the version upgrade only (the CRD's
 // breaking change was approved with crd approve); otto cancels it while it waits.
 func (w *verbsWorld) cancel(t *testing.T) {
-	var dep server.Deployment
+	var dep api.Deployment
 	decode(t, proc(t, w.cfg, managertest.Otto, 0, "deploy", w.op, "2.0.0", "--clusters", "dev-1", "--strategy", "direct", "-o", "json"), &dep)
 	w.m.WaitStatus(t, dep.ID, "WaitingApproval", 2*time.Minute)
 	var kinds []string
@@ -356,7 +356,7 @@ func (w *verbsWorld) cancel(t *testing.T) {
 	if !slices.Equal(kinds, []string{"versionUpgrade"}) {
 		t.Errorf("the upgrade to 2.0.0 asks for %v, want versionUpgrade alone (breakingCRD was approved)", kinds)
 	}
-	var c server.Deployment
+	var c api.Deployment
 	decode(t, proc(t, w.cfg, managertest.Otto, 0, "deployment", "cancel", dep.ID, "--yes", "-o", "json"), &c)
 	if c.ID != dep.ID || !c.CancelRequested {
 		t.Errorf("deployment cancel -o json: %s, cancelRequested %v", c.ID, c.CancelRequested)
@@ -375,17 +375,17 @@ func (w *verbsWorld) operatorRemove(t *testing.T) {
 	// A deleted operator stays readable by name, with when it was deleted; lists leave it out.
 	gone := proc(t, w.cfg, managertest.Vera, 0, "operator", "get", w.op)
 	matchLines(t, "operator get after the removal", gone.Stdout, `^Name: +`+w.op+`$`, `^Deleted: +\S+`)
-	var op server.Operator
+	var op api.Operator
 	decode(t, proc(t, w.cfg, managertest.Vera, 0, "operator", "get", w.op, "-o", "json"), &op)
 	if op.DeletedAt == nil {
 		t.Errorf("operator get -o json after the removal: no deletedAt")
 	}
-	var list []server.Operator
+	var list []api.Operator
 	decode(t, proc(t, w.cfg, managertest.Vera, 0, "operator", "list", "-o", "json"), &list)
-	if slices.ContainsFunc(list, func(o server.Operator) bool { return o.Name == w.op }) {
+	if slices.ContainsFunc(list, func(o api.Operator) bool { return o.Name == w.op }) {
 		t.Errorf("operator list after the removal still lists %s", w.op)
 	}
-	var deps []server.Deployment
+	var deps []api.Deployment
 	decode(t, proc(t, w.cfg, managertest.Vera, 0, "deployment", "list", "--operator", w.op, "-o", "json"), &deps)
 	if len(deps) != 3 {
 		t.Errorf("the deleted operator's deployments stay readable: %d listed, want 3", len(deps))

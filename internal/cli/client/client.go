@@ -1,6 +1,6 @@
 // Package client is the manager API's client for the CLI: net/http with a context's TLS
-// settings and Bearer token, decoding answers into the server's own exported JSON types
-// (package server, request.Request, the engine's DryRun). An answer that is not a success is an
+// settings and Bearer token, decoding answers into the API's types (package api, the manager's
+// wire contract, which imports none of the server's packages). An answer that is not a success is an
 // *APIError carrying the server's message; IsAuth tells 401 and 403 apart from the rest.
 package client
 
@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slipway-dev/slipway/internal/manager/server"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // Options say how to reach a manager.
@@ -135,7 +135,7 @@ type APIError struct {
 	StatusCode int
 	// Body is the server's {"code","message","details"}; for an answer that is not in that
 	// shape, Code is empty and Message says what came back.
-	Body server.Error
+	Body api.Error
 }
 
 func (e *APIError) Error() string {
@@ -243,10 +243,9 @@ func readError(resp *http.Response) error {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	e := &APIError{StatusCode: resp.StatusCode}
 	if json.Unmarshal(data, &e.Body) == nil && e.Body.Message != "" {
-		e.Body.Status = resp.StatusCode
 		return e
 	}
-	e.Body = server.Error{Status: resp.StatusCode}
+	e.Body = api.Error{}
 	text := strings.TrimSpace(string(data))
 	if len(text) > 200 {
 		text = text[:200] + "…"

@@ -7,9 +7,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/slipway-dev/slipway/internal/manager/rollout/engine"
-	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
-	"github.com/slipway-dev/slipway/internal/manager/server"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // One method per route the CLI uses. Lists take a limit (0: every item) and return the continue
@@ -47,29 +45,29 @@ func (c *Client) SignOut(ctx context.Context) error {
 // ClusterFilter narrows a cluster list.
 type ClusterFilter struct{ Environment, Health string }
 
-func (c *Client) ListClusters(ctx context.Context, f ClusterFilter, p Page) ([]server.Cluster, string, error) {
+func (c *Client) ListClusters(ctx context.Context, f ClusterFilter, p Page) ([]api.Cluster, string, error) {
 	q := url.Values{}
 	setIf(q, "environment", f.Environment)
 	setIf(q, "health", f.Health)
-	return list(ctx, c, "/api/v1/clusters", q, p.Limit, func(l *server.ClusterList) ([]server.Cluster, string) { return l.Items, l.Continue })
+	return list(ctx, c, "/api/v1/clusters", q, p.Limit, func(l *api.ClusterList) ([]api.Cluster, string) { return l.Items, l.Continue })
 }
 
-func (c *Client) GetCluster(ctx context.Context, name string) (*server.Cluster, error) {
-	var out server.Cluster
+func (c *Client) GetCluster(ctx context.Context, name string) (*api.Cluster, error) {
+	var out api.Cluster
 	return &out, c.Do(ctx, http.MethodGet, "/api/v1/clusters/"+esc(name), nil, nil, &out)
 }
 
-func (c *Client) ClusterHealth(ctx context.Context, name string, refresh bool) (*server.ClusterHealth, error) {
+func (c *Client) ClusterHealth(ctx context.Context, name string, refresh bool) (*api.ClusterHealth, error) {
 	q := url.Values{}
 	if refresh {
 		q.Set("refresh", "true")
 	}
-	var out server.ClusterHealth
+	var out api.ClusterHealth
 	return &out, c.Do(ctx, http.MethodGet, "/api/v1/clusters/"+esc(name)+"/health", q, nil, &out)
 }
 
-func (c *Client) CreateCluster(ctx context.Context, req server.ClusterRequest) (*server.Cluster, error) {
-	var out server.Cluster
+func (c *Client) CreateCluster(ctx context.Context, req api.ClusterRequest) (*api.Cluster, error) {
+	var out api.Cluster
 	return &out, c.Do(ctx, http.MethodPost, "/api/v1/clusters", nil, req, &out)
 }
 
@@ -77,24 +75,24 @@ func (c *Client) DeleteCluster(ctx context.Context, name string) error {
 	return c.Do(ctx, http.MethodDelete, "/api/v1/clusters/"+esc(name), nil, nil, nil)
 }
 
-func (c *Client) ListOperators(ctx context.Context, namespace string, p Page) ([]server.Operator, string, error) {
+func (c *Client) ListOperators(ctx context.Context, namespace string, p Page) ([]api.Operator, string, error) {
 	q := url.Values{}
 	setIf(q, "namespace", namespace)
-	return list(ctx, c, "/api/v1/operators", q, p.Limit, func(l *server.OperatorList) ([]server.Operator, string) { return l.Items, l.Continue })
+	return list(ctx, c, "/api/v1/operators", q, p.Limit, func(l *api.OperatorList) ([]api.Operator, string) { return l.Items, l.Continue })
 }
 
-func (c *Client) GetOperator(ctx context.Context, name string) (*server.Operator, error) {
-	var out server.Operator
+func (c *Client) GetOperator(ctx context.Context, name string) (*api.Operator, error) {
+	var out api.Operator
 	return &out, c.Do(ctx, http.MethodGet, "/api/v1/operators/"+esc(name), nil, nil, &out)
 }
 
-func (c *Client) CreateOperator(ctx context.Context, req server.OperatorRequest) (*server.Operator, error) {
-	var out server.Operator
+func (c *Client) CreateOperator(ctx context.Context, req api.OperatorRequest) (*api.Operator, error) {
+	var out api.Operator
 	return &out, c.Do(ctx, http.MethodPost, "/api/v1/operators", nil, req, &out)
 }
 
-func (c *Client) RefreshOperator(ctx context.Context, name string, req *server.RefreshRequest) (*server.OperatorRefreshResult, error) {
-	var out server.OperatorRefreshResult
+func (c *Client) RefreshOperator(ctx context.Context, name string, req *api.RefreshRequest) (*api.OperatorRefreshResult, error) {
+	var out api.OperatorRefreshResult
 	var body any
 	if req != nil {
 		body = req
@@ -106,36 +104,36 @@ func (c *Client) DeleteOperator(ctx context.Context, name string) error {
 	return c.Do(ctx, http.MethodDelete, "/api/v1/operators/"+esc(name), nil, nil, nil)
 }
 
-func (c *Client) ListCRDs(ctx context.Context, group string, p Page) ([]server.CRDSummary, string, error) {
+func (c *Client) ListCRDs(ctx context.Context, group string, p Page) ([]api.CRDSummary, string, error) {
 	q := url.Values{}
 	setIf(q, "group", group)
-	return list(ctx, c, "/api/v1/crds", q, p.Limit, func(l *server.CRDList) ([]server.CRDSummary, string) { return l.Items, l.Continue })
+	return list(ctx, c, "/api/v1/crds", q, p.Limit, func(l *api.CRDList) ([]api.CRDSummary, string) { return l.Items, l.Continue })
 }
 
-func (c *Client) GetCRD(ctx context.Context, name string) (*server.CRD, error) {
-	var out server.CRD
+func (c *Client) GetCRD(ctx context.Context, name string) (*api.CRD, error) {
+	var out api.CRD
 	return &out, c.Do(ctx, http.MethodGet, "/api/v1/crds/"+esc(name), nil, nil, &out)
 }
 
-func (c *Client) ValidateCRD(ctx context.Context, name string, req server.ValidateRequest) (*server.ValidationReport, error) {
-	var out server.ValidationReport
+func (c *Client) ValidateCRD(ctx context.Context, name string, req api.ValidateRequest) (*api.ValidationReport, error) {
+	var out api.ValidationReport
 	return &out, c.Do(ctx, http.MethodPost, "/api/v1/crds/"+esc(name)+"/validate", nil, req, &out)
 }
 
-func (c *Client) ApproveCRD(ctx context.Context, name string, req server.ApproveRequest) (*server.Approval, error) {
-	var out server.Approval
+func (c *Client) ApproveCRD(ctx context.Context, name string, req api.ApproveRequest) (*api.Approval, error) {
+	var out api.Approval
 	return &out, c.Do(ctx, http.MethodPost, "/api/v1/crds/"+esc(name)+"/approve", nil, req, &out)
 }
 
 // CreateDeployment submits a deployment (202: stored Queued).
-func (c *Client) CreateDeployment(ctx context.Context, req *request.Request) (*server.Deployment, error) {
-	var out server.Deployment
+func (c *Client) CreateDeployment(ctx context.Context, req *api.DeploymentRequest) (*api.Deployment, error) {
+	var out api.Deployment
 	return &out, c.Do(ctx, http.MethodPost, "/api/v1/deployments", nil, req, &out)
 }
 
 // DryRun plans a deployment and stores nothing.
-func (c *Client) DryRun(ctx context.Context, req *request.Request) (*engine.DryRun, error) {
-	var out engine.DryRun
+func (c *Client) DryRun(ctx context.Context, req *api.DeploymentRequest) (*api.DryRun, error) {
+	var out api.DryRun
 	return &out, c.Do(ctx, http.MethodPost, "/api/v1/deployments", url.Values{"dryRun": {"true"}}, req, &out)
 }
 
@@ -145,23 +143,23 @@ type DeploymentFilter struct {
 	Active           bool
 }
 
-func (c *Client) ListDeployments(ctx context.Context, f DeploymentFilter, p Page) ([]server.Deployment, string, error) {
+func (c *Client) ListDeployments(ctx context.Context, f DeploymentFilter, p Page) ([]api.Deployment, string, error) {
 	q := url.Values{}
 	setIf(q, "operator", f.Operator)
 	setIf(q, "status", f.Status)
 	if f.Active {
 		q.Set("active", "true")
 	}
-	return list(ctx, c, "/api/v1/deployments", q, p.Limit, func(l *server.DeploymentList) ([]server.Deployment, string) { return l.Items, l.Continue })
+	return list(ctx, c, "/api/v1/deployments", q, p.Limit, func(l *api.DeploymentList) ([]api.Deployment, string) { return l.Items, l.Continue })
 }
 
-func (c *Client) GetDeployment(ctx context.Context, id string) (*server.Deployment, error) {
-	var out server.Deployment
+func (c *Client) GetDeployment(ctx context.Context, id string) (*api.Deployment, error) {
+	var out api.Deployment
 	return &out, c.Do(ctx, http.MethodGet, "/api/v1/deployments/"+esc(id), nil, nil, &out)
 }
 
-func (c *Client) deploymentAction(ctx context.Context, method, id, action string, body any) (*server.Deployment, error) {
-	var out server.Deployment
+func (c *Client) deploymentAction(ctx context.Context, method, id, action string, body any) (*api.Deployment, error) {
+	var out api.Deployment
 	path := "/api/v1/deployments/" + esc(id)
 	if action != "" {
 		path += "/" + action
@@ -169,39 +167,39 @@ func (c *Client) deploymentAction(ctx context.Context, method, id, action string
 	return &out, c.Do(ctx, method, path, nil, body, &out)
 }
 
-func (c *Client) CancelDeployment(ctx context.Context, id string) (*server.Deployment, error) {
+func (c *Client) CancelDeployment(ctx context.Context, id string) (*api.Deployment, error) {
 	return c.deploymentAction(ctx, http.MethodDelete, id, "", nil)
 }
 
-func (c *Client) PauseDeployment(ctx context.Context, id, reason string) (*server.Deployment, error) {
-	return c.deploymentAction(ctx, http.MethodPost, id, "pause", server.PauseRequest{Reason: reason})
+func (c *Client) PauseDeployment(ctx context.Context, id, reason string) (*api.Deployment, error) {
+	return c.deploymentAction(ctx, http.MethodPost, id, "pause", api.PauseRequest{Reason: reason})
 }
 
-func (c *Client) ResumeDeployment(ctx context.Context, id string) (*server.Deployment, error) {
+func (c *Client) ResumeDeployment(ctx context.Context, id string) (*api.Deployment, error) {
 	return c.deploymentAction(ctx, http.MethodPost, id, "resume", nil)
 }
 
-func (c *Client) SwitchDeployment(ctx context.Context, id string) (*server.Deployment, error) {
+func (c *Client) SwitchDeployment(ctx context.Context, id string) (*api.Deployment, error) {
 	return c.deploymentAction(ctx, http.MethodPost, id, "switch", nil)
 }
 
-func (c *Client) RollbackDeployment(ctx context.Context, id, reason string) (*server.Deployment, error) {
-	return c.deploymentAction(ctx, http.MethodPost, id, "rollback", server.RollbackRequest{Reason: reason})
+func (c *Client) RollbackDeployment(ctx context.Context, id, reason string) (*api.Deployment, error) {
+	return c.deploymentAction(ctx, http.MethodPost, id, "rollback", api.RollbackRequest{Reason: reason})
 }
 
-func (c *Client) RollbackStatus(ctx context.Context, id string) (*server.RollbackStatus, error) {
-	var out server.RollbackStatus
+func (c *Client) RollbackStatus(ctx context.Context, id string) (*api.RollbackStatus, error) {
+	var out api.RollbackStatus
 	return &out, c.Do(ctx, http.MethodGet, "/api/v1/deployments/"+esc(id)+"/rollback-status", nil, nil, &out)
 }
 
 // DeploymentEvents lists a deployment's events after the event id after (0: from the start).
-func (c *Client) DeploymentEvents(ctx context.Context, id string, after int64, p Page) ([]server.DeploymentEvent, string, error) {
+func (c *Client) DeploymentEvents(ctx context.Context, id string, after int64, p Page) ([]api.DeploymentEvent, string, error) {
 	q := url.Values{}
 	if after > 0 {
 		q.Set("after", strconv.FormatInt(after, 10))
 	}
 	return list(ctx, c, "/api/v1/deployments/"+esc(id)+"/events", q, p.Limit,
-		func(l *server.DeploymentEventList) ([]server.DeploymentEvent, string) { return l.Items, l.Continue })
+		func(l *api.DeploymentEventList) ([]api.DeploymentEvent, string) { return l.Items, l.Continue })
 }
 
 // EventStream opens the deployment's live event stream (Server-Sent Events) after the event id
@@ -217,53 +215,53 @@ func (c *Client) EventStream(ctx context.Context, id string, lastEventID int64) 
 // ApprovalFilter narrows an approval list (Status "" is the server's default, pending).
 type ApprovalFilter struct{ Status, DeploymentID string }
 
-func (c *Client) ListApprovals(ctx context.Context, f ApprovalFilter, p Page) ([]server.DeploymentApproval, string, error) {
+func (c *Client) ListApprovals(ctx context.Context, f ApprovalFilter, p Page) ([]api.DeploymentApproval, string, error) {
 	q := url.Values{}
 	setIf(q, "status", f.Status)
 	setIf(q, "deploymentId", f.DeploymentID)
-	return list(ctx, c, "/api/v1/approvals", q, p.Limit, func(l *server.ApprovalList) ([]server.DeploymentApproval, string) { return l.Items, l.Continue })
+	return list(ctx, c, "/api/v1/approvals", q, p.Limit, func(l *api.ApprovalList) ([]api.DeploymentApproval, string) { return l.Items, l.Continue })
 }
 
-func (c *Client) decide(ctx context.Context, id, decision, comment string) (*server.DeploymentApproval, error) {
-	var out server.DeploymentApproval
-	return &out, c.Do(ctx, http.MethodPost, "/api/v1/approvals/"+esc(id)+"/"+decision, nil, server.DecisionRequest{Comment: comment}, &out)
+func (c *Client) decide(ctx context.Context, id, decision, comment string) (*api.DeploymentApproval, error) {
+	var out api.DeploymentApproval
+	return &out, c.Do(ctx, http.MethodPost, "/api/v1/approvals/"+esc(id)+"/"+decision, nil, api.DecisionRequest{Comment: comment}, &out)
 }
 
-func (c *Client) Approve(ctx context.Context, id, comment string) (*server.DeploymentApproval, error) {
+func (c *Client) Approve(ctx context.Context, id, comment string) (*api.DeploymentApproval, error) {
 	return c.decide(ctx, id, "approve", comment)
 }
 
-func (c *Client) Reject(ctx context.Context, id, comment string) (*server.DeploymentApproval, error) {
+func (c *Client) Reject(ctx context.Context, id, comment string) (*api.DeploymentApproval, error) {
 	return c.decide(ctx, id, "reject", comment)
 }
 
 // AuditFilter narrows the audit log (Since: RFC 3339).
 type AuditFilter struct{ Actor, Action, TargetKind, TargetName, Since string }
 
-func (c *Client) ListAudit(ctx context.Context, f AuditFilter, p Page) ([]server.AuditEvent, string, error) {
+func (c *Client) ListAudit(ctx context.Context, f AuditFilter, p Page) ([]api.AuditEvent, string, error) {
 	q := url.Values{}
 	setIf(q, "actor", f.Actor)
 	setIf(q, "action", f.Action)
 	setIf(q, "targetKind", f.TargetKind)
 	setIf(q, "targetName", f.TargetName)
 	setIf(q, "since", f.Since)
-	return list(ctx, c, "/api/v1/audit", q, p.Limit, func(l *server.AuditList) ([]server.AuditEvent, string) { return l.Items, l.Continue })
+	return list(ctx, c, "/api/v1/audit", q, p.Limit, func(l *api.AuditList) ([]api.AuditEvent, string) { return l.Items, l.Continue })
 }
 
-func (c *Client) ListAnalysisTemplates(ctx context.Context, p Page) ([]server.AnalysisTemplate, string, error) {
-	return list(ctx, c, "/api/v1/analysis-templates", url.Values{}, p.Limit, func(l *server.AnalysisTemplateList) ([]server.AnalysisTemplate, string) {
+func (c *Client) ListAnalysisTemplates(ctx context.Context, p Page) ([]api.AnalysisTemplate, string, error) {
+	return list(ctx, c, "/api/v1/analysis-templates", url.Values{}, p.Limit, func(l *api.AnalysisTemplateList) ([]api.AnalysisTemplate, string) {
 		return l.Items, l.Continue
 	})
 }
 
-func (c *Client) GetAnalysisTemplate(ctx context.Context, name string) (*server.AnalysisTemplate, error) {
-	var out server.AnalysisTemplate
+func (c *Client) GetAnalysisTemplate(ctx context.Context, name string) (*api.AnalysisTemplate, error) {
+	var out api.AnalysisTemplate
 	return &out, c.Do(ctx, http.MethodGet, "/api/v1/analysis-templates/"+esc(name), nil, nil, &out)
 }
 
 // PutAnalysisTemplate creates the template (create) or replaces the one of its name.
-func (c *Client) PutAnalysisTemplate(ctx context.Context, t json.RawMessage, name string, create bool) (*server.AnalysisTemplate, error) {
-	var out server.AnalysisTemplate
+func (c *Client) PutAnalysisTemplate(ctx context.Context, t json.RawMessage, name string, create bool) (*api.AnalysisTemplate, error) {
+	var out api.AnalysisTemplate
 	if create {
 		return &out, c.Do(ctx, http.MethodPost, "/api/v1/analysis-templates", nil, t, &out)
 	}
@@ -274,13 +272,13 @@ func (c *Client) DeleteAnalysisTemplate(ctx context.Context, name string) error 
 	return c.Do(ctx, http.MethodDelete, "/api/v1/analysis-templates/"+esc(name), nil, nil, nil)
 }
 
-func (c *Client) SetClusterPrometheus(ctx context.Context, cluster string, req server.PrometheusRequest) (*server.Prometheus, error) {
-	var out server.Prometheus
+func (c *Client) SetClusterPrometheus(ctx context.Context, cluster string, req api.PrometheusRequest) (*api.Prometheus, error) {
+	var out api.Prometheus
 	return &out, c.Do(ctx, http.MethodPut, "/api/v1/clusters/"+esc(cluster)+"/prometheus", nil, req, &out)
 }
 
-func (c *Client) GetClusterPrometheus(ctx context.Context, cluster string) (*server.Prometheus, error) {
-	var out server.Prometheus
+func (c *Client) GetClusterPrometheus(ctx context.Context, cluster string) (*api.Prometheus, error) {
+	var out api.Prometheus
 	return &out, c.Do(ctx, http.MethodGet, "/api/v1/clusters/"+esc(cluster)+"/prometheus", nil, nil, &out)
 }
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slipway-dev/slipway/internal/manager/server"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // Plain is the plain mode's memory: it turns successive states into one timestamped line for
@@ -67,13 +67,13 @@ func (p *Plain) Lines(st *State) []string {
 }
 
 // deploymentKey is what a deployment line reports: a timed wait by its reason alone.
-func (p *Plain) deploymentKey(d *server.Deployment) string {
+func (p *Plain) deploymentKey(d *api.Deployment) string {
 	return strings.Join([]string{statusText(d), fmt.Sprint(d.Stage), waitKey(d.Waiting)}, "\x00")
 }
 
 // clusterKey is what a cluster line reports: a timed wait quoted in its reason by the wait's
 // reason alone.
-func (p *Plain) clusterKey(d *server.Deployment, c *server.DeploymentCluster) string {
+func (p *Plain) clusterKey(d *api.Deployment, c *api.DeploymentCluster) string {
 	waiting := c.Waiting
 	if w := d.Waiting; timedWait(w) {
 		waiting = strings.Replace(waiting, w.Message, w.Reason, 1)
@@ -85,7 +85,7 @@ func (p *Plain) clusterKey(d *server.Deployment, c *server.DeploymentCluster) st
 	return strings.Join([]string{c.Status, fmt.Sprint(c.HelmRevision, c.InstallAttempts), waiting, msg}, "\x00")
 }
 
-func waitKey(w *server.Waiting) string {
+func waitKey(w *api.Waiting) string {
 	switch {
 	case w == nil:
 		return ""

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slipway-dev/slipway/internal/manager/server"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // TestPlain: the first call describes the deployment and every cluster; then a line comes only
@@ -54,7 +54,7 @@ func TestPlain(t *testing.T) {
 func TestPlainApprovals(t *testing.T) {
 	p := NewPlain()
 	st := approval()
-	st.Deployment.Waiting = &server.Waiting{Reason: server.WaitApproval, Message: "approval by 2 Admins (0 of 2 given)"}
+	st.Deployment.Waiting = &api.Waiting{Reason: api.WaitApproval, Message: "approval by 2 Admins (0 of 2 given)"}
 	if got := p.Lines(st); len(got) != 5 {
 		t.Fatalf("first lines: %q", got)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/mattn/go-runewidth"
 
-	"github.com/slipway-dev/slipway/internal/manager/server"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // Symbols of a cluster's status and of the deployment's end.
@@ -147,7 +147,7 @@ func endLine(st *State) string {
 
 // stageLine is a stage's header: its number, a progress bar of its clusters (finished, being
 // worked on, not begun), how many are healthy and how many ended otherwise.
-func stageLine(d *server.Deployment, stage, w int) string {
+func stageLine(d *api.Deployment, stage, w int) string {
 	var total, done, active int
 	count := map[string]int{}
 	for _, c := range d.Clusters {
@@ -195,7 +195,7 @@ func columnsOf(st *State) columns {
 	return c
 }
 
-func clusterElapsedCell(st *State, c *server.DeploymentCluster) string {
+func clusterElapsedCell(st *State, c *api.DeploymentCluster) string {
 	if d, ok := st.clusterElapsed(c); ok {
 		return Elapsed(d)
 	}
@@ -203,7 +203,7 @@ func clusterElapsedCell(st *State, c *server.DeploymentCluster) string {
 }
 
 // row is a cluster's line: symbol, name, environment, status, revision, elapsed time, note.
-func (cols columns) row(st *State, c *server.DeploymentCluster) string {
+func (cols columns) row(st *State, c *api.DeploymentCluster) string {
 	sym := symbols[c.Status]
 	if sym == "" {
 		sym = "?"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slipway-dev/slipway/internal/manager/server"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -22,23 +22,23 @@ func ptr[T any](v T) *T    { return &v }
 
 // canary is a Canary of widget-operator 1.1.0 over four clusters in three stages, requested
 // by alice at t0 and started 2 s later; clusters are set by each case.
-func canary(status string, stage int, clusters ...server.DeploymentCluster) *server.Deployment {
-	return &server.Deployment{ID: "0b7c6f0e-8d0a-4a8e-9a43-2f1f0c7f9a11", Operator: "widget-operator", Version: "1.1.0",
+func canary(status string, stage int, clusters ...api.DeploymentCluster) *api.Deployment {
+	return &api.Deployment{ID: "0b7c6f0e-8d0a-4a8e-9a43-2f1f0c7f9a11", Operator: "widget-operator", Version: "1.1.0",
 		Strategy: "Canary", Status: status, Stage: stage, RequestedBy: "alice", CreatedAt: t0, StartedAt: ptr(at(2)),
 		Clusters: clusters}
 }
 
-func cl(name, env string, stage int, status string, rev int, updated int) server.DeploymentCluster {
-	return server.DeploymentCluster{Name: name, Environment: env, Stage: stage, Status: status, HelmRevision: rev,
+func cl(name, env string, stage int, status string, rev int, updated int) api.DeploymentCluster {
+	return api.DeploymentCluster{Name: name, Environment: env, Stage: stage, Status: status, HelmRevision: rev,
 		InstallAttempts: min(rev, 1), UpdatedAt: at(updated)}
 }
 
 // state is a state at now whose clusters began installing at the given seconds.
-func state(d *server.Deployment, now int, started map[string]int) *State {
+func state(d *api.Deployment, now int, started map[string]int) *State {
 	st := NewState("0b7c6f0e-8d0a-4a8e-9a43-2f1f0c7f9a11")
 	st.Deployment, st.Now = d, at(now)
 	for name, sec := range started {
-		st.Apply(server.DeploymentEvent{ID: int64(len(st.Started) + 1), Type: "cluster.installing", Cluster: name, Time: at(sec)})
+		st.Apply(api.DeploymentEvent{ID: int64(len(st.Started) + 1), Type: "cluster.installing", Cluster: name, Time: at(sec)})
 	}
 	return st
 }
@@ -47,7 +47,7 @@ func state(d *server.Deployment, now int, started map[string]int) *State {
 // validating, the last stage's two clusters pending, the hold ending at 70 s (its message, read
 // at 60 s, says 10 s left; a frame at 66 s says 4).
 func evaluating() *State {
-	wait := &server.Waiting{Reason: server.WaitEvaluation, Message: "evaluation period, 10 s left", Until: ptr(at(70))}
+	wait := &api.Waiting{Reason: api.WaitEvaluation, Message: "evaluation period, 10 s left", Until: ptr(at(70))}
 	d := canary("Deploying", 1,
 		cl("dev-1", "Dev", 0, "healthy", 2, 40),
 		cl("dev-2", "Dev", 1, "validating", 2, 50),
@@ -65,7 +65,7 @@ func approval() *State {
 		cl("dev-1", "Dev", 0, "pending", 0, 0), cl("dev-2", "Dev", 1, "pending", 0, 0),
 		cl("staging-1", "Staging", 2, "pending", 0, 0), cl("prod-1", "Production", 2, "pending", 0, 0))
 	d.StartedAt = nil
-	d.Waiting = &server.Waiting{Reason: server.WaitApproval, Message: "approval by an Admin", Role: "Admin", Until: ptr(at(86400))}
+	d.Waiting = &api.Waiting{Reason: api.WaitApproval, Message: "approval by an Admin", Role: "Admin", Until: ptr(at(86400))}
 	for i := range d.Clusters {
 		d.Clusters[i].Waiting = d.Waiting.Message
 	}
@@ -80,7 +80,7 @@ func rollingBack() *State {
 	d.Clusters[0].Message = `install: Deployment.apps "w" is invalid: spec.replicas: Invalid value: "many"`
 	d.Reason = "install failed on dev-1"
 	st := state(d, 25, map[string]int{"dev-1": 3})
-	st.Apply(server.DeploymentEvent{ID: 8, Type: "cluster.failed", Cluster: "dev-1", Time: at(20)})
+	st.Apply(api.DeploymentEvent{ID: 8, Type: "cluster.failed", Cluster: "dev-1", Time: at(20)})
 	return st
 }
 
@@ -97,7 +97,7 @@ func rolledBack() *State {
 	d := st.Deployment
 	d.Status, d.FinishedAt, d.Reason = "RolledBack", ptr(at(31)), "install failed on dev-1: rolled back 1 cluster"
 	d.Clusters[0].Status, d.Clusters[0].Message, d.Clusters[0].UpdatedAt = "rolledBack", "back to 1.0.0 (revision 3)", at(31)
-	st.Apply(server.DeploymentEvent{ID: 9, Type: "cluster.rolledBack", Cluster: "dev-1", Time: at(30)})
+	st.Apply(api.DeploymentEvent{ID: 9, Type: "cluster.rolledBack", Cluster: "dev-1", Time: at(30)})
 	for i := 1; i < 4; i++ {
 		d.Clusters[i].Status = "skipped"
 	}
@@ -139,7 +139,7 @@ func TestRender(t *testing.T) {
 	interrupted.Interrupted = true
 	paused := evaluating()
 	paused.Deployment.Paused = true
-	paused.Deployment.Waiting = &server.Waiting{Reason: server.WaitPaused, Message: "paused by otto: change freeze"}
+	paused.Deployment.Waiting = &api.Waiting{Reason: api.WaitPaused, Message: "paused by otto: change freeze"}
 	for i := range paused.Deployment.Clusters {
 		paused.Deployment.Clusters[i].Waiting = ""
 	}
@@ -230,11 +230,11 @@ func TestLiveLeft(t *testing.T) {
 // healthy, to its last event when it failed or was rolled back, else to now.
 func TestClusterElapsed(t *testing.T) {
 	st := completed()
-	st.Apply(server.DeploymentEvent{ID: 10, Type: "stage.passed", Time: at(20), Details: []byte(`{"stage":0,"percentage":25}`)})
-	st.Apply(server.DeploymentEvent{ID: 11, Type: "cluster.installing", Cluster: "dev-1", Time: at(50)}) // not the first install
+	st.Apply(api.DeploymentEvent{ID: 10, Type: "stage.passed", Time: at(20), Details: []byte(`{"stage":0,"percentage":25}`)})
+	st.Apply(api.DeploymentEvent{ID: 11, Type: "cluster.installing", Cluster: "dev-1", Time: at(50)}) // not the first install
 	d := st.Deployment
 	d.Clusters[1].Status = "failed"
-	st.Apply(server.DeploymentEvent{ID: 12, Type: "cluster.failed", Cluster: "dev-2", Time: at(44)})
+	st.Apply(api.DeploymentEvent{ID: 12, Type: "cluster.failed", Cluster: "dev-2", Time: at(44)})
 	d.Clusters[2].Status = "validating"
 	d.FinishedAt = nil
 	for i, want := range []string{"17s", "3s", "49s", "40s"} {
@@ -247,7 +247,7 @@ func TestClusterElapsed(t *testing.T) {
 	}
 }
 
-func NewStateWith(d *server.Deployment, now time.Time) *State {
+func NewStateWith(d *api.Deployment, now time.Time) *State {
 	st := NewState(d.ID)
 	st.Deployment, st.Now = d, now
 	return st

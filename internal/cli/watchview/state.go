@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slipway-dev/slipway/internal/manager/server"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // State is what a frame shows: the deployment as last read, what its events told, the clock,
@@ -22,7 +22,7 @@ type State struct {
 	// ID is the deployment's id (shown before the deployment is read).
 	ID string
 	// Deployment is the deployment as last read (nil before the first read).
-	Deployment *server.Deployment
+	Deployment *api.Deployment
 	// Now is the time the frame is drawn at: elapsed times and the time left of a hold count
 	// to it.
 	Now time.Time
@@ -48,7 +48,7 @@ func NewState(id string) *State {
 
 // Apply takes what an event tells: when a cluster's first install began and when its last
 // step was, when a stage passed.
-func (s *State) Apply(e server.DeploymentEvent) {
+func (s *State) Apply(e api.DeploymentEvent) {
 	s.Events++
 	s.LastEventID = max(s.LastEventID, e.ID)
 	if e.Cluster != "" {
@@ -108,7 +108,7 @@ func (s *State) elapsed() time.Duration {
 // clusterElapsed is how long a cluster has been worked on: from its first install to its final
 // status (a healthy cluster's stage passing; the last event of one that failed, was rolled back
 // or skipped; else its last update) or to now; ok is false when its install has not begun.
-func (s *State) clusterElapsed(c *server.DeploymentCluster) (time.Duration, bool) {
+func (s *State) clusterElapsed(c *api.DeploymentCluster) (time.Duration, bool) {
 	from, ok := s.Started[c.Name]
 	if !ok {
 		return 0, false
@@ -131,8 +131,8 @@ func (s *State) clusterElapsed(c *server.DeploymentCluster) (time.Duration, bool
 
 // timedWait reports whether the deployment waits for a time to pass (a hold or a pause between
 // clusters), so that its message's time left is recomputed for each frame.
-func timedWait(w *server.Waiting) bool {
-	return w != nil && w.Until != nil && (w.Reason == server.WaitEvaluation || w.Reason == server.WaitPause)
+func timedWait(w *api.Waiting) bool {
+	return w != nil && w.Until != nil && (w.Reason == api.WaitEvaluation || w.Reason == api.WaitPause)
 }
 
 // waitingMessage is what the deployment waits for, the time left of a hold counted to now.
@@ -149,7 +149,7 @@ func (s *State) waitingMessage() string {
 
 // clusterWaiting is why a cluster waits; where it quotes the deployment's timed wait, the time
 // left is counted to now.
-func (s *State) clusterWaiting(c *server.DeploymentCluster) string {
+func (s *State) clusterWaiting(c *api.DeploymentCluster) string {
 	w := s.Deployment.Waiting
 	if c.Waiting == "" || !timedWait(w) || !strings.Contains(c.Waiting, w.Message) {
 		return c.Waiting
@@ -202,7 +202,7 @@ func Elapsed(d time.Duration) string {
 }
 
 // stages are the stage indexes the deployment's clusters are in, in order.
-func stages(d *server.Deployment) []int {
+func stages(d *api.Deployment) []int {
 	var out []int
 	for _, c := range d.Clusters {
 		if !slices.Contains(out, c.Stage) {
@@ -215,7 +215,7 @@ func stages(d *server.Deployment) []int {
 
 // statusText is the deployment's status with what holds it: paused, a cancel or a rollback
 // asked for.
-func statusText(d *server.Deployment) string {
+func statusText(d *api.Deployment) string {
 	var marks []string
 	if d.Paused {
 		marks = append(marks, "paused")
@@ -233,7 +233,7 @@ func statusText(d *server.Deployment) string {
 }
 
 // clusterStatus is a cluster's step: its status, with the attempt when an install is retried.
-func clusterStatus(c *server.DeploymentCluster) string {
+func clusterStatus(c *api.DeploymentCluster) string {
 	if c.Status == "installing" && c.InstallAttempts > 1 {
 		return fmt.Sprintf("installing (attempt %d)", c.InstallAttempts)
 	}
@@ -241,7 +241,7 @@ func clusterStatus(c *server.DeploymentCluster) string {
 }
 
 // clusterNote is the last cell of a cluster's row: why it waits, or what went wrong.
-func (s *State) clusterNote(c *server.DeploymentCluster) string {
+func (s *State) clusterNote(c *api.DeploymentCluster) string {
 	if w := s.clusterWaiting(c); w != "" {
 		if strings.HasPrefix(w, "waiting") {
 			return w
@@ -256,7 +256,7 @@ func (s *State) clusterNote(c *server.DeploymentCluster) string {
 }
 
 // revision is a cluster's Helm revision cell.
-func revision(c *server.DeploymentCluster) string {
+func revision(c *api.DeploymentCluster) string {
 	if c.HelmRevision <= 0 {
 		return "-"
 	}

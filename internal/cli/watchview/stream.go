@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/slipway-dev/slipway/internal/cli/client"
-	"github.com/slipway-dev/slipway/internal/manager/server"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // Source is the manager as a watch reads it; *client.Client is one.
 type Source interface {
-	GetDeployment(ctx context.Context, id string) (*server.Deployment, error)
+	GetDeployment(ctx context.Context, id string) (*api.Deployment, error)
 	// EventStream opens the deployment's event stream after the event id lastEventID (0: from
 	// the start), as Last-Event-ID.
 	EventStream(ctx context.Context, id string, lastEventID int64) (*http.Response, error)

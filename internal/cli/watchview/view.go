@@ -10,13 +10,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slipway-dev/slipway/internal/manager/server"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // view runs the tty and plain modes: events mark the deployment stale, and every Redraw it is
 // read again when stale (Refetch apart at least) or when Poll passed, then drawn. A deployment
 // that had ended before the watch began is drawn once, after its events were read.
-func (w *watcher) view(ctx context.Context, items <-chan item) (*server.Deployment, error) {
+func (w *watcher) view(ctx context.Context, items <-chan item) (*api.Deployment, error) {
 	live := !w.st.Terminal()
 	if w.o.Mode == ModeTTY && live {
 		w.scr = &screen{w: w.o.Out}
@@ -60,7 +60,7 @@ func (w *watcher) view(ctx context.Context, items <-chan item) (*server.Deployme
 }
 
 // take applies one item of the stream; end is the end event's news.
-func (w *watcher) take(it item) (*server.StreamEnd, error) {
+func (w *watcher) take(it item) (*api.StreamEnd, error) {
 	switch {
 	case it.Err != nil:
 		return nil, it.Err
@@ -68,11 +68,11 @@ func (w *watcher) take(it item) (*server.StreamEnd, error) {
 		w.note(it.Note)
 		return nil, nil
 	case it.Frame.Event == "end":
-		var e server.StreamEnd
+		var e api.StreamEnd
 		_ = json.Unmarshal(it.Frame.Data, &e)
 		return &e, nil
 	}
-	var ev server.DeploymentEvent
+	var ev api.DeploymentEvent
 	if err := json.Unmarshal(it.Frame.Data, &ev); err == nil {
 		w.st.Apply(ev)
 		w.stale = true
@@ -109,7 +109,7 @@ const readFailed = "reading the deployment failed: "
 
 // finish reads the deployment as it ended (the end event's status if that read fails) and
 // draws it.
-func (w *watcher) finish(ctx context.Context, end *server.StreamEnd) {
+func (w *watcher) finish(ctx context.Context, end *api.StreamEnd) {
 	if d, err := w.get(ctx); err == nil {
 		w.st.Deployment = d
 	} else if end.Status != "" {

@@ -8,7 +8,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/slipway-dev/slipway/internal/manager/server"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // Mode is how a watch shows the deployment (--progress).
@@ -93,7 +93,7 @@ func (o *Options) defaults() {
 // deployment again as events arrive. When ctx ends first (a timeout, Ctrl-C) it returns the
 // deployment as last read with ctx's error; a permanent error of the manager (Permanent) ends
 // it with that error.
-func Watch(ctx context.Context, src Source, id string, o Options) (*server.Deployment, error) {
+func Watch(ctx context.Context, src Source, id string, o Options) (*api.Deployment, error) {
 	o.defaults()
 	w := &watcher{src: src, o: o, st: NewState(id), plain: NewPlain()}
 	d, err := w.get(ctx)
@@ -125,7 +125,7 @@ type watcher struct {
 // requestTimeout bounds one read of the deployment.
 const requestTimeout = 30 * time.Second
 
-func (w *watcher) get(ctx context.Context) (*server.Deployment, error) {
+func (w *watcher) get(ctx context.Context) (*api.Deployment, error) {
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	d, err := w.src.GetDeployment(rctx, w.st.ID)
@@ -135,7 +135,7 @@ func (w *watcher) get(ctx context.Context) (*server.Deployment, error) {
 
 // json writes each event's JSON on a line of its own, the end event as {"type":"end",
 // "deploymentId","status","reason"}.
-func (w *watcher) json(ctx context.Context, items <-chan item) (*server.Deployment, error) {
+func (w *watcher) json(ctx context.Context, items <-chan item) (*api.Deployment, error) {
 	d := w.st.Deployment
 	for {
 		it, err := next(ctx, items)
@@ -181,15 +181,15 @@ func next(ctx context.Context, items <-chan item) (item, error) {
 
 // jsonLine is a frame's NDJSON line (nil for a frame that is not JSON) and, for the end event,
 // what it says.
-func jsonLine(fr *Frame) ([]byte, *server.StreamEnd) {
+func jsonLine(fr *Frame) ([]byte, *api.StreamEnd) {
 	if fr.Event == "end" {
-		var e server.StreamEnd
+		var e api.StreamEnd
 		if err := json.Unmarshal(fr.Data, &e); err != nil {
 			return nil, &e
 		}
 		line, _ := json.Marshal(struct {
 			Type string `json:"type"`
-			server.StreamEnd
+			api.StreamEnd
 		}{"end", e})
 		return line, &e
 	}

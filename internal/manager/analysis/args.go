@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // MaxValueLen bounds an argument's value.
@@ -51,7 +53,7 @@ func CheckValue(name, v string) error {
 
 // Bind applies a reference's args to s: each overrides the declared arg of its name (an
 // undeclared name is an error); every declared arg must end with a value.
-func Bind(s Spec, given []Arg) (Spec, error) {
+func Bind(s Spec, given []api.AnalysisArg) (Spec, error) {
 	vals := map[string]*string{}
 	for _, a := range s.Args {
 		vals[a.Name] = a.Value
@@ -78,17 +80,17 @@ func Bind(s Spec, given []Arg) (Spec, error) {
 		vals[a.Name] = &v
 	}
 	out := s
-	out.Args = make([]Arg, len(s.Args))
+	out.Args = make([]api.AnalysisArg, len(s.Args))
 	for i, a := range s.Args {
 		if vals[a.Name] == nil {
 			return Spec{}, fmt.Errorf("analysis %s: argument %q has no default and is not given", s.Name, a.Name)
 		}
-		out.Args[i] = Arg{Name: a.Name, Value: vals[a.Name]}
+		out.Args[i] = api.AnalysisArg{Name: a.Name, Value: vals[a.Name]}
 	}
 	return out, nil
 }
 
-func declaredNames(args []Arg) string {
+func declaredNames(args []api.AnalysisArg) string {
 	if len(args) == 0 {
 		return "none"
 	}

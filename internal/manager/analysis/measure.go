@@ -11,6 +11,7 @@ import (
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // Verdict is a measurement's judgement.
@@ -47,7 +48,7 @@ type Querier interface {
 
 // Measure runs the rendered query at now (and at baselineAt when the condition compares with
 // the baseline) and judges the value by cond.
-func Measure(ctx context.Context, q Querier, query string, cond Condition, baselineAt, now time.Time) Measurement {
+func Measure(ctx context.Context, q Querier, query string, cond api.AnalysisCondition, baselineAt, now time.Time) Measurement {
 	m := Measurement{Query: query, At: now.UTC()}
 	v, why, err := scalarAt(ctx, q, query, now)
 	if err != nil {
@@ -129,7 +130,7 @@ func seriesList(v model.Vector) string {
 // Every bound given must hold: a bound that fails makes the verdict Failed; a baseline ratio
 // that cannot be judged (no baseline value, or a baseline of 0, where a ratio means nothing)
 // makes it Inconclusive unless an absolute bound is given, which then decides alone.
-func Judge(cond Condition, v float64, base *float64, baseWhy string) (Verdict, string) {
+func Judge(cond api.AnalysisCondition, v float64, base *float64, baseWhy string) (Verdict, string) {
 	var fails, notes []string
 	if cond.Max != nil && !(v <= *cond.Max) {
 		fails = append(fails, fmt.Sprintf("%s > max %s", num(v), num(*cond.Max)))
@@ -154,7 +155,7 @@ func Judge(cond Condition, v float64, base *float64, baseWhy string) (Verdict, s
 	if len(fails) > 0 {
 		return Failed, strings.Join(append(fails, notes...), "; ")
 	}
-	if cond.UsesBaseline() && !judged && !cond.hasAbsolute() {
+	if cond.UsesBaseline() && !judged && !cond.HasAbsolute() {
 		return Inconclusive, fmt.Sprintf("value %s; %s", num(v), strings.Join(notes, "; "))
 	}
 	msg := "value " + num(v) + " within " + bounds(cond, base)
@@ -164,7 +165,7 @@ func Judge(cond Condition, v float64, base *float64, baseWhy string) (Verdict, s
 	return Successful, msg
 }
 
-func bounds(c Condition, base *float64) string {
+func bounds(c api.AnalysisCondition, base *float64) string {
 	var b []string
 	if c.Max != nil {
 		b = append(b, "max "+num(*c.Max))

@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/slipway-dev/slipway/internal/manager/analysis/promtest"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // errorRate is the design's operator error rate over a short window (the tests scrape every second).
 const errorRate = `sum(rate(controller_runtime_reconcile_total{result="error",namespace="{{namespace}}"}[5s])) / sum(rate(controller_runtime_reconcile_total{namespace="{{namespace}}"}[5s]))`
 
-func mustParse(t testing.TB, tm Template) Spec {
+func mustParse(t testing.TB, tm api.Analysis) Spec {
 	t.Helper()
 	s, err := Parse(tm)
 	if err != nil {
@@ -58,7 +59,7 @@ func TestMeasureThresholdRealPrometheus(t *testing.T) {
 	srv := promtest.Start(t, promtest.Options{Targets: []promtest.Target{good.Target, bad.Target, idle.Target}})
 	driveWindow(map[*promtest.Controller]float64{good: 0, bad: 0.5}, 7*time.Second)
 	p := Prometheus{URL: srv.URL}
-	s := mustParse(t, Template{Name: "error-rate", Query: errorRate, SuccessCondition: Condition{Max: f(0.01)}})
+	s := mustParse(t, api.Analysis{Name: "error-rate", Query: errorRate, SuccessCondition: api.AnalysisCondition{Max: f(0.01)}})
 
 	m := measure(t, p, s, "ns-good", time.Time{})
 	if m.Verdict != Successful || m.Value == nil || *m.Value != 0 {
@@ -79,13 +80,13 @@ func TestMeasureThresholdRealPrometheus(t *testing.T) {
 	if m.Verdict != Inconclusive || !strings.Contains(m.Message, "NaN") {
 		t.Errorf("idle controller (0/0): %+v, want Inconclusive NaN", m)
 	}
-	several := mustParse(t, Template{Name: "several", Query: `controller_runtime_reconcile_total{namespace="{{namespace}}"}`, SuccessCondition: Condition{Max: f(1)}})
+	several := mustParse(t, api.Analysis{Name: "several", Query: `controller_runtime_reconcile_total{namespace="{{namespace}}"}`, SuccessCondition: api.AnalysisCondition{Max: f(1)}})
 	m = measure(t, p, several, "ns-bad", time.Time{})
 	if m.Verdict != Error || !strings.Contains(m.Message, "series") || !strings.Contains(m.Message, "aggregate") {
 		t.Errorf("several series: %+v, want Error naming the series", m)
 	}
 	// Valid for the parser, refused by Prometheus when it runs it (the regular expression).
-	refused := mustParse(t, Template{Name: "refused", Query: `label_replace(vector(1), "a", "$1", "b", "(")`, SuccessCondition: Condition{Max: f(1)}})
+	refused := mustParse(t, api.Analysis{Name: "refused", Query: `label_replace(vector(1), "a", "$1", "b", "(")`, SuccessCondition: api.AnalysisCondition{Max: f(1)}})
 	m = measure(t, p, refused, "ns-bad", time.Time{})
 	if m.Verdict != Error || !strings.Contains(m.Message, "prometheus refused the query") {
 		t.Errorf("refused query: %+v, want Error from prometheus", m)
@@ -102,7 +103,7 @@ func TestMeasureBaselineRealPrometheus(t *testing.T) {
 	start := time.Now()
 	driveWindow(map[*promtest.Controller]float64{steady: 0.1, worse: 0.5}, 7*time.Second)
 	p := Prometheus{URL: srv.URL}
-	s := mustParse(t, Template{Name: "error-rate", Query: errorRate, SuccessCondition: Condition{Max: f(0.9), MaxBaselineRatio: f(1.2)}})
+	s := mustParse(t, api.Analysis{Name: "error-rate", Query: errorRate, SuccessCondition: api.AnalysisCondition{Max: f(0.9), MaxBaselineRatio: f(1.2)}})
 
 	m := measure(t, p, s, "ns-steady", start)
 	if m.Verdict != Successful || m.BaselineValue == nil || *m.BaselineValue < 0.05 || *m.BaselineValue > 0.15 {
@@ -131,7 +132,7 @@ func deref(p *float64) any {
 // reverse proxy that checks it.
 func TestClientAuthRealPrometheus(t *testing.T) {
 	srv := promtest.Start(t, promtest.Options{BasicAuth: map[string]string{"slipway": "pw"}, TLS: true})
-	s := mustParse(t, Template{Name: "one", Query: `vector(1)`, SuccessCondition: Condition{Max: f(1)}})
+	s := mustParse(t, api.Analysis{Name: "one", Query: `vector(1)`, SuccessCondition: api.AnalysisCondition{Max: f(1)}})
 	other := promtest.Start(t, promtest.Options{TLS: true}) // its certificate is not srv's
 
 	cases := []struct {
@@ -175,7 +176,7 @@ func BenchmarkMeasureRealPrometheus(b *testing.B) {
 	c := promtest.NewController(b, "an-bench", map[string]string{"namespace": "ns-bench"})
 	srv := promtest.Start(b, promtest.Options{Targets: []promtest.Target{c.Target}})
 	driveWindow(map[*promtest.Controller]float64{c: 0.1}, 6*time.Second)
-	s := mustParse(b, Template{Name: "error-rate", Query: errorRate, SuccessCondition: Condition{Max: f(0.5), MaxBaselineRatio: f(1.2)}})
+	s := mustParse(b, api.Analysis{Name: "error-rate", Query: errorRate, SuccessCondition: api.AnalysisCondition{Max: f(0.5), MaxBaselineRatio: f(1.2)}})
 	api, err := Prometheus{URL: srv.URL}.Client()
 	if err != nil {
 		b.Fatal(err)

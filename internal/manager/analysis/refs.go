@@ -4,23 +4,13 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
 // MaxAnalyses bounds a deployment's analyses.
 const MaxAnalyses = 16
-
-// Ref is one entry of a deployment request's analyses: a stored template by name with args for
-// its declared arguments, or an analysis written inline; Stages (Canary only) are the stage
-// numbers (1 is the first, as the deployment's events name them) whose holds run it, default
-// every stage with health checks.
-type Ref struct {
-	Template string    `json:"template,omitempty"`
-	Args     []Arg     `json:"args,omitempty"`
-	Inline   *Template `json:"inline,omitempty"`
-	Stages   []int     `json:"stages,omitempty"`
-}
 
 // Planned is an analysis of a deployment as it was created: the spec (the template copied, its
 // args bound), the template it came from ("" inline) and its stages (nil: every stage with
@@ -65,7 +55,7 @@ func StoreTemplates(get func(name string) (*store.AnalysisTemplate, error)) Temp
 // ResolveRefs resolves a request's analyses: templates copied from templates, inline ones
 // parsed, args bound, names unique; stages must lie in 1..stages (0: the strategy has no
 // stages to name). Errors are *invalid.Error naming the entry ("analyses[1].template").
-func ResolveRefs(refs []Ref, templates TemplateSource, stages int) ([]Planned, error) {
+func ResolveRefs(refs []api.AnalysisRef, templates TemplateSource, stages int) ([]Planned, error) {
 	if len(refs) > MaxAnalyses {
 		return nil, invalid.Field("analyses", "at most %d analyses", MaxAnalyses)
 	}
@@ -90,7 +80,7 @@ func ResolveRefs(refs []Ref, templates TemplateSource, stages int) ([]Planned, e
 	return out, nil
 }
 
-func resolveRef(r Ref, field string, templates TemplateSource) (Planned, error) {
+func resolveRef(r api.AnalysisRef, field string, templates TemplateSource) (Planned, error) {
 	var spec Spec
 	var err error
 	switch {

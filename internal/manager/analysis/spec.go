@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/slipway-dev/slipway/internal/isoduration"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 )
 
@@ -32,71 +33,25 @@ const (
 	defaultErrors = 4 // consecutiveErrorLimit when not given, as in Argo Rollouts
 )
 
-// Template is an analysis as the API reads and writes it: a stored template, or an inline
-// analysis of a deployment request.
-type Template struct {
-	// Name names the analysis (and a stored template): lower-case letters, digits and '-'.
-	Name string `json:"name"`
-	// Query is the PromQL query, with {{placeholders}} for the built-in and declared args.
-	Query string `json:"query"`
-	// SuccessCondition is what a measurement's value must satisfy; every bound given must hold.
-	SuccessCondition Condition `json:"successCondition"`
-	// Interval is the time between measurements (ISO 8601, default PT1M).
-	Interval string `json:"interval,omitempty"`
-	// Count is how many measurements the analysis takes (default 1).
-	Count int `json:"count,omitempty"`
-	// FailureLimit is how many Failed measurements are tolerated (default 0): one more fails it.
-	FailureLimit int `json:"failureLimit,omitempty"`
-	// InconclusiveLimit is how many Inconclusive measurements are tolerated (default 0).
-	InconclusiveLimit int `json:"inconclusiveLimit,omitempty"`
-	// ConsecutiveErrorLimit is how many Error measurements in a row are tolerated (default 4).
-	ConsecutiveErrorLimit *int `json:"consecutiveErrorLimit,omitempty"`
-	// Args are the template's own arguments, with optional defaults.
-	Args []Arg `json:"args,omitempty"`
-}
-
-// Condition bounds a measured value. Max and Min are absolute; the baseline ratios compare the
-// value with the same query evaluated at the deployment's start (value ≤ MaxBaselineRatio ×
-// baseline, value ≥ MinBaselineRatio × baseline).
-type Condition struct {
-	Max              *float64 `json:"max,omitempty"`
-	Min              *float64 `json:"min,omitempty"`
-	MaxBaselineRatio *float64 `json:"maxBaselineRatio,omitempty"`
-	MinBaselineRatio *float64 `json:"minBaselineRatio,omitempty"`
-}
-
-// UsesBaseline says whether the condition compares with the baseline.
-func (c Condition) UsesBaseline() bool { return c.MaxBaselineRatio != nil || c.MinBaselineRatio != nil }
-
-// hasAbsolute says whether the condition has an absolute bound.
-func (c Condition) hasAbsolute() bool { return c.Max != nil || c.Min != nil }
-
-// Arg is a named argument: declared by a template (Value its default, nil for none) or given by
-// a reference (Value the value).
-type Arg struct {
-	Name  string  `json:"name"`
-	Value *string `json:"value,omitempty"`
-}
-
 // Spec is a parsed, validated analysis.
 type Spec struct {
 	Name                  string
 	Query                 string
-	Condition             Condition
+	Condition             api.AnalysisCondition
 	Interval              time.Duration
 	Count                 int
 	FailureLimit          int
 	InconclusiveLimit     int
 	ConsecutiveErrorLimit int
 	// Args are the declared args; after Bind, every one has a value.
-	Args []Arg
+	Args []api.AnalysisArg
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 var argNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,62}$`)
 
 // Parse validates t and returns its Spec; the error says which field is wrong and why.
-func Parse(t Template) (Spec, error) {
+func Parse(t api.Analysis) (Spec, error) {
 	s := Spec{Name: t.Name, Query: strings.TrimSpace(t.Query), Condition: t.SuccessCondition,
 		Count: t.Count, FailureLimit: t.FailureLimit, InconclusiveLimit: t.InconclusiveLimit,
 		ConsecutiveErrorLimit: defaultErrors, Interval: time.Minute}
@@ -121,7 +76,7 @@ func Parse(t Template) (Spec, error) {
 }
 
 // parseNumbers reads the interval, count and limits, applying the defaults.
-func (s *Spec) parseNumbers(t Template) error {
+func (s *Spec) parseNumbers(t api.Analysis) error {
 	if t.Interval != "" {
 		d, err := isoduration.Parse(t.Interval)
 		if err != nil {
@@ -150,8 +105,8 @@ func (s *Spec) parseNumbers(t Template) error {
 	return nil
 }
 
-func checkCondition(c Condition) error {
-	if !c.hasAbsolute() && !c.UsesBaseline() {
+func checkCondition(c api.AnalysisCondition) error {
+	if !c.HasAbsolute() && !c.UsesBaseline() {
 		return invalid.Field("successCondition", "give at least one of max, min, maxBaselineRatio, minBaselineRatio")
 	}
 	for name, v := range map[string]*float64{"max": c.Max, "min": c.Min, "maxBaselineRatio": c.MaxBaselineRatio, "minBaselineRatio": c.MinBaselineRatio} {
@@ -172,12 +127,12 @@ func checkCondition(c Condition) error {
 
 // declaredArgs checks a template's arg declarations: valid, unique names that are not built-in,
 // defaults that are safe in a PromQL string.
-func declaredArgs(in []Arg) ([]Arg, error) {
+func declaredArgs(in []api.AnalysisArg) ([]api.AnalysisArg, error) {
 	if len(in) > MaxArgs {
 		return nil, invalid.Field("args", "at most %d", MaxArgs)
 	}
 	seen := map[string]bool{}
-	out := make([]Arg, 0, len(in))
+	out := make([]api.AnalysisArg, 0, len(in))
 	for _, a := range in {
 		switch {
 		case !argNameRE.MatchString(a.Name):
@@ -201,7 +156,7 @@ func declaredArgs(in []Arg) ([]Arg, error) {
 // checkQuery checks that the query is present, that every placeholder names a built-in or a
 // declared arg, and that the query is PromQL once rendered with the defaults (and "1" for the
 // values only known later).
-func checkQuery(q string, args []Arg) error {
+func checkQuery(q string, args []api.AnalysisArg) error {
 	if q == "" {
 		return invalid.Field("query", "required")
 	}
@@ -229,9 +184,9 @@ func checkQuery(q string, args []Arg) error {
 }
 
 // Template is the wire form of s (what Parse reads back into s).
-func (s Spec) Template() Template {
+func (s Spec) Template() api.Analysis {
 	limit := s.ConsecutiveErrorLimit
-	return Template{Name: s.Name, Query: s.Query, SuccessCondition: s.Condition,
+	return api.Analysis{Name: s.Name, Query: s.Query, SuccessCondition: s.Condition,
 		Interval: isoduration.Format(s.Interval), Count: s.Count, FailureLimit: s.FailureLimit,
 		InconclusiveLimit: s.InconclusiveLimit, ConsecutiveErrorLimit: &limit, Args: s.Args}
 }
@@ -241,7 +196,7 @@ func (s Spec) MarshalJSON() ([]byte, error) { return json.Marshal(s.Template()) 
 
 // UnmarshalJSON reads and validates the wire form.
 func (s *Spec) UnmarshalJSON(b []byte) error {
-	var t Template
+	var t api.Analysis
 	if err := json.Unmarshal(b, &t); err != nil {
 		return err
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 func s(v string) *string { return &v }
@@ -12,7 +14,7 @@ func s(v string) *string { return &v }
 // The brief's example parses into typed values with the defaults applied, and survives a JSON
 // round trip (a deployment stores it).
 func TestParseExample(t *testing.T) {
-	var tm Template
+	var tm api.Analysis
 	err := json.Unmarshal([]byte(`{"name":"error-rate","query":"sum(rate(controller_runtime_reconcile_total{result=\"error\",namespace=\"{{namespace}}\"}[5m])) / sum(rate(controller_runtime_reconcile_total{namespace=\"{{namespace}}\"}[5m])) > {{threshold}}",
 	  "successCondition":{"max":0.01,"maxBaselineRatio":1.2},"interval":"PT1M","count":5,"failureLimit":1,"inconclusiveLimit":1,
 	  "args":[{"name":"threshold","value":"0.01"}]}`), &tm)
@@ -39,31 +41,31 @@ func TestParseExample(t *testing.T) {
 
 // Each bad template is refused with a message naming the field.
 func TestParseRefuses(t *testing.T) {
-	ok := Template{Name: "a", Query: "up", SuccessCondition: Condition{Max: f(1)}}
+	ok := api.Analysis{Name: "a", Query: "up", SuccessCondition: api.AnalysisCondition{Max: f(1)}}
 	cases := map[string]struct {
-		mod  func(*Template)
+		mod  func(*api.Analysis)
 		want string
 	}{
-		"bad name":        {func(t *Template) { t.Name = "Bad_Name" }, "name"},
-		"no query":        {func(t *Template) { t.Query = " " }, "query: required"},
-		"bad promql":      {func(t *Template) { t.Query = "sum(rate(up[5m])" }, "not valid PromQL"},
-		"unknown ph":      {func(t *Template) { t.Query = `up{job="{{jobb}}"}` }, "unknown placeholder {{jobb}}"},
-		"unbalanced":      {func(t *Template) { t.Query = `up{job="{{job"}` }, "unbalanced"},
-		"no condition":    {func(t *Template) { t.SuccessCondition = Condition{} }, "successCondition"},
-		"min above max":   {func(t *Template) { t.SuccessCondition.Min = f(2) }, "min 2 is above max 1"},
-		"negative ratio":  {func(t *Template) { t.SuccessCondition.MaxBaselineRatio = f(-1) }, "maxBaselineRatio: must not be negative"},
-		"bad interval":    {func(t *Template) { t.Interval = "5m" }, "interval"},
-		"tiny interval":   {func(t *Template) { t.Interval = "PT0.1S" }, "between PT1S and PT1H"},
-		"count":           {func(t *Template) { t.Count = 1000 }, "count: 1000: must be between"},
-		"negative limit":  {func(t *Template) { t.FailureLimit = -1 }, "must not be negative"},
-		"builtin arg":     {func(t *Template) { t.Args = []Arg{{Name: "namespace"}} }, "built-in"},
-		"twice":           {func(t *Template) { t.Args = []Arg{{Name: "a"}, {Name: "a"}} }, "declared twice"},
-		"quote default":   {func(t *Template) { t.Args = []Arg{{Name: "a", Value: s(`x"} or vector(1) #`)}} }, "quotes"},
-		"newline default": {func(t *Template) { t.Args = []Arg{{Name: "a", Value: s("x\ny")}} }, "control characters"},
+		"bad name":        {func(t *api.Analysis) { t.Name = "Bad_Name" }, "name"},
+		"no query":        {func(t *api.Analysis) { t.Query = " " }, "query: required"},
+		"bad promql":      {func(t *api.Analysis) { t.Query = "sum(rate(up[5m])" }, "not valid PromQL"},
+		"unknown ph":      {func(t *api.Analysis) { t.Query = `up{job="{{jobb}}"}` }, "unknown placeholder {{jobb}}"},
+		"unbalanced":      {func(t *api.Analysis) { t.Query = `up{job="{{job"}` }, "unbalanced"},
+		"no condition":    {func(t *api.Analysis) { t.SuccessCondition = api.AnalysisCondition{} }, "successCondition"},
+		"min above max":   {func(t *api.Analysis) { t.SuccessCondition.Min = f(2) }, "min 2 is above max 1"},
+		"negative ratio":  {func(t *api.Analysis) { t.SuccessCondition.MaxBaselineRatio = f(-1) }, "maxBaselineRatio: must not be negative"},
+		"bad interval":    {func(t *api.Analysis) { t.Interval = "5m" }, "interval"},
+		"tiny interval":   {func(t *api.Analysis) { t.Interval = "PT0.1S" }, "between PT1S and PT1H"},
+		"count":           {func(t *api.Analysis) { t.Count = 1000 }, "count: 1000: must be between"},
+		"negative limit":  {func(t *api.Analysis) { t.FailureLimit = -1 }, "must not be negative"},
+		"builtin arg":     {func(t *api.Analysis) { t.Args = []api.AnalysisArg{{Name: "namespace"}} }, "built-in"},
+		"twice":           {func(t *api.Analysis) { t.Args = []api.AnalysisArg{{Name: "a"}, {Name: "a"}} }, "declared twice"},
+		"quote default":   {func(t *api.Analysis) { t.Args = []api.AnalysisArg{{Name: "a", Value: s(`x"} or vector(1) #`)}} }, "quotes"},
+		"newline default": {func(t *api.Analysis) { t.Args = []api.AnalysisArg{{Name: "a", Value: s("x\ny")}} }, "control characters"},
 	}
 	for name, c := range cases {
 		tm := ok
-		tm.SuccessCondition = Condition{Max: f(1)}
+		tm.SuccessCondition = api.AnalysisCondition{Max: f(1)}
 		c.mod(&tm)
 		_, err := Parse(tm)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -75,12 +77,12 @@ func TestParseRefuses(t *testing.T) {
 // Bind overrides defaults, refuses unknown, built-in and unsafe args and args left without a
 // value; Render puts the values in and refuses an unsafe built-in value.
 func TestBindRender(t *testing.T) {
-	sp := mustParse(t, Template{Name: "a", Query: `sum(x{ns="{{namespace}}",v="{{version}}",job="{{job}}",le="{{ le }}"})`,
-		SuccessCondition: Condition{Max: f(1)}, Args: []Arg{{Name: "job", Value: s("op")}, {Name: "le"}}})
+	sp := mustParse(t, api.Analysis{Name: "a", Query: `sum(x{ns="{{namespace}}",v="{{version}}",job="{{job}}",le="{{ le }}"})`,
+		SuccessCondition: api.AnalysisCondition{Max: f(1)}, Args: []api.AnalysisArg{{Name: "job", Value: s("op")}, {Name: "le"}}})
 	if _, err := Bind(sp, nil); err == nil || !strings.Contains(err.Error(), `"le" has no default`) {
 		t.Errorf("le unset: %v", err)
 	}
-	for _, bad := range [][]Arg{
+	for _, bad := range [][]api.AnalysisArg{
 		{{Name: "nope", Value: s("1")}},
 		{{Name: "namespace", Value: s("x")}},
 		{{Name: "le", Value: s(`1"`)}},
@@ -91,7 +93,7 @@ func TestBindRender(t *testing.T) {
 			t.Errorf("Bind %+v: no error", bad)
 		}
 	}
-	b, err := Bind(sp, []Arg{{Name: "le", Value: s("0.5")}, {Name: "job", Value: s("other")}})
+	b, err := Bind(sp, []api.AnalysisArg{{Name: "le", Value: s("0.5")}, {Name: "job", Value: s("other")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,11 +111,11 @@ func TestBindRender(t *testing.T) {
 
 // Judge: every bound must hold; a baseline of 0 or none leaves the ratio unjudged.
 func TestJudge(t *testing.T) {
-	both := Condition{Max: f(0.01), MaxBaselineRatio: f(1.2)}
-	ratioOnly := Condition{MaxBaselineRatio: f(1.2)}
+	both := api.AnalysisCondition{Max: f(0.01), MaxBaselineRatio: f(1.2)}
+	ratioOnly := api.AnalysisCondition{MaxBaselineRatio: f(1.2)}
 	cases := []struct {
 		name string
-		c    Condition
+		c    api.AnalysisCondition
 		v    float64
 		base *float64
 		want Verdict
@@ -126,9 +128,9 @@ func TestJudge(t *testing.T) {
 		{"zero baseline with max", both, 0.005, f(0), Successful, "baseline is 0"},
 		{"zero baseline alone", ratioOnly, 0.005, f(0), Inconclusive, "baseline is 0"},
 		{"no baseline alone", ratioOnly, 0.005, nil, Inconclusive, "no data"},
-		{"min ratio", Condition{MinBaselineRatio: f(0.9)}, 80, f(100), Failed, "< 0.9 × baseline 100"},
-		{"min", Condition{Min: f(0.99)}, 0.95, nil, Failed, "< min 0.99"},
-		{"inf", Condition{Max: f(1)}, posInf(), nil, Failed, "+Inf > max 1"},
+		{"min ratio", api.AnalysisCondition{MinBaselineRatio: f(0.9)}, 80, f(100), Failed, "< 0.9 × baseline 100"},
+		{"min", api.AnalysisCondition{Min: f(0.99)}, 0.95, nil, Failed, "< min 0.99"},
+		{"inf", api.AnalysisCondition{Max: f(1)}, posInf(), nil, Failed, "+Inf > max 1"},
 	}
 	for _, c := range cases {
 		v, msg := Judge(c.c, c.v, c.base, "baseline: the query returned no data")
@@ -142,7 +144,7 @@ func posInf() float64 { var z float64; return 1 / z }
 
 // Evaluate: the phase follows the limits; NextAt schedules Interval apart and stops when done.
 func TestEvaluate(t *testing.T) {
-	sp := mustParse(t, Template{Name: "e", Query: "up", SuccessCondition: Condition{Max: f(1)}, Interval: "PT10S", Count: 3, FailureLimit: 1, InconclusiveLimit: 0})
+	sp := mustParse(t, api.Analysis{Name: "e", Query: "up", SuccessCondition: api.AnalysisCondition{Max: f(1)}, Interval: "PT10S", Count: 3, FailureLimit: 1, InconclusiveLimit: 0})
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	m := func(v Verdict, i int) Measurement {
 		return Measurement{Query: "up", Verdict: v, Message: string(v), Value: f(1), At: t0.Add(time.Duration(i) * 10 * time.Second)}

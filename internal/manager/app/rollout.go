@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/approvals"
 	"github.com/slipway-dev/slipway/internal/manager/notify"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/engine"
-	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 )
 
 // envSMTPPassword holds the SMTP password (a secret: never a flag).
@@ -72,8 +72,8 @@ func (o *rolloutOptions) bind(fs *flag.FlagSet) {
 // default, and a negative value none).
 func (o *rolloutOptions) engineBakeWindow() (time.Duration, error) {
 	switch {
-	case o.bakeWindow < 0 || o.bakeWindow > request.MaxPeriod:
-		return 0, fmt.Errorf("--bake-window %s: want 0 (none) to %s", o.bakeWindow, request.MaxPeriod)
+	case o.bakeWindow < 0 || o.bakeWindow > api.MaxPeriod:
+		return 0, fmt.Errorf("--bake-window %s: want 0 (none) to %s", o.bakeWindow, api.MaxPeriod)
 	case o.bakeWindow == 0:
 		return -1, nil
 	}

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 )
 
 // Response is one answer of the API.
@@ -95,9 +95,9 @@ func (m *Manager) Must(tb testing.TB, method, path, user string, body any, want 
 }
 
 // Deploy posts a deployment request (a request.Request, a map or JSON text) as user: 202.
-func (m *Manager) Deploy(tb testing.TB, user string, req any) server.Deployment {
+func (m *Manager) Deploy(tb testing.TB, user string, req any) api.Deployment {
 	tb.Helper()
-	var dep server.Deployment
+	var dep api.Deployment
 	m.Must(tb, "POST", "/api/v1/deployments", user, req, http.StatusAccepted).JSON(tb, &dep)
 	if dep.ID == "" {
 		tb.Fatalf("POST /api/v1/deployments answered no id")
@@ -106,9 +106,9 @@ func (m *Manager) Deploy(tb testing.TB, user string, req any) server.Deployment 
 }
 
 // Deployment is GET /api/v1/deployments/{id}.
-func (m *Manager) Deployment(tb testing.TB, id string) server.Deployment {
+func (m *Manager) Deployment(tb testing.TB, id string) api.Deployment {
 	tb.Helper()
-	var dep server.Deployment
+	var dep api.Deployment
 	m.Must(tb, "GET", "/api/v1/deployments/"+id, Alice, nil, http.StatusOK).JSON(tb, &dep)
 	return dep
 }
@@ -118,7 +118,7 @@ var terminal = []string{"Completed", "RolledBack", "Failed", "Cancelled"}
 
 // WaitStatus waits (polling every 200 ms) until the deployment's status is status and returns it;
 // another final status, or timeout, fails the test with the deployment's events.
-func (m *Manager) WaitStatus(tb testing.TB, id, status string, timeout time.Duration) server.Deployment {
+func (m *Manager) WaitStatus(tb testing.TB, id, status string, timeout time.Duration) api.Deployment {
 	tb.Helper()
 	dep, err := m.waitStatus(id, status, timeout)
 	if err != nil {
@@ -129,7 +129,7 @@ func (m *Manager) WaitStatus(tb testing.TB, id, status string, timeout time.Dura
 
 // WaitFor waits (polling every 200 ms) until cond holds for the deployment and returns it;
 // timeout fails the test, naming what.
-func (m *Manager) WaitFor(tb testing.TB, id, what string, timeout time.Duration, cond func(server.Deployment) bool) server.Deployment {
+func (m *Manager) WaitFor(tb testing.TB, id, what string, timeout time.Duration, cond func(api.Deployment) bool) api.Deployment {
 	tb.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -144,10 +144,10 @@ func (m *Manager) WaitFor(tb testing.TB, id, what string, timeout time.Duration,
 	}
 }
 
-func (m *Manager) waitStatus(id, status string, timeout time.Duration) (server.Deployment, error) {
+func (m *Manager) waitStatus(id, status string, timeout time.Duration) (api.Deployment, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		var dep server.Deployment
+		var dep api.Deployment
 		r, err := m.call("GET", "/api/v1/deployments/"+id, Alice, nil, http.StatusOK)
 		if err != nil {
 			return dep, err
@@ -166,7 +166,7 @@ func (m *Manager) waitStatus(id, status string, timeout time.Duration) (server.D
 }
 
 // Events is the deployment's whole history, page by page.
-func (m *Manager) Events(tb testing.TB, id string) []server.DeploymentEvent {
+func (m *Manager) Events(tb testing.TB, id string) []api.DeploymentEvent {
 	tb.Helper()
 	evs, err := m.events(id)
 	if err != nil {
@@ -175,8 +175,8 @@ func (m *Manager) Events(tb testing.TB, id string) []server.DeploymentEvent {
 	return evs
 }
 
-func (m *Manager) events(id string) ([]server.DeploymentEvent, error) {
-	var out []server.DeploymentEvent
+func (m *Manager) events(id string) ([]api.DeploymentEvent, error) {
+	var out []api.DeploymentEvent
 	cont := ""
 	for {
 		path := "/api/v1/deployments/" + id + "/events?limit=500"
@@ -187,7 +187,7 @@ func (m *Manager) events(id string) ([]server.DeploymentEvent, error) {
 		if err != nil {
 			return out, err
 		}
-		var page server.DeploymentEventList
+		var page api.DeploymentEventList
 		if err := json.Unmarshal(r.Body, &page); err != nil {
 			return out, err
 		}
@@ -213,7 +213,7 @@ func (m *Manager) eventText(id string) string {
 }
 
 // Approvals are the deployment's approvals of status (pending, approved, rejected, expired, all).
-func (m *Manager) Approvals(tb testing.TB, deploymentID, status string) []server.DeploymentApproval {
+func (m *Manager) Approvals(tb testing.TB, deploymentID, status string) []api.DeploymentApproval {
 	tb.Helper()
 	list, err := m.approvals(deploymentID, status)
 	if err != nil {
@@ -222,12 +222,12 @@ func (m *Manager) Approvals(tb testing.TB, deploymentID, status string) []server
 	return list
 }
 
-func (m *Manager) approvals(deploymentID, status string) ([]server.DeploymentApproval, error) {
+func (m *Manager) approvals(deploymentID, status string) ([]api.DeploymentApproval, error) {
 	r, err := m.call("GET", "/api/v1/approvals?limit=1000&status="+status+"&deploymentId="+url.QueryEscape(deploymentID), Alice, nil, http.StatusOK)
 	if err != nil {
 		return nil, err
 	}
-	var list server.ApprovalList
+	var list api.ApprovalList
 	if err := json.Unmarshal(r.Body, &list); err != nil {
 		return nil, err
 	}
@@ -268,10 +268,10 @@ func (m *Manager) approvePending(deploymentID, user string) error {
 	return m.approve(pending, user)
 }
 
-func (m *Manager) approve(list []server.DeploymentApproval, user string) error {
+func (m *Manager) approve(list []api.DeploymentApproval, user string) error {
 	for _, a := range list {
 		if _, err := m.call("POST", "/api/v1/approvals/"+a.ID+"/approve", user,
-			server.DecisionRequest{Comment: "approved by the test harness"}, http.StatusOK); err != nil {
+			api.DecisionRequest{Comment: "approved by the test harness"}, http.StatusOK); err != nil {
 			return err
 		}
 	}

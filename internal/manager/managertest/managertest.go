@@ -54,9 +54,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/slipway-dev/slipway/internal/controlplane"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
@@ -162,7 +162,7 @@ type Manager struct {
 	// finds it within seconds, --operator-refresh-interval being short).
 	Repo *charttest.Repository
 	// Seed is the seed deployment as it completed (empty with NoSeed).
-	Seed server.Deployment
+	Seed api.Deployment
 	// Log is what the manager has written to its standard error so far.
 	Log *testenv.SyncBuffer
 

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/managertest"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 	"github.com/slipway-dev/slipway/internal/manager/store/pgtest"
 	"github.com/slipway-dev/slipway/internal/testenv"
 )
@@ -42,7 +42,7 @@ func TestShared_SeedsTheFleet(t *testing.T) {
 		t.Fatal("a client that does not trust the test certificate reached the manager")
 	}
 
-	var clusters server.ClusterList
+	var clusters api.ClusterList
 	m.Must(t, "GET", "/api/v1/clusters", managertest.Vera, nil, http.StatusOK).JSON(t, &clusters)
 	var got []string
 	for _, c := range clusters.Items {
@@ -56,12 +56,12 @@ func TestShared_SeedsTheFleet(t *testing.T) {
 		t.Fatalf("clusters %v, want %v", got, want)
 	}
 
-	var op server.Operator
+	var op api.Operator
 	m.Must(t, "GET", "/api/v1/operators/"+m.Operator, managertest.Otto, nil, http.StatusOK).JSON(t, &op)
 	if want := []string{"1.0.0", "1.1.0", "2.0.0"}; m.Operator != "widget-operator" || !sameSet(op.Versions, want) {
 		t.Fatalf("operator %s versions %v, want widget-operator with %v", op.Name, op.Versions, want)
 	}
-	var crd server.CRD
+	var crd api.CRD
 	m.Must(t, "GET", "/api/v1/crds/"+managertest.WidgetCRD, managertest.Vera, nil, http.StatusOK).JSON(t, &crd)
 	if len(crd.Revisions) != 3 {
 		t.Fatalf("CRD %s has %d revisions, want 3 (base, compatible, breaking)", crd.Name, len(crd.Revisions))
@@ -99,14 +99,14 @@ func TestStart_OwnManager(t *testing.T) {
 	if !strings.HasPrefix(m.Operator, "widget-operator-") || m.Seed.ID != "" {
 		t.Fatalf("operator %q, seed %q: want a name of its own and no seed", m.Operator, m.Seed.ID)
 	}
-	var list server.DeploymentList
+	var list api.DeploymentList
 	m.Must(t, "GET", "/api/v1/deployments", managertest.Alice, nil, http.StatusOK).JSON(t, &list)
-	var clusters server.ClusterList
+	var clusters api.ClusterList
 	m.Must(t, "GET", "/api/v1/clusters", managertest.Bob, nil, http.StatusOK).JSON(t, &clusters)
 	if len(list.Items) != 0 || len(clusters.Items) != 1 || clusters.Items[0].Name != "dev-1" {
 		t.Fatalf("%d deployments, clusters %+v: want none and dev-1", len(list.Items), clusters.Items)
 	}
-	var health server.HealthResponse
+	var health api.HealthResponse
 	m.Must(t, "GET", "/health", "", nil, http.StatusOK).JSON(t, &health)
 	if health.Engine != "sqlite" {
 		t.Fatalf("engine %q, want sqlite", health.Engine)
@@ -116,12 +116,12 @@ func TestStart_OwnManager(t *testing.T) {
 // TestStart_PostgreSQL starts a manager over a PostgreSQL database of pgtest's server.
 func TestStart_PostgreSQL(t *testing.T) {
 	m := managertest.Start(t, managertest.Options{Engine: "postgres", NoSeed: true, Clusters: managertest.DefaultClusters[:1]})
-	var health server.HealthResponse
+	var health api.HealthResponse
 	m.Must(t, "GET", "/health", "", nil, http.StatusOK).JSON(t, &health)
 	if health.Engine != "postgres" || health.Database != "ok" {
 		t.Fatalf("health %+v, want PostgreSQL ok", health)
 	}
-	var op server.Operator
+	var op api.Operator
 	m.Must(t, "GET", "/api/v1/operators/"+m.Operator, managertest.Vera, nil, http.StatusOK).JSON(t, &op)
 	if len(op.Versions) != 3 {
 		t.Fatalf("operator %s on PostgreSQL has versions %v", op.Name, op.Versions)

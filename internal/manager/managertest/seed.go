@@ -9,8 +9,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 )
 
 // seed registers the clusters and the operator through the API as alice and, with deploy,
@@ -18,13 +18,13 @@ import (
 // and the operator on each are Healthy.
 func (m *Manager) seed(charts []charttest.ChartFiles, deploy bool) error {
 	for _, c := range m.Clusters {
-		req := server.ClusterRequest{Name: c.Name, Environment: c.Environment, Kubeconfig: string(c.Server.Kubeconfig)}
+		req := api.ClusterRequest{Name: c.Name, Environment: c.Environment, Kubeconfig: string(c.Server.Kubeconfig)}
 		if _, err := m.call("POST", "/api/v1/clusters", Alice, req, http.StatusCreated); err != nil {
 			return fmt.Errorf("registering cluster %s: %w", c.Name, err)
 		}
 	}
-	op := server.OperatorRequest{Name: m.Operator, Namespace: m.Operator,
-		Chart: server.ChartRef{Repository: m.Repo.URL, Name: ChartName}, MigrationNotes: m.migrationNotes(charts)}
+	op := api.OperatorRequest{Name: m.Operator, Namespace: m.Operator,
+		Chart: api.ChartRef{Repository: m.Repo.URL, Name: ChartName}, MigrationNotes: m.migrationNotes(charts)}
 	if _, err := m.call("POST", "/api/v1/operators", Alice, op, http.StatusCreated); err != nil {
 		return fmt.Errorf("registering operator %s: %w", m.Operator, err)
 	}
@@ -51,10 +51,10 @@ func (m *Manager) seed(charts []charttest.ChartFiles, deploy bool) error {
 // waitSeed waits (4 minutes at most) for the seed deployment to complete, approving as bob what
 // it asks: prod-1 asks production (a first install asks no versionUpgrade), and a cluster whose
 // Widget CRD another manager of the test binary changed asks breakingCRD.
-func (m *Manager) waitSeed() (server.Deployment, error) {
+func (m *Manager) waitSeed() (api.Deployment, error) {
 	deadline := time.Now().Add(4 * time.Minute)
 	for {
-		var dep server.Deployment
+		var dep api.Deployment
 		r, err := m.call("GET", "/api/v1/deployments/"+m.Seed.ID, Alice, nil, http.StatusOK)
 		if err != nil {
 			return dep, err
@@ -78,8 +78,8 @@ func (m *Manager) waitSeed() (server.Deployment, error) {
 
 // migrationNotes are notes on the Widget CRD for CompatibleVersion and BreakingVersion, when
 // charts hold them (the default charts do): the Approvals page shows them inline.
-func (m *Manager) migrationNotes(charts []charttest.ChartFiles) []server.MigrationNoteRequest {
-	var notes []server.MigrationNoteRequest
+func (m *Manager) migrationNotes(charts []charttest.ChartFiles) []api.MigrationNoteRequest {
+	var notes []api.MigrationNoteRequest
 	for _, files := range charts {
 		var meta struct{ Name, Version string }
 		if err := yaml.Unmarshal([]byte(files["Chart.yaml"]), &meta); err != nil || meta.Name != ChartName {
@@ -87,10 +87,10 @@ func (m *Manager) migrationNotes(charts []charttest.ChartFiles) []server.Migrati
 		}
 		switch v := meta.Version; v {
 		case CompatibleVersion:
-			notes = append(notes, server.MigrationNoteRequest{CRD: WidgetCRD, Version: v,
+			notes = append(notes, api.MigrationNoteRequest{CRD: WidgetCRD, Version: v,
 				Text: "Adds `spec.replicas` and the colour **yellow**; existing Widgets need no change."})
 		case BreakingVersion:
-			notes = append(notes, server.MigrationNoteRequest{CRD: WidgetCRD, Version: v,
+			notes = append(notes, api.MigrationNoteRequest{CRD: WidgetCRD, Version: v,
 				Text: "Removes `spec.legacy`, makes `spec.count` a string, requires `spec.tls.secretName` and drops the colour " +
 					"**blue**. From 1.1.0 it also drops `spec.replicas`, the colour **yellow** and `spec.size` above 100: " +
 					"edit every Widget before upgrading.", URL: "https://slipway.example/docs/widgets-v2"})
@@ -107,7 +107,7 @@ func (m *Manager) waitClustersHealthy(timeout time.Duration) error {
 		if err != nil {
 			return err
 		}
-		var list server.ClusterList
+		var list api.ClusterList
 		if err := json.Unmarshal(r.Body, &list); err != nil {
 			return err
 		}

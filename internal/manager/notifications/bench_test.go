@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/notifications"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
@@ -22,7 +23,7 @@ func BenchmarkEnqueue(b *testing.B) {
 			for _, name := range []string{"a", "b", "c"} {
 				webhookChannel(b, s, name, rc)
 			}
-			webhookChannel(b, s, "dev-only", rc, notifications.Route{Environments: []string{"Dev"}})
+			webhookChannel(b, s, "dev-only", rc, api.ChannelRoute{Environments: []string{"Dev"}})
 			d := deployment(store.DeploymentFailed, store.EnvironmentProduction, store.EnvironmentStaging)
 			b.ResetTimer()
 			for b.Loop() {
@@ -50,8 +51,8 @@ func BenchmarkDelivery(b *testing.B) {
 					c.Poll, c.RetryFirst, c.RetryMax = time.Second, time.Second, time.Second
 				})
 				rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-				if _, err := s.CreateChannel(e.ctx, &notifications.ChannelRequest{Name: "ops", Kind: notifications.KindWebhook,
-					Webhook: &notifications.WebhookSettings{URL: rc.URL + "/hook", Secret: hmacSecret}, Routes: []notifications.Route{{}}}, "alice"); err != nil {
+				if _, err := s.CreateChannel(e.ctx, &api.ChannelRequest{Name: "ops", Kind: notifications.KindWebhook,
+					Webhook: &api.WebhookSettings{URL: rc.URL + "/hook", Secret: hmacSecret}, Routes: []api.ChannelRoute{{}}}, "alice"); err != nil {
 					b.Fatal(err)
 				}
 				for range n {

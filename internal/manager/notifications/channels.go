@@ -7,10 +7,10 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
@@ -33,74 +33,6 @@ const (
 	maxRoutes     = 20
 	maxRecipients = 50
 )
-
-// ChannelRequest is the body of POST /api/v1/notifications/channels: a name, a kind and that
-// kind's settings, and the routes.
-type ChannelRequest struct {
-	Name    string           `json:"name"`
-	Kind    string           `json:"kind"`
-	Webhook *WebhookSettings `json:"webhook,omitempty"`
-	Slack   *SlackSettings   `json:"slack,omitempty"`
-	SMTP    *SMTPSettings    `json:"smtp,omitempty"`
-	Routes  []Route          `json:"routes"`
-}
-
-// ChannelPatch is the body of PATCH /api/v1/notifications/channels/{name}: what is given
-// replaces what is stored (a webhook's url and secret each on their own); the name and the kind
-// stay.
-type ChannelPatch struct {
-	Webhook *WebhookSettings `json:"webhook,omitempty"`
-	Slack   *SlackSettings   `json:"slack,omitempty"`
-	SMTP    *SMTPSettings    `json:"smtp,omitempty"`
-	Routes  []Route          `json:"routes,omitempty"`
-}
-
-// WebhookSettings: where the JSON is POSTed, and the secret its HMAC-SHA256 signature is made with.
-type WebhookSettings struct {
-	URL    string `json:"url,omitempty"`
-	Secret string `json:"secret,omitempty"`
-}
-
-// SlackSettings: a Slack (or Mattermost, Rocket.Chat…) incoming webhook URL. The URL is the
-// secret: whoever has it can post.
-type SlackSettings struct {
-	URL string `json:"url,omitempty"`
-}
-
-// SMTPSettings: who is mailed, through the manager's SMTP server (--smtp-*).
-type SMTPSettings struct {
-	To []string `json:"to"`
-}
-
-// Route selects events: kinds (empty: every kind) of environments (empty: every environment).
-type Route struct {
-	Kinds        []string `json:"kinds,omitempty"`
-	Environments []string `json:"environments,omitempty"`
-}
-
-// Channel is a channel as the API shows it: no secret, a URL as its scheme and host only.
-type Channel struct {
-	Name      string        `json:"name"`
-	Kind      string        `json:"kind"`
-	Webhook   *WebhookView  `json:"webhook,omitempty"`
-	Slack     *EndpointView `json:"slack,omitempty"`
-	SMTP      *SMTPSettings `json:"smtp,omitempty"`
-	Routes    []Route       `json:"routes"`
-	CreatedBy string        `json:"createdBy"`
-	CreatedAt time.Time     `json:"createdAt"`
-	UpdatedAt time.Time     `json:"updatedAt"`
-}
-
-// WebhookView is a webhook's settings without its secrets.
-type WebhookView struct {
-	Endpoint  string `json:"endpoint"`
-	SecretSet bool   `json:"secretSet"`
-}
-
-// EndpointView is a URL without its secret parts.
-type EndpointView struct {
-	Endpoint string `json:"endpoint"`
-}
 
 // secrets are what a channel seals: its URL and (a webhook's) HMAC secret.
 type secrets struct {
@@ -187,7 +119,7 @@ func checkRecipients(to []string) error {
 }
 
 // checkRoutes turns the API's routes into the store's, naming the first bad field.
-func checkRoutes(routes []Route) ([]store.NotificationRoute, error) {
+func checkRoutes(routes []api.ChannelRoute) ([]store.NotificationRoute, error) {
 	if len(routes) == 0 || len(routes) > maxRoutes {
 		return nil, invalid.Field("routes", "needs 1 to %d routes, not %d (a route with no kinds and no environments takes everything)", maxRoutes, len(routes))
 	}
@@ -211,10 +143,10 @@ func checkRoutes(routes []Route) ([]store.NotificationRoute, error) {
 }
 
 // routesOut is the store's routes as the API shows them.
-func routesOut(rs []store.NotificationRoute) []Route {
-	out := make([]Route, 0, len(rs))
+func routesOut(rs []store.NotificationRoute) []api.ChannelRoute {
+	out := make([]api.ChannelRoute, 0, len(rs))
 	for _, r := range rs {
-		v := Route{Kinds: slices.Clone(r.Kinds)}
+		v := api.ChannelRoute{Kinds: slices.Clone(r.Kinds)}
 		for _, e := range r.Environments {
 			v.Environments = append(v.Environments, string(e))
 		}
@@ -238,7 +170,7 @@ func matches(routes []store.NotificationRoute, kind string, envs []store.Environ
 
 // kindSettings checks the settings of kind (exactly that kind's object given) into what is
 // shown and what is sealed.
-func kindSettings(kind string, w *WebhookSettings, s *SlackSettings, m *SMTPSettings, mailer bool) (json.RawMessage, secrets, error) {
+func kindSettings(kind string, w *api.WebhookSettings, s *api.SlackSettings, m *api.SMTPSettings, mailer bool) (json.RawMessage, secrets, error) {
 	if !slices.Contains(ChannelKinds, kind) {
 		return nil, secrets{}, invalid.Field("kind", "must be one of %s, not %q", strings.Join(ChannelKinds, ", "), kind)
 	}
@@ -259,13 +191,13 @@ func kindSettings(kind string, w *WebhookSettings, s *SlackSettings, m *SMTPSett
 		if err := checkSecret(w.Secret); err != nil {
 			return nil, secrets{}, err
 		}
-		cfg, err := json.Marshal(WebhookView{Endpoint: endpoint(w.URL), SecretSet: true})
+		cfg, err := json.Marshal(api.WebhookView{Endpoint: endpoint(w.URL), SecretSet: true})
 		return cfg, secrets{URL: w.URL, Secret: w.Secret}, err
 	case KindSlack:
 		if err := checkURL("slack.url", s.URL); err != nil {
 			return nil, secrets{}, err
 		}
-		cfg, err := json.Marshal(EndpointView{Endpoint: endpoint(s.URL)})
+		cfg, err := json.Marshal(api.EndpointView{Endpoint: endpoint(s.URL)})
 		return cfg, secrets{URL: s.URL}, err
 	}
 	if !mailer {
@@ -275,12 +207,12 @@ func kindSettings(kind string, w *WebhookSettings, s *SlackSettings, m *SMTPSett
 	if err := checkRecipients(m.To); err != nil {
 		return nil, secrets{}, err
 	}
-	cfg, err := json.Marshal(SMTPSettings{To: m.To})
+	cfg, err := json.Marshal(api.SMTPSettings{To: m.To})
 	return cfg, secrets{}, err
 }
 
 // checkRequest checks a new channel.
-func checkRequest(req *ChannelRequest, mailer bool) (*settings, error) {
+func checkRequest(req *api.ChannelRequest, mailer bool) (*settings, error) {
 	if err := checkName(req.Name); err != nil {
 		return nil, err
 	}
@@ -296,25 +228,25 @@ func checkRequest(req *ChannelRequest, mailer bool) (*settings, error) {
 }
 
 // applyPatch merges p over a stored channel's settings (cur, its secrets opened) and checks them.
-func applyPatch(cur *store.NotificationChannel, sec secrets, p *ChannelPatch, mailer bool) (*settings, error) {
+func applyPatch(cur *store.NotificationChannel, sec secrets, p *api.ChannelPatch, mailer bool) (*settings, error) {
 	w, s, m := p.Webhook, p.Slack, p.SMTP
 	switch cur.Kind {
 	case KindWebhook:
-		merged := WebhookSettings{URL: sec.URL, Secret: sec.Secret}
+		merged := api.WebhookSettings{URL: sec.URL, Secret: sec.Secret}
 		if w != nil {
 			merged.URL = orElse(w.URL, merged.URL)
 			merged.Secret = orElse(w.Secret, merged.Secret)
 		}
 		w = &merged
 	case KindSlack:
-		merged := SlackSettings{URL: sec.URL}
+		merged := api.SlackSettings{URL: sec.URL}
 		if s != nil {
 			merged.URL = orElse(s.URL, merged.URL)
 		}
 		s = &merged
 	case KindSMTP:
 		if m == nil {
-			var stored SMTPSettings
+			var stored api.SMTPSettings
 			if err := json.Unmarshal(cur.Config, &stored); err != nil {
 				return nil, fmt.Errorf("channel %s: stored settings: %w", cur.Name, err)
 			}
@@ -343,19 +275,19 @@ func orElse(v, otherwise string) string {
 }
 
 // channelOut is a stored channel as the API shows it.
-func channelOut(c *store.NotificationChannel) (*Channel, error) {
-	out := &Channel{Name: c.Name, Kind: c.Kind, Routes: routesOut(c.Routes), CreatedBy: c.CreatedBy,
+func channelOut(c *store.NotificationChannel) (*api.Channel, error) {
+	out := &api.Channel{Name: c.Name, Kind: c.Kind, Routes: routesOut(c.Routes), CreatedBy: c.CreatedBy,
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
 	var err error
 	switch c.Kind {
 	case KindWebhook:
-		out.Webhook = &WebhookView{}
+		out.Webhook = &api.WebhookView{}
 		err = json.Unmarshal(c.Config, out.Webhook)
 	case KindSlack:
-		out.Slack = &EndpointView{}
+		out.Slack = &api.EndpointView{}
 		err = json.Unmarshal(c.Config, out.Slack)
 	case KindSMTP:
-		out.SMTP = &SMTPSettings{}
+		out.SMTP = &api.SMTPSettings{}
 		err = json.Unmarshal(c.Config, out.SMTP)
 	}
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/notifications"
 	"github.com/slipway-dev/slipway/internal/manager/notify"
@@ -26,29 +27,29 @@ func TestCreateChannel_BadInput(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "sqlite")
 	s := e.service("r1", func(c *notifications.Config) { c.Mailer = &notify.Mailer{} })
-	hook := func() *notifications.WebhookSettings {
-		return &notifications.WebhookSettings{URL: "https://hooks.example.com/x", Secret: hmacSecret}
+	hook := func() *api.WebhookSettings {
+		return &api.WebhookSettings{URL: "https://hooks.example.com/x", Secret: hmacSecret}
 	}
-	all := []notifications.Route{{}}
-	for field, req := range map[string]notifications.ChannelRequest{
+	all := []api.ChannelRoute{{}}
+	for field, req := range map[string]api.ChannelRequest{
 		"name":                      {Name: "Ops_1", Kind: "webhook", Webhook: hook(), Routes: all},
 		"kind":                      {Name: "ops", Kind: "pager", Routes: all},
 		"webhook":                   {Name: "ops", Kind: "webhook", Routes: all},
-		"slack":                     {Name: "ops", Kind: "webhook", Webhook: hook(), Slack: &notifications.SlackSettings{URL: "https://x.example"}, Routes: all},
-		"webhook.url":               {Name: "ops", Kind: "webhook", Webhook: &notifications.WebhookSettings{URL: "ftp://x.example/a", Secret: hmacSecret}, Routes: all},
-		"webhook.secret":            {Name: "ops", Kind: "webhook", Webhook: &notifications.WebhookSettings{URL: "https://x.example/a", Secret: "short"}, Routes: all},
-		"smtp.to[1]":                {Name: "ops", Kind: "smtp", SMTP: &notifications.SMTPSettings{To: []string{"a@example.org", "not an address"}}, Routes: all},
-		"smtp.to":                   {Name: "ops", Kind: "smtp", SMTP: &notifications.SMTPSettings{}, Routes: all},
+		"slack":                     {Name: "ops", Kind: "webhook", Webhook: hook(), Slack: &api.SlackSettings{URL: "https://x.example"}, Routes: all},
+		"webhook.url":               {Name: "ops", Kind: "webhook", Webhook: &api.WebhookSettings{URL: "ftp://x.example/a", Secret: hmacSecret}, Routes: all},
+		"webhook.secret":            {Name: "ops", Kind: "webhook", Webhook: &api.WebhookSettings{URL: "https://x.example/a", Secret: "short"}, Routes: all},
+		"smtp.to[1]":                {Name: "ops", Kind: "smtp", SMTP: &api.SMTPSettings{To: []string{"a@example.org", "not an address"}}, Routes: all},
+		"smtp.to":                   {Name: "ops", Kind: "smtp", SMTP: &api.SMTPSettings{}, Routes: all},
 		"routes":                    {Name: "ops", Kind: "webhook", Webhook: hook()},
-		"routes[1].kinds[0]":        {Name: "ops", Kind: "webhook", Webhook: hook(), Routes: []notifications.Route{{}, {Kinds: []string{"deployment.exploded"}}}},
-		"routes[0].environments[1]": {Name: "ops", Kind: "webhook", Webhook: hook(), Routes: []notifications.Route{{Environments: []string{"Dev", "prod"}}}},
+		"routes[1].kinds[0]":        {Name: "ops", Kind: "webhook", Webhook: hook(), Routes: []api.ChannelRoute{{}, {Kinds: []string{"deployment.exploded"}}}},
+		"routes[0].environments[1]": {Name: "ops", Kind: "webhook", Webhook: hook(), Routes: []api.ChannelRoute{{Environments: []string{"Dev", "prod"}}}},
 	} {
 		if _, err := s.CreateChannel(e.ctx, &req, "alice"); !isInvalid(err, field) {
 			t.Errorf("%s: %v, want a 400 naming %s", field, err, field)
 		}
 	}
 	for _, bad := range []string{"https://hooks.example.com/x#frag", "/relative", "https://", "http://:80/x"} {
-		req := notifications.ChannelRequest{Name: "ops", Kind: "slack", Slack: &notifications.SlackSettings{URL: bad}, Routes: all}
+		req := api.ChannelRequest{Name: "ops", Kind: "slack", Slack: &api.SlackSettings{URL: bad}, Routes: all}
 		_, err := s.CreateChannel(e.ctx, &req, "alice")
 		if !isInvalid(err, "slack.url") || strings.Contains(err.Error(), bad) {
 			t.Errorf("slack url %q: %v (the message must not quote it)", bad, err)
@@ -57,7 +58,7 @@ func TestCreateChannel_BadInput(t *testing.T) {
 	if list, err := s.ListChannels(e.ctx, "", 100); err != nil || len(list) != 0 {
 		t.Fatalf("channels after the refusals: %v, %v", list, err)
 	}
-	good := notifications.ChannelRequest{Name: "ops", Kind: "webhook", Webhook: hook(), Routes: all}
+	good := api.ChannelRequest{Name: "ops", Kind: "webhook", Webhook: hook(), Routes: all}
 	if _, err := s.CreateChannel(e.ctx, &good, "alice"); err != nil {
 		t.Fatal(err)
 	}
@@ -73,15 +74,15 @@ func TestUpdateChannel(t *testing.T) {
 		s := e.service("r1", nil)
 		rc := newReceiver(t, hmacSecret)
 		webhookChannel(t, s, "ops", rc)
-		if _, err := s.UpdateChannel(e.ctx, "ops", &notifications.ChannelPatch{Slack: &notifications.SlackSettings{URL: "https://x.example/y"}}); !isInvalid(err, "slack") {
+		if _, err := s.UpdateChannel(e.ctx, "ops", &api.ChannelPatch{Slack: &api.SlackSettings{URL: "https://x.example/y"}}); !isInvalid(err, "slack") {
 			t.Fatalf("a slack patch on a webhook: %v", err)
 		}
-		if _, err := s.UpdateChannel(e.ctx, "nope", &notifications.ChannelPatch{}); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.UpdateChannel(e.ctx, "nope", &api.ChannelPatch{}); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("patching an unknown channel: %v", err)
 		}
 		const rotated = "whsec-rotated-9876543210-slipway"
-		ch, err := s.UpdateChannel(e.ctx, "ops", &notifications.ChannelPatch{Webhook: &notifications.WebhookSettings{Secret: rotated},
-			Routes: []notifications.Route{{Kinds: []string{"cluster.unreachable"}, Environments: []string{"Production"}}}})
+		ch, err := s.UpdateChannel(e.ctx, "ops", &api.ChannelPatch{Webhook: &api.WebhookSettings{Secret: rotated},
+			Routes: []api.ChannelRoute{{Kinds: []string{"cluster.unreachable"}, Environments: []string{"Production"}}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,14 +114,14 @@ func TestSecrets_NeverShown(t *testing.T) {
 		rc := newReceiver(t, hmacSecret)
 		rc.answer = func(received) int { return http.StatusInternalServerError }
 		const token, slackToken = "tok-q8Zr2LbXw4", "T0001/B0002/slackSecret77"
-		created, err := s.CreateChannel(e.ctx, &notifications.ChannelRequest{Name: "ops", Kind: "webhook",
-			Webhook: &notifications.WebhookSettings{URL: rc.URL + "/hooks?token=" + token, Secret: hmacSecret},
-			Routes:  []notifications.Route{{}}}, "alice")
+		created, err := s.CreateChannel(e.ctx, &api.ChannelRequest{Name: "ops", Kind: "webhook",
+			Webhook: &api.WebhookSettings{URL: rc.URL + "/hooks?token=" + token, Secret: hmacSecret},
+			Routes:  []api.ChannelRoute{{}}}, "alice")
 		if err != nil {
 			t.Fatal(err)
 		}
-		slack, err := s.CreateChannel(e.ctx, &notifications.ChannelRequest{Name: "chat", Kind: "slack",
-			Slack: &notifications.SlackSettings{URL: rc.URL + "/services/" + slackToken}, Routes: []notifications.Route{{}}}, "alice")
+		slack, err := s.CreateChannel(e.ctx, &api.ChannelRequest{Name: "chat", Kind: "slack",
+			Slack: &api.SlackSettings{URL: rc.URL + "/services/" + slackToken}, Routes: []api.ChannelRoute{{}}}, "alice")
 		if err != nil {
 			t.Fatal(err)
 		}

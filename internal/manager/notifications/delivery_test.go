@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/notifications"
 	"github.com/slipway-dev/slipway/internal/manager/notify"
 	"github.com/slipway-dev/slipway/internal/manager/notify/smtptest"
@@ -93,8 +94,8 @@ func TestSlack_PayloadShape(t *testing.T) {
 	forEngine(t, func(t *testing.T, e *env) {
 		s := e.service("r1", nil)
 		rc := newReceiver(t, "")
-		if _, err := s.CreateChannel(e.ctx, &notifications.ChannelRequest{Name: "chat", Kind: notifications.KindSlack,
-			Slack: &notifications.SlackSettings{URL: rc.URL + "/services/T000/B000/XXXXSECRET"}, Routes: []notifications.Route{{}}}, "alice"); err != nil {
+		if _, err := s.CreateChannel(e.ctx, &api.ChannelRequest{Name: "chat", Kind: notifications.KindSlack,
+			Slack: &api.SlackSettings{URL: rc.URL + "/services/T000/B000/XXXXSECRET"}, Routes: []api.ChannelRoute{{}}}, "alice"); err != nil {
 			t.Fatal(err)
 		}
 		c := storetest.Cluster(e.ctx, t, e.store, &storetest.ClusterOpts{Name: "prod-1", Environment: store.EnvironmentProduction})
@@ -144,8 +145,8 @@ func TestSMTP_ThroughTheMailer(t *testing.T) {
 		mailer := &notify.Mailer{Addr: mailSrv.Addr, From: "Slipway <slipway@example.org>", Username: smtptest.User,
 			Password: smtptest.Password, TLS: &tls.Config{RootCAs: smtptest.CertPool(t), MinVersion: tls.VersionTLS12}}
 		s := e.service("r1", func(c *notifications.Config) { c.Mailer = mailer })
-		req := &notifications.ChannelRequest{Name: "ops-mail", Kind: notifications.KindSMTP,
-			SMTP: &notifications.SMTPSettings{To: []string{"ops@example.org", "Oncall <oncall@example.org>"}}, Routes: []notifications.Route{{}}}
+		req := &api.ChannelRequest{Name: "ops-mail", Kind: notifications.KindSMTP,
+			SMTP: &api.SMTPSettings{To: []string{"ops@example.org", "Oncall <oncall@example.org>"}}, Routes: []api.ChannelRoute{{}}}
 		if _, err := e.service("r0", nil).CreateChannel(e.ctx, req, "alice"); !isInvalid(err, "smtp") {
 			t.Fatalf("an smtp channel without a mailer: %v", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/notify"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
@@ -99,7 +100,7 @@ func (s *Service) mail(ctx context.Context, n *store.Notification, c *store.Noti
 	if s.cfg.Mailer == nil {
 		return permanentError{fmt.Errorf("the manager has no SMTP server (--smtp-address) for channel %s", c.Name)}
 	}
-	var to SMTPSettings
+	var to api.SMTPSettings
 	if err := json.Unmarshal(c.Config, &to); err != nil {
 		return permanentError{fmt.Errorf("channel %s: stored settings: %w", c.Name, err)}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/notifications"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/store/storetest"
@@ -41,11 +42,11 @@ func TestRouting(t *testing.T) {
 	forEngine(t, func(t *testing.T, e *env) {
 		s := e.service("r1", nil)
 		rc := newReceiver(t, hmacSecret)
-		webhookChannel(t, s, "prod-failures", rc, notifications.Route{Kinds: []string{"deployment.failed", "deployment.rolledBack"}, Environments: []string{"Production"}})
-		webhookChannel(t, s, "dev-all", rc, notifications.Route{Environments: []string{"Dev"}})
-		webhookChannel(t, s, "health", rc, notifications.Route{Kinds: []string{"operator.unhealthy", "operator.recovered", "cluster.unreachable", "cluster.recovered"}})
-		webhookChannel(t, s, "approvals", rc, notifications.Route{Kinds: []string{"deployment.waitingApproval"}},
-			notifications.Route{Kinds: []string{"deployment.completed"}, Environments: []string{"Staging"}})
+		webhookChannel(t, s, "prod-failures", rc, api.ChannelRoute{Kinds: []string{"deployment.failed", "deployment.rolledBack"}, Environments: []string{"Production"}})
+		webhookChannel(t, s, "dev-all", rc, api.ChannelRoute{Environments: []string{"Dev"}})
+		webhookChannel(t, s, "health", rc, api.ChannelRoute{Kinds: []string{"operator.unhealthy", "operator.recovered", "cluster.unreachable", "cluster.recovered"}})
+		webhookChannel(t, s, "approvals", rc, api.ChannelRoute{Kinds: []string{"deployment.waitingApproval"}},
+			api.ChannelRoute{Kinds: []string{"deployment.completed"}, Environments: []string{"Staging"}})
 		prod := storetest.Cluster(e.ctx, t, e.store, &storetest.ClusterOpts{Name: "prod-1", Environment: store.EnvironmentProduction})
 		dev := storetest.Cluster(e.ctx, t, e.store, &storetest.ClusterOpts{Name: "dev-1", Environment: store.EnvironmentDev})
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/notify"
 	"github.com/slipway-dev/slipway/internal/manager/store"
@@ -170,7 +171,7 @@ func (s *Service) open(c *store.NotificationChannel) (secrets, error) {
 }
 
 // CreateChannel checks and stores a channel; store.ErrAlreadyExists when the name is taken.
-func (s *Service) CreateChannel(ctx context.Context, req *ChannelRequest, by string) (*Channel, error) {
+func (s *Service) CreateChannel(ctx context.Context, req *api.ChannelRequest, by string) (*api.Channel, error) {
 	set, err := checkRequest(req, s.cfg.Mailer != nil)
 	if err != nil {
 		return nil, err
@@ -189,7 +190,7 @@ func (s *Service) CreateChannel(ctx context.Context, req *ChannelRequest, by str
 }
 
 // UpdateChannel applies a patch; store.ErrNotFound for an unknown channel.
-func (s *Service) UpdateChannel(ctx context.Context, name string, p *ChannelPatch) (*Channel, error) {
+func (s *Service) UpdateChannel(ctx context.Context, name string, p *api.ChannelPatch) (*api.Channel, error) {
 	cur, err := s.store.NotificationChannelGetByName(ctx, name)
 	if err != nil {
 		return nil, err
@@ -220,7 +221,7 @@ func (s *Service) DeleteChannel(ctx context.Context, name string) error {
 }
 
 // GetChannel returns a channel as the API shows it.
-func (s *Service) GetChannel(ctx context.Context, name string) (*Channel, error) {
+func (s *Service) GetChannel(ctx context.Context, name string) (*api.Channel, error) {
 	c, err := s.store.NotificationChannelGetByName(ctx, name)
 	if err != nil {
 		return nil, err
@@ -229,12 +230,12 @@ func (s *Service) GetChannel(ctx context.Context, name string) (*Channel, error)
 }
 
 // ListChannels returns a page of channels by name, after the name after.
-func (s *Service) ListChannels(ctx context.Context, after string, limit int) ([]*Channel, error) {
+func (s *Service) ListChannels(ctx context.Context, after string, limit int) ([]*api.Channel, error) {
 	list, err := s.store.NotificationChannelList(ctx, &store.NotificationChannelListParams{After: after, Limit: limit})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*Channel, 0, len(list))
+	out := make([]*api.Channel, 0, len(list))
 	for _, c := range list {
 		v, err := channelOut(c)
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
 	"github.com/slipway-dev/slipway/internal/manager/notifications"
 	"github.com/slipway-dev/slipway/internal/manager/store"
@@ -232,13 +233,13 @@ func verifyAsDocumented(secret []byte, h http.Header, body []byte, now time.Time
 }
 
 // webhookChannel creates a webhook channel to rc taking every event.
-func webhookChannel(t testing.TB, s *notifications.Service, name string, rc *receiver, routes ...notifications.Route) {
+func webhookChannel(t testing.TB, s *notifications.Service, name string, rc *receiver, routes ...api.ChannelRoute) {
 	t.Helper()
 	if len(routes) == 0 {
-		routes = []notifications.Route{{}}
+		routes = []api.ChannelRoute{{}}
 	}
-	_, err := s.CreateChannel(t.Context(), &notifications.ChannelRequest{Name: name, Kind: notifications.KindWebhook,
-		Webhook: &notifications.WebhookSettings{URL: rc.URL + "/hooks/slipway?token=tok-" + name, Secret: string(rc.secret)},
+	_, err := s.CreateChannel(t.Context(), &api.ChannelRequest{Name: name, Kind: notifications.KindWebhook,
+		Webhook: &api.WebhookSettings{URL: rc.URL + "/hooks/slipway?token=tok-" + name, Secret: string(rc.secret)},
 		Routes:  routes}, "alice")
 	if err != nil {
 		t.Fatal(err)

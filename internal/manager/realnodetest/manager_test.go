@@ -13,13 +13,13 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/approvals"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/engine"
-	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/store/sqlitestore"
 	"github.com/slipway-dev/slipway/internal/testenv"
@@ -130,7 +130,7 @@ func (m *manager) operator(name, namespace string, versions ...charttest.ChartFi
 // deploy submits a deployment request (the API's JSON) as alice.
 func (m *manager) deploy(body string) *store.Deployment {
 	m.t.Helper()
-	req, err := request.Decode([]byte(body))
+	req, err := api.DecodeDeploymentRequest([]byte(body))
 	if err != nil {
 		m.t.Fatal(err)
 	}

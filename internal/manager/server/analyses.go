@@ -10,75 +10,30 @@ import (
 	"time"
 
 	"github.com/slipway-dev/slipway/internal/manager/analysis"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/audit"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
-// AnalysisTemplate is a stored analysis template: the analysis (internal/manager/analysis
-// Template: query, successCondition, interval, count, limits, args) with its times.
-type AnalysisTemplate struct {
-	Name                  string             `json:"name"`
-	Query                 string             `json:"query"`
-	SuccessCondition      analysis.Condition `json:"successCondition"`
-	Interval              string             `json:"interval"`
-	Count                 int                `json:"count"`
-	FailureLimit          int                `json:"failureLimit"`
-	InconclusiveLimit     int                `json:"inconclusiveLimit"`
-	ConsecutiveErrorLimit int                `json:"consecutiveErrorLimit"`
-	Args                  []analysis.Arg     `json:"args"`
-	CreatedAt             time.Time          `json:"createdAt"`
-	UpdatedAt             time.Time          `json:"updatedAt"`
-}
-
-// AnalysisTemplateList is a page of templates by name.
-type AnalysisTemplateList struct {
-	Items    []AnalysisTemplate `json:"items"`
-	Continue string             `json:"continue,omitempty"`
-}
-
-// PrometheusRequest sets the Prometheus a cluster's analyses ask. The token, username and
-// password are sealed and never shown again.
-type PrometheusRequest struct {
-	// URL is Prometheus's base URL (http or https), as the manager reaches it.
-	URL string `json:"url"`
-	// Auth is none (default), bearer (token) or basic (username and password).
-	Auth     string `json:"auth,omitempty"`
-	Token    string `json:"token,omitempty"`
-	Username string `json:"username,omitempty"`
-	Password string `json:"password,omitempty"`
-	// CA is a PEM bundle trusted for an https URL instead of the system's roots.
-	CA string `json:"ca,omitempty"`
-}
-
-// Prometheus is a cluster's Prometheus as the API shows it: never its secrets.
-type Prometheus struct {
-	Cluster   string    `json:"cluster"`
-	URL       string    `json:"url"`
-	Auth      string    `json:"auth"`
-	CASet     bool      `json:"caSet"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
-}
-
-func templateOut(t *store.AnalysisTemplate) (AnalysisTemplate, error) {
+func templateOut(t *store.AnalysisTemplate) (api.AnalysisTemplate, error) {
 	var spec analysis.Spec
 	if err := json.Unmarshal(t.Spec, &spec); err != nil {
-		return AnalysisTemplate{}, err
+		return api.AnalysisTemplate{}, err
 	}
 	args := spec.Args
 	if args == nil {
-		args = []analysis.Arg{}
+		args = []api.AnalysisArg{}
 	}
 	w := spec.Template()
-	return AnalysisTemplate{Name: t.Name, Query: w.Query, SuccessCondition: w.SuccessCondition, Interval: w.Interval,
+	return api.AnalysisTemplate{Name: t.Name, Query: w.Query, SuccessCondition: w.SuccessCondition, Interval: w.Interval,
 		Count: w.Count, FailureLimit: w.FailureLimit, InconclusiveLimit: w.InconclusiveLimit,
 		ConsecutiveErrorLimit: *w.ConsecutiveErrorLimit, Args: args, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}, nil
 }
 
 // parseTemplate decodes and validates a template body; a PUT's name comes from its path.
 func (s *Server) parseTemplate(r *http.Request, pathName string) (analysis.Spec, []byte, error) {
-	var t analysis.Template
+	var t api.Analysis
 	if err := s.decodeJSON(r, &t); err != nil {
 		return analysis.Spec{}, nil, err
 	}
@@ -180,7 +135,7 @@ func (s *Server) listAnalysisTemplates(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	out := AnalysisTemplateList{Items: make([]AnalysisTemplate, 0, len(list))}
+	out := api.AnalysisTemplateList{Items: make([]api.AnalysisTemplate, 0, len(list))}
 	for _, t := range list {
 		o, err := templateOut(t)
 		if err != nil {
@@ -207,14 +162,14 @@ func (s *Server) deleteAnalysisTemplate(w http.ResponseWriter, r *http.Request) 
 	return nil
 }
 
-func prometheusOut(p *store.ClusterPrometheus) Prometheus {
-	return Prometheus{Cluster: p.ClusterName, URL: p.URL, Auth: p.AuthKind, CASet: p.CAPEM != "", CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+func prometheusOut(p *store.ClusterPrometheus) api.Prometheus {
+	return api.Prometheus{Cluster: p.ClusterName, URL: p.URL, Auth: p.AuthKind, CASet: p.CAPEM != "", CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 }
 
 func (s *Server) setClusterPrometheus(w http.ResponseWriter, r *http.Request) error {
 	ctx, name := r.Context(), r.PathValue("name")
 	entry := audit.Entry{Action: "cluster.prometheus.set", TargetKind: "cluster", TargetName: name}
-	var req PrometheusRequest
+	var req api.PrometheusRequest
 	if err := s.decodeJSON(r, &req); err != nil {
 		return s.analysisErr(ctx, entry, "cluster", name, err)
 	}
@@ -284,7 +239,7 @@ func (s *Server) prometheusNotFound(r *http.Request, name string) error {
 	if _, err := s.clusterByName(r); err != nil {
 		return err
 	}
-	return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "cluster " + name + " has no Prometheus configured",
+	return &Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: "cluster " + name + " has no Prometheus configured",
 		Details: map[string]any{"kind": "prometheus", "name": name}}
 }
 
@@ -304,35 +259,10 @@ func (s *Server) deleteClusterPrometheus(w http.ResponseWriter, r *http.Request)
 	return nil
 }
 
-// AnalysisRun is one analysis of a deployment on one cluster in one stage: its phase and every
-// measurement taken, oldest first.
-type AnalysisRun struct {
-	Name     string `json:"name"`
-	Template string `json:"template,omitempty" description:"the template it was copied from when the deployment was created; absent for an inline analysis"`
-	Cluster  string `json:"cluster"`
-	Stage    int    `json:"stage" description:"the stage (1 is the first) whose hold ran it"`
-	Phase    string `json:"phase" description:"Running, Successful, Failed, Inconclusive or Error"`
-	Message  string `json:"message"`
-	// Count is how many measurements the analysis takes.
-	Count        int                   `json:"count"`
-	Measurements []AnalysisMeasurement `json:"measurements"`
-}
-
-// AnalysisMeasurement is one measurement: the query as sent, its value (absent when there was
-// none: no data, NaN, an error), the value at the deployment's start, the verdict and why.
-type AnalysisMeasurement struct {
-	Query         string    `json:"query"`
-	Value         *float64  `json:"value,omitempty"`
-	BaselineValue *float64  `json:"baselineValue,omitempty"`
-	Verdict       string    `json:"verdict" description:"Successful, Failed, Inconclusive or Error"`
-	Message       string    `json:"message"`
-	At            time.Time `json:"at"`
-}
-
 // analysisRunsOf are d's analysis runs from its stored measurements, judged by the analyses it
 // was created with.
-func (s *Server) analysisRunsOf(ctx context.Context, d *store.Deployment) ([]AnalysisRun, error) {
-	out := []AnalysisRun{}
+func (s *Server) analysisRunsOf(ctx context.Context, d *store.Deployment) ([]api.AnalysisRun, error) {
+	out := []api.AnalysisRun{}
 	if len(d.Analyses) == 0 {
 		return out, nil
 	}
@@ -357,10 +287,10 @@ func (s *Server) analysisRunsOf(ctx context.Context, d *store.Deployment) ([]Ana
 			p := byName[m.AnalysisName]
 			i = len(out)
 			index[key] = i
-			out = append(out, AnalysisRun{Name: m.AnalysisName, Template: p.Template, Cluster: m.Cluster, Stage: m.StageIndex + 1,
-				Count: p.Spec.Count, Measurements: []AnalysisMeasurement{}})
+			out = append(out, api.AnalysisRun{Name: m.AnalysisName, Template: p.Template, Cluster: m.Cluster, Stage: m.StageIndex + 1,
+				Count: p.Spec.Count, Measurements: []api.AnalysisMeasurement{}})
 		}
-		out[i].Measurements = append(out[i].Measurements, AnalysisMeasurement{Query: m.Query, Value: m.Value,
+		out[i].Measurements = append(out[i].Measurements, api.AnalysisMeasurement{Query: m.Query, Value: m.Value,
 			BaselineValue: m.BaselineValue, Verdict: m.Verdict, Message: m.Message, At: m.MeasuredAt})
 		judged[i] = append(judged[i], analysis.Measurement{Query: m.Query, Value: m.Value, BaselineValue: m.BaselineValue,
 			Verdict: analysis.Verdict(m.Verdict), Message: m.Message, At: m.MeasuredAt})

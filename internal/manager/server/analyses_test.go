@@ -11,6 +11,7 @@ import (
 
 	"github.com/slipway-dev/slipway/internal/manager/analysis"
 	"github.com/slipway-dev/slipway/internal/manager/analysis/promtest"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
@@ -30,7 +31,7 @@ func TestAnalysisTemplatesAPI(t *testing.T) {
 		admin, viewer, olga := b.admin(), b.viewer(), b.token("olga", auth.Operator)
 		r, _ := a.send("POST", "/api/v1/analysis-templates", admin, errorRateTemplate, http.StatusCreated,
 			"alice", "analysistemplate.create", "analysisTemplate", "error-rate", "success")
-		var got AnalysisTemplate
+		var got api.AnalysisTemplate
 		r.json(t, &got)
 		if got.Interval != "PT1M" || got.Count != 5 || got.ConsecutiveErrorLimit != 4 || *got.SuccessCondition.MaxBaselineRatio != 1.2 ||
 			len(got.Args) != 1 || got.CreatedAt.IsZero() {
@@ -60,7 +61,7 @@ func TestAnalysisTemplatesAPI(t *testing.T) {
 
 		r = b.do("GET", "/api/v1/analysis-templates/error-rate", viewer, nil)
 		expect(t, "get as viewer", r, http.StatusOK)
-		var list AnalysisTemplateList
+		var list api.AnalysisTemplateList
 		r = b.do("GET", "/api/v1/analysis-templates", viewer, nil)
 		expect(t, "list", r, http.StatusOK)
 		r.json(t, &list)
@@ -114,7 +115,7 @@ func TestClusterPrometheusAPI(t *testing.T) {
 		a := &auditTrail{b: b}
 		admin, viewer := b.admin(), b.viewer()
 		registerRow(t, b, "east")
-		good := PrometheusRequest{URL: prom.URL, Auth: "basic", Username: "slipway", Password: "pr0m-s3cret", CA: string(prom.CAPEM)}
+		good := api.PrometheusRequest{URL: prom.URL, Auth: "basic", Username: "slipway", Password: "pr0m-s3cret", CA: string(prom.CAPEM)}
 
 		r := b.do("GET", "/api/v1/clusters/east/prometheus", viewer, nil)
 		expect(t, "get before set", r, http.StatusNotFound)
@@ -138,13 +139,13 @@ func TestClusterPrometheusAPI(t *testing.T) {
 			t.Errorf("wrong CA: %q, want a certificate error", e.Message)
 		}
 		for _, c := range []struct {
-			req   PrometheusRequest
+			req   api.PrometheusRequest
 			field string
 		}{
-			{PrometheusRequest{URL: "prometheus:9090"}, "url"},
-			{PrometheusRequest{URL: prom.URL, Auth: "bearer"}, "auth"},
-			{PrometheusRequest{URL: prom.URL, Auth: "oauth"}, "auth"},
-			{PrometheusRequest{URL: prom.URL, CA: "not a pem"}, "ca"},
+			{api.PrometheusRequest{URL: "prometheus:9090"}, "url"},
+			{api.PrometheusRequest{URL: prom.URL, Auth: "bearer"}, "auth"},
+			{api.PrometheusRequest{URL: prom.URL, Auth: "oauth"}, "auth"},
+			{api.PrometheusRequest{URL: prom.URL, CA: "not a pem"}, "ca"},
 		} {
 			expectInvalid(t, c.req.URL+" "+c.req.Auth, b.do("PUT", "/api/v1/clusters/east/prometheus", admin, c.req), c.field)
 		}
@@ -155,9 +156,9 @@ func TestClusterPrometheusAPI(t *testing.T) {
 
 		r, _ = a.send("PUT", "/api/v1/clusters/east/prometheus", admin, good, http.StatusOK,
 			"alice", "cluster.prometheus.set", "cluster", "east", "success")
-		var got Prometheus
+		var got api.Prometheus
 		r.json(t, &got)
-		if got != (Prometheus{Cluster: "east", URL: prom.URL, Auth: "basic", CASet: true, CreatedAt: got.CreatedAt, UpdatedAt: got.UpdatedAt}) || got.CreatedAt.IsZero() {
+		if got != (api.Prometheus{Cluster: "east", URL: prom.URL, Auth: "basic", CASet: true, CreatedAt: got.CreatedAt, UpdatedAt: got.UpdatedAt}) || got.CreatedAt.IsZero() {
 			t.Fatalf("set: %+v", got)
 		}
 		r = b.do("GET", "/api/v1/clusters/east/prometheus", viewer, nil)
@@ -229,7 +230,7 @@ func TestDeploymentAnalysesAPI(t *testing.T) {
 			{"inline": {"name": "panics", "query": "sum(rate(controller_runtime_reconcile_panics_total{namespace=\"{{namespace}}\"}[5m]))",
 			 "successCondition": {"max": 0}}}]`)
 		expect(t, "deploy with analyses", r, http.StatusAccepted)
-		var d Deployment
+		var d api.Deployment
 		r.json(t, &d)
 		stored, err := b.store.DeploymentGetByID(ctx, d.ID)
 		if err != nil {

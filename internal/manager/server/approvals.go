@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/approvals"
 	"github.com/slipway-dev/slipway/internal/manager/audit"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
@@ -49,7 +50,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := ApprovalList{Items: make([]DeploymentApproval, 0, len(list))}
+	out := api.ApprovalList{Items: make([]api.DeploymentApproval, 0, len(list))}
 	for _, a := range list {
 		out.Items = append(out.Items, deploymentApprovalOut(a, notes[a.DeploymentID]))
 	}
@@ -77,7 +78,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request, approve 
 	if approve {
 		action = "approval.approve"
 	}
-	var req DecisionRequest
+	var req api.DecisionRequest
 	if err := s.decodeOptional(r, &req); err != nil {
 		return err
 	}
@@ -106,7 +107,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request, approve 
 		s.audit.Record(ctx, entry)
 		var denied *approvals.DeniedError
 		if errors.As(err, &denied) {
-			return &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: denied.Message,
+			return &Error{Status: http.StatusForbidden, Code: api.CodeForbidden, Message: denied.Message,
 				Details: map[string]any{"reason": denied.Reason}, Err: err}
 		}
 		return err
@@ -147,14 +148,14 @@ func (s *Server) approvalLogContext(ctx context.Context, a *store.Approval) cont
 }
 
 // deploymentApprovalOut is an approval with its deployment's migration notes.
-func deploymentApprovalOut(a *store.Approval, notes []*store.DeploymentMigrationNote) DeploymentApproval {
-	out := DeploymentApproval{
+func deploymentApprovalOut(a *store.Approval, notes []*store.DeploymentMigrationNote) api.DeploymentApproval {
+	out := api.DeploymentApproval{
 		ID: a.ID, DeploymentID: a.DeploymentID, Kind: a.Kind, RequiredRole: a.RequiredRole, Required: a.Required,
 		RequestedBy: a.RequestedBy, Status: string(a.Status), Reason: a.Reason, ExpiresAt: a.ExpiresAt,
-		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt, NotifiedAt: a.NotifiedAt, Decisions: make([]Decision, 0, len(a.Decisions)),
+		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt, NotifiedAt: a.NotifiedAt, Decisions: make([]api.Decision, 0, len(a.Decisions)),
 	}
 	for _, d := range a.Decisions {
-		dec := Decision{Actor: d.Actor, Decision: "reject", Comment: d.Comment, Time: d.At}
+		dec := api.Decision{Actor: d.Actor, Decision: "reject", Comment: d.Comment, Time: d.At}
 		if d.Approve {
 			dec.Decision = "approve"
 			out.Approvals++
@@ -162,8 +163,8 @@ func deploymentApprovalOut(a *store.Approval, notes []*store.DeploymentMigration
 		out.Decisions = append(out.Decisions, dec)
 	}
 	for _, n := range notes {
-		out.MigrationNotes = append(out.MigrationNotes, RevisionNote{CRD: n.CRDName, Version: n.Version, Digest: n.Digest,
-			Note: MigrationNote{Text: n.Note.Text, URL: n.Note.URL}})
+		out.MigrationNotes = append(out.MigrationNotes, api.RevisionNote{CRD: n.CRDName, Version: n.Version, Digest: n.Digest,
+			Note: api.MigrationNote{Text: n.Note.Text, URL: n.Note.URL}})
 	}
 	return out
 }

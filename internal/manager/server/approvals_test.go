@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/approvals"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/store"
@@ -38,7 +39,7 @@ func testApprovals(t *testing.T, engine string) {
 	otto := b.token("otto", auth.Operator)
 	r := b.do("POST", "/api/v1/deployments", otto, `{"operator": "widgets", "version": "2.0.0", "environments": ["Production"], "strategy": "Direct"}`)
 	expect(t, "submit", r, http.StatusAccepted)
-	var d Deployment
+	var d api.Deployment
 	r.json(t, &d)
 
 	hour := time.Now().Add(time.Hour)
@@ -74,9 +75,9 @@ func testApprovals(t *testing.T, engine string) {
 	path := func(a *store.Approval, verb string) string { return "/api/v1/approvals/" + a.ID + "/" + verb }
 	denied := func(what, token string, a *store.Approval, verb, reason, says string) {
 		t.Helper()
-		r := b.do("POST", path(a, verb), token, DecisionRequest{Comment: "looks fine"})
+		r := b.do("POST", path(a, verb), token, api.DecisionRequest{Comment: "looks fine"})
 		expect(t, what, r, http.StatusForbidden)
-		if e := r.apiError(t); e.Code != CodeForbidden || e.Details["reason"] != reason || !strings.Contains(e.Message, says) {
+		if e := r.apiError(t); e.Code != api.CodeForbidden || e.Details["reason"] != reason || !strings.Contains(e.Message, says) {
 			t.Fatalf("%s: %s", what, r.body)
 		}
 	}
@@ -88,9 +89,9 @@ func testApprovals(t *testing.T, engine string) {
 	denied("Production owner approves an upgrade", owner, upgrade, "approve", approvals.ReasonRole, "needs the Admin role")
 
 	// The owner of Production approves production; a second decision finds it decided.
-	r = b.do("POST", path(production, "approve"), owner, DecisionRequest{Comment: "change window agreed"})
+	r = b.do("POST", path(production, "approve"), owner, api.DecisionRequest{Comment: "change window agreed"})
 	expect(t, "owner approves", r, http.StatusOK)
-	var got DeploymentApproval
+	var got api.DeploymentApproval
 	r.json(t, &got)
 	if got.Status != "approved" || got.Approvals != 1 || len(got.Decisions) != 1 || got.Decisions[0].Actor != "olga" ||
 		got.Decisions[0].Decision != "approve" || got.Decisions[0].Comment != "change window agreed" {
@@ -98,7 +99,7 @@ func testApprovals(t *testing.T, engine string) {
 	}
 	r = b.do("POST", path(production, "approve"), admin, nil)
 	expect(t, "approve a decided approval", r, http.StatusConflict)
-	if e := r.apiError(t); e.Code != CodeConflict || !strings.Contains(e.Message, "approved") || strings.HasSuffix(e.Message, "conflict") {
+	if e := r.apiError(t); e.Code != api.CodeConflict || !strings.Contains(e.Message, "approved") || strings.HasSuffix(e.Message, "conflict") {
 		t.Fatalf("decided: %s", r.body)
 	}
 
@@ -108,12 +109,12 @@ func testApprovals(t *testing.T, engine string) {
 	if r.json(t, &got); got.Status != "pending" || got.Approvals != 1 {
 		t.Fatalf("one of two: %+v", got)
 	}
-	r = b.do("POST", path(upgrade, "approve"), admin, DecisionRequest{Comment: "again"})
+	r = b.do("POST", path(upgrade, "approve"), admin, api.DecisionRequest{Comment: "again"})
 	expect(t, "same admin twice", r, http.StatusConflict)
 	if e := r.apiError(t); !strings.Contains(e.Message, "already decided") {
 		t.Fatalf("twice: %s", r.body)
 	}
-	r = b.do("POST", path(upgrade, "approve"), bob, DecisionRequest{Comment: "ok"})
+	r = b.do("POST", path(upgrade, "approve"), bob, api.DecisionRequest{Comment: "ok"})
 	expect(t, "second admin", r, http.StatusOK)
 	if r.json(t, &got); got.Status != "approved" || got.Approvals != 2 {
 		t.Fatalf("two of two: %+v", got)
@@ -121,10 +122,10 @@ func testApprovals(t *testing.T, engine string) {
 
 	// A rejection needs a comment; a rejected request is not approved afterwards.
 	expectInvalid(t, "reject without comment", b.do("POST", path(crd, "reject"), admin, nil), "comment")
-	expectInvalid(t, "reject with a blank comment", b.do("POST", path(crd, "reject"), admin, DecisionRequest{Comment: "  "}), "comment")
-	expectInvalid(t, "comment too long", b.do("POST", path(crd, "approve"), admin, DecisionRequest{Comment: strings.Repeat("x", maxComment+1)}), "comment")
+	expectInvalid(t, "reject with a blank comment", b.do("POST", path(crd, "reject"), admin, api.DecisionRequest{Comment: "  "}), "comment")
+	expectInvalid(t, "comment too long", b.do("POST", path(crd, "approve"), admin, api.DecisionRequest{Comment: strings.Repeat("x", maxComment+1)}), "comment")
 	expectInvalid(t, "unknown field", b.do("POST", path(crd, "approve"), admin, `{"note": "x"}`), "note")
-	r = b.do("POST", path(crd, "reject"), admin, DecisionRequest{Comment: "drops a stored field"})
+	r = b.do("POST", path(crd, "reject"), admin, api.DecisionRequest{Comment: "drops a stored field"})
 	expect(t, "reject", r, http.StatusOK)
 	if r.json(t, &got); got.Status != "rejected" || got.Decisions[0].Decision != "reject" {
 		t.Fatalf("rejected: %+v", got)
@@ -152,7 +153,7 @@ func testApprovals(t *testing.T, engine string) {
 	}
 
 	// The full history is in the audit log, with the comments and the refusals.
-	var audit AuditList
+	var audit api.AuditList
 	b.do("GET", "/api/v1/audit?targetKind=approval&limit=1000", admin, nil).json(t, &audit)
 	count := map[string]int{}
 	var comment bool
@@ -173,11 +174,11 @@ func testApprovals(t *testing.T, engine string) {
 	}
 }
 
-func (b *bundle) listApprovals(t *testing.T, query string) ApprovalList {
+func (b *bundle) listApprovals(t *testing.T, query string) api.ApprovalList {
 	t.Helper()
 	r := b.do("GET", "/api/v1/approvals"+query, b.viewer(), nil)
 	expect(t, "approvals "+query, r, http.StatusOK)
-	var l ApprovalList
+	var l api.ApprovalList
 	r.json(t, &l)
 	return l
 }

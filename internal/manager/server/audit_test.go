@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/approvals"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
@@ -61,30 +62,30 @@ func testAuditTrail(t *testing.T, engine, repoURL string) {
 	gadgetCRD := "gadgets." + charttest.Group
 
 	// Operators and CRDs.
-	a.send("POST", "/api/v1/operators", olga, OperatorRequest{Name: "widgets", Namespace: "widget-system",
-		Chart: ChartRef{Repository: repoURL, Name: "widget-operator"}}, http.StatusCreated,
+	a.send("POST", "/api/v1/operators", olga, api.OperatorRequest{Name: "widgets", Namespace: "widget-system",
+		Chart: api.ChartRef{Repository: repoURL, Name: "widget-operator"}}, http.StatusCreated,
 		"olga", "operator.create", "operator", "widgets", "success")
-	a.send("POST", "/api/v1/operators", olga, OperatorRequest{Name: "widgets", Namespace: "widget-system",
-		Chart: ChartRef{Repository: repoURL, Name: "widget-operator"}}, http.StatusConflict,
+	a.send("POST", "/api/v1/operators", olga, api.OperatorRequest{Name: "widgets", Namespace: "widget-system",
+		Chart: api.ChartRef{Repository: repoURL, Name: "widget-operator"}}, http.StatusConflict,
 		"olga", "operator.create", "operator", "widgets", "invalid")
 	gadget := quoted(charttest.YAML(charttest.Gadget(charttest.Base)))
 	a.send("POST", "/api/v1/crds", olga, `{"definition": `+gadget+`, "version": "r1"}`, http.StatusCreated,
 		"olga", "crd.create", "crd", gadgetCRD, "success")
 	a.send("POST", "/api/v1/crds", olga, `{"definition": `+gadget+`}`, http.StatusBadRequest,
 		"olga", "crd.create", "crd", gadgetCRD, "invalid")
-	a.send("POST", "/api/v1/crds/"+widgetCRD+"/validate", viewer, ValidateRequest{Operator: "widgets", Version: "2.0.0"},
+	a.send("POST", "/api/v1/crds/"+widgetCRD+"/validate", viewer, api.ValidateRequest{Operator: "widgets", Version: "2.0.0"},
 		http.StatusOK, "victor", "crd.validate", "crd", widgetCRD, "success")
-	a.send("POST", "/api/v1/crds/"+widgetCRD+"/approve", admin, ApproveRequest{Operator: "widgets", Version: "2.0.0",
+	a.send("POST", "/api/v1/crds/"+widgetCRD+"/approve", admin, api.ApproveRequest{Operator: "widgets", Version: "2.0.0",
 		Reason: "migrated by hand"}, http.StatusCreated, "alice", "crd.approve", "crd", widgetCRD, "success")
-	a.send("POST", "/api/v1/crds/"+widgetCRD+"/approve", admin, ApproveRequest{Operator: "widgets", Version: "2.0.0"},
+	a.send("POST", "/api/v1/crds/"+widgetCRD+"/approve", admin, api.ApproveRequest{Operator: "widgets", Version: "2.0.0"},
 		http.StatusBadRequest, "alice", "crd.approve", "crd", widgetCRD, "invalid")
-	a.send("POST", "/api/v1/crds/"+widgetCRD+"/approve", admin, ApproveRequest{Version: "9.9.9", Reason: "r"},
+	a.send("POST", "/api/v1/crds/"+widgetCRD+"/approve", admin, api.ApproveRequest{Version: "9.9.9", Reason: "r"},
 		http.StatusBadRequest, "alice", "crd.approve", "crd", widgetCRD, "invalid")
 
 	// Deployments: create, cancel, rollback, switch.
 	b.addCluster("dev-1", store.EnvironmentDev)
 	b.addCluster("dev-2", store.EnvironmentDev)
-	var direct, bg Deployment
+	var direct, bg api.Deployment
 	r, i := a.send("POST", "/api/v1/deployments", olga, `{"operator": "widgets", "version": "1.1.0", "clusters": ["dev-1"], "strategy": "Direct"}`,
 		http.StatusAccepted, "olga", "deployment.create", "deployment", "", "success")
 	r.json(t, &direct)
@@ -92,7 +93,7 @@ func testAuditTrail(t *testing.T, engine, repoURL string) {
 	a.send("POST", "/api/v1/deployments", olga, `{"operator": "widgets", "version": "7.0.0", "clusters": ["dev-1"], "strategy": "Direct"}`,
 		http.StatusBadRequest, "olga", "deployment.create", "deployment", "widgets", "invalid")
 	// BlueGreen switches from a live release: widgets 1.0.0 runs on dev-2, as the engine leaves it.
-	var first Deployment
+	var first api.Deployment
 	r, i = a.send("POST", "/api/v1/deployments", olga, `{"operator": "widgets", "version": "1.0.0", "clusters": ["dev-2"], "strategy": "Direct"}`,
 		http.StatusAccepted, "olga", "deployment.create", "deployment", "", "success")
 	r.json(t, &first)
@@ -109,7 +110,7 @@ func testAuditTrail(t *testing.T, engine, repoURL string) {
 	a.want[i].targetName = bg.ID
 	a.send("POST", "/api/v1/deployments/"+bg.ID+"/switch", olga, nil, http.StatusAccepted,
 		"olga", "deployment.switch", "deployment", bg.ID, "success")
-	a.send("POST", "/api/v1/deployments/"+direct.ID+"/rollback", admin, RollbackRequest{Reason: "errors"}, http.StatusAccepted,
+	a.send("POST", "/api/v1/deployments/"+direct.ID+"/rollback", admin, api.RollbackRequest{Reason: "errors"}, http.StatusAccepted,
 		"alice", "deployment.rollback", "deployment", direct.ID, "success")
 	a.send("DELETE", "/api/v1/deployments/"+bg.ID, olga, nil, http.StatusAccepted,
 		"olga", "deployment.cancel", "deployment", bg.ID, "success")
@@ -118,20 +119,20 @@ func testAuditTrail(t *testing.T, engine, repoURL string) {
 	hour := time.Now().Add(time.Hour)
 	approved := b.addApproval(direct.ID, approvals.KindBreakingCRD, approvals.RoleAdmin, 1, hour)
 	rejected := b.addApproval(bg.ID, approvals.KindBreakingCRD, approvals.RoleAdmin, 1, hour)
-	a.send("POST", "/api/v1/approvals/"+approved.ID+"/approve", viewer, DecisionRequest{Comment: "fine by me"},
+	a.send("POST", "/api/v1/approvals/"+approved.ID+"/approve", viewer, api.DecisionRequest{Comment: "fine by me"},
 		http.StatusForbidden, "victor", "approval.approve", "approval", approved.ID, "denied")
-	a.send("POST", "/api/v1/approvals/"+approved.ID+"/approve", admin, DecisionRequest{Comment: "fine"},
+	a.send("POST", "/api/v1/approvals/"+approved.ID+"/approve", admin, api.DecisionRequest{Comment: "fine"},
 		http.StatusOK, "alice", "approval.approve", "approval", approved.ID, "success")
-	a.send("POST", "/api/v1/approvals/"+rejected.ID+"/reject", admin, DecisionRequest{Comment: "not this week"},
+	a.send("POST", "/api/v1/approvals/"+rejected.ID+"/reject", admin, api.DecisionRequest{Comment: "not this week"},
 		http.StatusOK, "alice", "approval.reject", "approval", rejected.ID, "success")
 
 	// Refused for want of a role (middleware): recorded as denied with the route as target.
-	a.send("POST", "/api/v1/clusters", viewer, ClusterRequest{Name: "x", Environment: "Dev", Kubeconfig: "x"},
+	a.send("POST", "/api/v1/clusters", viewer, api.ClusterRequest{Name: "x", Environment: "Dev", Kubeconfig: "x"},
 		http.StatusForbidden, "victor", "cluster.create", "route", "/api/v1/clusters", "denied")
-	a.send("POST", "/api/v1/crds/"+widgetCRD+"/approve", olga, ApproveRequest{Version: "2.0.0", Reason: "r"},
+	a.send("POST", "/api/v1/crds/"+widgetCRD+"/approve", olga, api.ApproveRequest{Version: "2.0.0", Reason: "r"},
 		http.StatusForbidden, "olga", "crd.approve", "route", "/api/v1/crds/{name}/approve", "denied")
 	r, _ = a.send("GET", "/api/v1/audit", viewer, nil, http.StatusForbidden, "victor", "read", "route", "/api/v1/audit", "denied")
-	if e := r.apiError(t); e.Code != CodeForbidden {
+	if e := r.apiError(t); e.Code != api.CodeForbidden {
 		t.Fatalf("audit log as Viewer: %s", r.body)
 	}
 
@@ -141,11 +142,11 @@ func testAuditTrail(t *testing.T, engine, repoURL string) {
 // check reads the audit log back and expects one record per request sent, as sent.
 func (a *auditTrail) check(t *testing.T) {
 	t.Helper()
-	var log AuditList
+	var log api.AuditList
 	r := a.b.do("GET", "/api/v1/audit?limit=1000", a.b.admin(), nil)
 	expect(t, "audit log as Admin", r, http.StatusOK)
 	r.json(t, &log)
-	byID := map[string][]AuditEvent{}
+	byID := map[string][]api.AuditEvent{}
 	for _, e := range log.Items {
 		if e.RequestID == "" || e.Actor == "" || e.Action == "" || e.Result == "" || e.TargetKind == "" || e.Time.IsZero() {
 			t.Errorf("incomplete audit record: %+v", e)

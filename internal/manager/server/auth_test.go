@@ -10,6 +10,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
 )
@@ -173,7 +174,7 @@ func testTokens(t *testing.T, engine string) {
 	for name, tok := range cases {
 		r := b.do("GET", "/api/v1/clusters", tok, nil)
 		expect(t, name, r, http.StatusUnauthorized)
-		if e := r.apiError(t); e.Code != CodeUnauthenticated || strings.Contains(string(r.body), tok) {
+		if e := r.apiError(t); e.Code != api.CodeUnauthenticated || strings.Contains(string(r.body), tok) {
 			t.Errorf("%s: %s", name, r.body)
 		}
 	}
@@ -222,7 +223,7 @@ func testRateLimit(t *testing.T, engine string) {
 	if ra := r.header.Get("Retry-After"); !regexp.MustCompile(`^[1-9][0-9]*$`).MatchString(ra) {
 		t.Fatalf("Retry-After %q", ra)
 	}
-	if e := r.apiError(t); e.Code != CodeRateLimited {
+	if e := r.apiError(t); e.Code != api.CodeRateLimited {
 		t.Fatalf("429 body: %s", r.body)
 	}
 	expect(t, "another user", b.do("POST", "/api/v1/clusters", other, "{}"), http.StatusBadRequest)
@@ -258,7 +259,7 @@ func testBadRequests(t *testing.T, engine string) {
 	}
 	r = b.do("GET", "/health", "", nil)
 	expect(t, "health", r, http.StatusOK)
-	var h HealthResponse
+	var h api.HealthResponse
 	r.json(t, &h)
 	if h.Status != "ok" || h.Database != "ok" || h.Engine != engine {
 		t.Fatalf("health: %+v", h)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/audit"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
@@ -12,7 +13,7 @@ import (
 )
 
 func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
-	var req ClusterRequest
+	var req api.ClusterRequest
 	if err := s.decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -58,7 +59,7 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := ClusterList{Items: make([]Cluster, 0, len(list))}
+	out := api.ClusterList{Items: make([]api.Cluster, 0, len(list))}
 	for _, c := range list {
 		out.Items = append(out.Items, clusterOut(c))
 	}
@@ -98,7 +99,7 @@ func (s *Server) getClusterHealth(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	writeJSON(r.Context(), s.log, w, http.StatusOK, ClusterHealth{
+	writeJSON(r.Context(), s.log, w, http.StatusOK, api.ClusterHealth{
 		Name: c.Name, Health: string(c.Health), Reason: c.HealthReason, KubernetesVersion: c.KubernetesVersion,
 		LastChecked: c.HealthCheckedAt,
 	})
@@ -137,8 +138,8 @@ func (s *Server) clusterByName(r *http.Request) (*store.Cluster, error) {
 	return c, err
 }
 
-func clusterOut(c *store.Cluster) Cluster {
-	return Cluster{
+func clusterOut(c *store.Cluster) api.Cluster {
+	return api.Cluster{
 		Name: c.Name, Environment: string(c.Environment), KubernetesVersion: c.KubernetesVersion,
 		Health: string(c.Health), HealthReason: c.HealthReason, LastChecked: c.HealthCheckedAt, CreatedAt: c.CreatedAt,
 	}

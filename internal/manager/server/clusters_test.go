@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/secrettest"
 )
 
@@ -32,17 +33,17 @@ func TestClusters(t *testing.T) {
 			shared := string(f.Servers[0].Kubeconfig)
 			removable := string(f.Servers[deletableServer(engine)].Kubeconfig)
 
-			r := b.do("POST", "/api/v1/clusters", admin, ClusterRequest{Name: "prod-1", Environment: "Production", Kubeconfig: shared})
+			r := b.do("POST", "/api/v1/clusters", admin, api.ClusterRequest{Name: "prod-1", Environment: "Production", Kubeconfig: shared})
 			expect(t, "register prod-1", r, http.StatusCreated)
-			var c Cluster
+			var c api.Cluster
 			r.json(t, &c)
 			if c.Name != "prod-1" || c.Environment != "Production" || !strings.HasPrefix(c.KubernetesVersion, "v1.") || c.Health != "Healthy" {
 				t.Fatalf("registered cluster: %+v", c)
 			}
 			expect(t, "register dev-1", b.do("POST", "/api/v1/clusters", admin,
-				ClusterRequest{Name: "dev-1", Environment: "Dev", Kubeconfig: removable}), http.StatusCreated)
+				api.ClusterRequest{Name: "dev-1", Environment: "Dev", Kubeconfig: removable}), http.StatusCreated)
 			expect(t, "register staging-1", b.do("POST", "/api/v1/clusters", admin,
-				ClusterRequest{Name: "staging-1", Environment: "Staging", Kubeconfig: shared}), http.StatusCreated)
+				api.ClusterRequest{Name: "staging-1", Environment: "Staging", Kubeconfig: shared}), http.StatusCreated)
 
 			before := b.counts()
 			bad := []struct {
@@ -50,21 +51,21 @@ func TestClusters(t *testing.T) {
 				req   any
 				field string
 			}{
-				{"bad name", ClusterRequest{Name: "Prod_1", Environment: "Dev", Kubeconfig: shared}, "name"},
-				{"no name", ClusterRequest{Environment: "Dev", Kubeconfig: shared}, "name"},
-				{"bad environment", ClusterRequest{Name: "x", Environment: "QA", Kubeconfig: shared}, "environment"},
-				{"kubeconfig not YAML", ClusterRequest{Name: "x", Environment: "Dev", Kubeconfig: "{{{"}, "kubeconfig"},
-				{"kubeconfig empty", ClusterRequest{Name: "x", Environment: "Dev"}, "kubeconfig"},
-				{"kubeconfig with an exec plugin", ClusterRequest{Name: "x", Environment: "Dev", Kubeconfig: execKubeconfig}, "kubeconfig"},
-				{"unreachable", ClusterRequest{Name: "x", Environment: "Dev", Kubeconfig: withServer(t, shared, "https://127.0.0.1:1")}, "kubeconfig"},
-				{"unauthorized", ClusterRequest{Name: "x", Environment: "Dev", Kubeconfig: withToken(t, shared, "not-a-valid-token")}, "kubeconfig"},
+				{"bad name", api.ClusterRequest{Name: "Prod_1", Environment: "Dev", Kubeconfig: shared}, "name"},
+				{"no name", api.ClusterRequest{Environment: "Dev", Kubeconfig: shared}, "name"},
+				{"bad environment", api.ClusterRequest{Name: "x", Environment: "QA", Kubeconfig: shared}, "environment"},
+				{"kubeconfig not YAML", api.ClusterRequest{Name: "x", Environment: "Dev", Kubeconfig: "{{{"}, "kubeconfig"},
+				{"kubeconfig empty", api.ClusterRequest{Name: "x", Environment: "Dev"}, "kubeconfig"},
+				{"kubeconfig with an exec plugin", api.ClusterRequest{Name: "x", Environment: "Dev", Kubeconfig: execKubeconfig}, "kubeconfig"},
+				{"unreachable", api.ClusterRequest{Name: "x", Environment: "Dev", Kubeconfig: withServer(t, shared, "https://127.0.0.1:1")}, "kubeconfig"},
+				{"unauthorized", api.ClusterRequest{Name: "x", Environment: "Dev", Kubeconfig: withToken(t, shared, "not-a-valid-token")}, "kubeconfig"},
 			}
 			for _, tt := range bad {
 				expectInvalid(t, tt.name, b.do("POST", "/api/v1/clusters", admin, tt.req), tt.field)
 			}
-			r = b.do("POST", "/api/v1/clusters", admin, ClusterRequest{Name: "prod-1", Environment: "Production", Kubeconfig: shared})
+			r = b.do("POST", "/api/v1/clusters", admin, api.ClusterRequest{Name: "prod-1", Environment: "Production", Kubeconfig: shared})
 			expect(t, "duplicate", r, http.StatusConflict)
-			if e := r.apiError(t); e.Code != CodeAlreadyExists {
+			if e := r.apiError(t); e.Code != api.CodeAlreadyExists {
 				t.Fatalf("duplicate: %+v", e)
 			}
 			if after := b.counts(); after != before {
@@ -72,7 +73,7 @@ func TestClusters(t *testing.T) {
 			}
 
 			// Lists: paginated and filterable.
-			var page1, page2 ClusterList
+			var page1, page2 api.ClusterList
 			r = b.do("GET", "/api/v1/clusters?limit=2", b.viewer(), nil)
 			expect(t, "list", r, http.StatusOK)
 			r.json(t, &page1)
@@ -84,12 +85,12 @@ func TestClusters(t *testing.T) {
 			if len(page2.Items) != 1 || page2.Continue != "" || page2.Items[0].Name != "staging-1" {
 				t.Fatalf("second page: %+v", page2)
 			}
-			var prod ClusterList
+			var prod api.ClusterList
 			b.do("GET", "/api/v1/clusters?environment=Production", b.viewer(), nil).json(t, &prod)
 			if len(prod.Items) != 1 || prod.Items[0].Name != "prod-1" {
 				t.Fatalf("environment filter: %+v", prod)
 			}
-			var healthy ClusterList
+			var healthy api.ClusterList
 			b.do("GET", "/api/v1/clusters?health=Healthy", b.viewer(), nil).json(t, &healthy)
 			if len(healthy.Items) != 3 {
 				t.Fatalf("health filter: %+v", healthy)
@@ -101,7 +102,7 @@ func TestClusters(t *testing.T) {
 			// One cluster, its health (forced check), 404s.
 			expect(t, "get", b.do("GET", "/api/v1/clusters/prod-1", b.viewer(), nil), http.StatusOK)
 			expect(t, "get unknown", b.do("GET", "/api/v1/clusters/nope", b.viewer(), nil), http.StatusNotFound)
-			var h ClusterHealth
+			var h api.ClusterHealth
 			r = b.do("GET", "/api/v1/clusters/prod-1/health?refresh=true", b.viewer(), nil)
 			expect(t, "health", r, http.StatusOK)
 			r.json(t, &h)
@@ -117,7 +118,7 @@ func TestClusters(t *testing.T) {
 			expect(t, "delete again", b.do("DELETE", "/api/v1/clusters/dev-1", admin, nil), http.StatusNotFound)
 
 			// The audit log has the mutations and the cluster access, with who and the request id.
-			var audit AuditList
+			var audit api.AuditList
 			b.do("GET", "/api/v1/audit?targetKind=cluster", admin, nil).json(t, &audit)
 			seen := map[string]int{}
 			for _, e := range audit.Items {
@@ -145,7 +146,7 @@ func assertNoSecret(t *testing.T, b *bundle, kubeconfigs ...[]byte) {
 	for _, kc := range kubeconfigs {
 		forms = append(forms, secrettest.Forms(t, kc)...)
 	}
-	var audit AuditList
+	var audit api.AuditList
 	b.do("GET", "/api/v1/audit?limit=1000", b.admin(), nil).json(t, &audit)
 	secrettest.AssertAbsent(t, "responses", b.bodies.Bytes(), forms)
 	secrettest.AssertAbsent(t, "logs", b.logs.Bytes(), forms)

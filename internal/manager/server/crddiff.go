@@ -2,37 +2,18 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/crds"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
 // The CRD schema diff of the web UI: one revision's stored definition, and the changes between
 // the revisions two versions ship, from the compatibility checker validate uses (crds.Compare).
-
-// CRDRevisionDefinition is GET /api/v1/crds/{name}/revisions/{version}.
-type CRDRevisionDefinition struct {
-	CRD      string      `json:"crd"`
-	Revision CRDRevision `json:"revision" description:"the revision; its version is the one asked for"`
-	// Definition is the CustomResourceDefinition as stored.
-	Definition json.RawMessage `json:"definition" description:"the CustomResourceDefinition as stored (a JSON object)"`
-}
-
-// CRDDiff is GET /api/v1/crds/{name}/diff.
-type CRDDiff struct {
-	CRD  string      `json:"crd"`
-	From CRDRevision `json:"from"`
-	To   CRDRevision `json:"to"`
-	// Identical: both versions ship the same revision (no changes).
-	Identical bool           `json:"identical"`
-	Breaking  bool           `json:"breaking"`
-	Changes   []SchemaChange `json:"changes"`
-}
 
 var versionQuery = []queryParam{{Name: "operator", Description: "the operator whose version is meant, when several ship the CRD"}}
 
@@ -42,7 +23,7 @@ func (s *Server) getCRDRevision(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(ctx, s.log, w, http.StatusOK, CRDRevisionDefinition{CRD: name, Revision: out, Definition: rev.Definition})
+	writeJSON(ctx, s.log, w, http.StatusOK, api.CRDRevisionDefinition{CRD: name, Revision: out, Definition: rev.Definition})
 	return nil
 }
 
@@ -61,7 +42,7 @@ func (s *Server) getCRDDiff(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := CRDDiff{CRD: name, From: fromOut, To: toOut, Identical: from.ID == to.ID, Changes: []SchemaChange{}}
+	out := api.CRDDiff{CRD: name, From: fromOut, To: toOut, Identical: from.ID == to.ID, Changes: []api.SchemaChange{}}
 	if !out.Identical {
 		oldCRD, err := storedCRD(from)
 		if err != nil {
@@ -76,7 +57,7 @@ func (s *Server) getCRDDiff(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		for _, ch := range report.Changes {
-			out.Changes = append(out.Changes, SchemaChange{Path: ch.Path, Kind: ch.Kind, Version: ch.Version, Breaking: ch.Breaking, Message: ch.Message})
+			out.Changes = append(out.Changes, api.SchemaChange{Path: ch.Path, Kind: ch.Kind, Version: ch.Version, Breaking: ch.Breaking, Message: ch.Message})
 		}
 		out.Breaking = report.Breaking()
 	}
@@ -87,10 +68,10 @@ func (s *Server) getCRDDiff(w http.ResponseWriter, r *http.Request) error {
 // revisionAt finds the revision of CRD name that version ships: an operator's version (of the
 // operator named, when given) through the operator's CRD history, else a posted revision's
 // label. field names the parameter in errors.
-func (s *Server) revisionAt(ctx context.Context, name, field, version, operator string) (*store.CRDSchema, CRDRevision, error) {
+func (s *Server) revisionAt(ctx context.Context, name, field, version, operator string) (*store.CRDSchema, api.CRDRevision, error) {
 	revs, err := s.revisions(ctx, name)
 	if err != nil {
-		return nil, CRDRevision{}, err
+		return nil, api.CRDRevision{}, err
 	}
 	byID := make(map[int64]*store.CRDSchema, len(revs))
 	for _, rev := range revs {
@@ -98,12 +79,12 @@ func (s *Server) revisionAt(ctx context.Context, name, field, version, operator 
 	}
 	hists, err := s.crdHistories(ctx, name)
 	if err != nil {
-		return nil, CRDRevision{}, err
+		return nil, api.CRDRevision{}, err
 	}
 	ops := map[string]string{}
 	opIDs, err := s.shippingOperators(ctx, ops, hists, name, field, operator)
 	if err != nil {
-		return nil, CRDRevision{}, err
+		return nil, api.CRDRevision{}, err
 	}
 	var found *store.CRDSchema
 	var dropped, shippers []string
@@ -115,7 +96,7 @@ func (s *Server) revisionAt(ctx context.Context, name, field, version, operator 
 		switch sh := h.At(version, name); {
 		case sh.Row != nil && byID[sh.Row.SchemaID] != nil:
 			if found != nil && found.ID != sh.Row.SchemaID {
-				return nil, CRDRevision{}, errInvalid("operator", "version %q of operators %s ships different revisions of CRD %q: name the operator (operator=)",
+				return nil, api.CRDRevision{}, errInvalid("operator", "version %q of operators %s ships different revisions of CRD %q: name the operator (operator=)",
 					version, strings.Join(append(shippers, ops[id]), " and "), name)
 			}
 			found, shippers = byID[sh.Row.SchemaID], append(shippers, ops[id])
@@ -132,11 +113,11 @@ func (s *Server) revisionAt(ctx context.Context, name, field, version, operator 
 		}
 	}
 	if found == nil {
-		return nil, CRDRevision{}, revisionNotFound(name, field, version, dropped)
+		return nil, api.CRDRevision{}, revisionNotFound(name, field, version, dropped)
 	}
 	out, err := s.revisionOut(ctx, ops, found)
 	if err != nil {
-		return nil, CRDRevision{}, err
+		return nil, api.CRDRevision{}, err
 	}
 	out.Version = version
 	return found, out, nil
@@ -167,6 +148,6 @@ func revisionNotFound(name, field, version string, dropped []string) *Error {
 	if len(dropped) > 0 {
 		msg = fmt.Sprintf("version %q of %s does not ship CRD %q (%s)", version, strings.Join(dropped, " and "), name, field)
 	}
-	return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: msg,
+	return &Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: msg,
 		Details: map[string]any{"kind": "crdRevision", "name": name, "version": version, "field": field}}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
 )
@@ -30,8 +31,8 @@ func TestCRDDiff(t *testing.T) {
 		b := setup(t, engine)
 		op := b.token("olga", auth.Operator)
 		for name, u := range map[string]string{"diffop": repo.URL, "hist": hist.URL} {
-			expect(t, "register "+name, b.do("POST", "/api/v1/operators", op, OperatorRequest{Name: name, Namespace: name + "-system",
-				Chart: ChartRef{Repository: u, Name: map[string]string{"diffop": "diff-operator", "hist": "hist-operator"}[name]}}), http.StatusCreated)
+			expect(t, "register "+name, b.do("POST", "/api/v1/operators", op, api.OperatorRequest{Name: name, Namespace: name + "-system",
+				Chart: api.ChartRef{Repository: u, Name: map[string]string{"diffop": "diff-operator", "hist": "hist-operator"}[name]}}), http.StatusCreated)
 		}
 		testRevisionDefinition(t, b)
 		testOperatorDiff(t, b)
@@ -42,7 +43,7 @@ func TestCRDDiff(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			expect(t, "post "+label, b.do("POST", "/api/v1/crds", op, CRDRequest{Definition: def, Version: label}), http.StatusCreated)
+			expect(t, "post "+label, b.do("POST", "/api/v1/crds", op, api.CRDRequest{Definition: def, Version: label}), http.StatusCreated)
 		}
 		d := diff(t, b, "pwidgets."+charttest.Group, "from=r1&to=r2")
 		if d.Breaking || d.Identical || len(d.Changes) == 0 || d.From.Version != "r1" || d.To.Version != "r2" || d.To.Operator != "" {
@@ -50,8 +51,8 @@ func TestCRDDiff(t *testing.T) {
 		}
 
 		// Two operators' 1.0.0 ship different revisions of widgets: name the operator.
-		expect(t, "register diffop2", b.do("POST", "/api/v1/operators", op, OperatorRequest{Name: "diffop2", Namespace: "d2",
-			Chart: ChartRef{Repository: other.URL, Name: "diff-operator"}}), http.StatusCreated)
+		expect(t, "register diffop2", b.do("POST", "/api/v1/operators", op, api.OperatorRequest{Name: "diffop2", Namespace: "d2",
+			Chart: api.ChartRef{Repository: other.URL, Name: "diff-operator"}}), http.StatusCreated)
 		e := expectInvalid(t, "ambiguous", b.do("GET", "/api/v1/crds/"+cwidgets+"/revisions/1.0.0", b.viewer(), nil), "operator")
 		if !strings.Contains(e.Message, "diffop and diffop2") {
 			t.Fatalf("ambiguous: %s", e.Message)
@@ -60,7 +61,7 @@ func TestCRDDiff(t *testing.T) {
 		if !d.Breaking || d.From.Operator != "diffop" {
 			t.Fatalf("with operator=diffop: %+v", d)
 		}
-		var rev CRDRevisionDefinition
+		var rev api.CRDRevisionDefinition
 		b.do("GET", "/api/v1/crds/"+cwidgets+"/revisions/1.0.0?operator=diffop2", b.viewer(), nil).json(t, &rev)
 		if rev.Revision.Operator != "diffop2" || !strings.Contains(string(rev.Definition), "yellow") {
 			t.Fatalf("diffop2's 1.0.0: %+v", rev.Revision)
@@ -69,11 +70,11 @@ func TestCRDDiff(t *testing.T) {
 	})
 }
 
-func diff(t *testing.T, b *bundle, crd, query string) CRDDiff {
+func diff(t *testing.T, b *bundle, crd, query string) api.CRDDiff {
 	t.Helper()
 	r := b.do("GET", "/api/v1/crds/"+crd+"/diff?"+query, b.viewer(), nil)
 	expect(t, "diff "+query, r, http.StatusOK)
-	var d CRDDiff
+	var d api.CRDDiff
 	r.json(t, &d)
 	return d
 }
@@ -81,7 +82,7 @@ func diff(t *testing.T, b *bundle, crd, query string) CRDDiff {
 func testRevisionDefinition(t *testing.T, b *bundle) {
 	r := b.do("GET", "/api/v1/crds/"+cwidgets+"/revisions/"+url.PathEscape("1.0.0"), b.viewer(), nil)
 	expect(t, "revision", r, http.StatusOK)
-	var rev CRDRevisionDefinition
+	var rev api.CRDRevisionDefinition
 	r.json(t, &rev)
 	var def map[string]any
 	if err := json.Unmarshal(rev.Definition, &def); err != nil || def["kind"] != "CustomResourceDefinition" {
@@ -91,7 +92,7 @@ func testRevisionDefinition(t *testing.T, b *bundle) {
 		!strings.Contains(string(rev.Definition), `"legacy"`) {
 		t.Fatalf("revision: %+v", rev.Revision)
 	}
-	var two CRDRevisionDefinition
+	var two api.CRDRevisionDefinition
 	b.do("GET", "/api/v1/crds/"+cwidgets+"/revisions/2.0.0", b.viewer(), nil).json(t, &two)
 	if two.Revision.Digest == rev.Revision.Digest || strings.Contains(string(two.Definition), `"legacy"`) {
 		t.Fatalf("2.0.0 (legacy removed): %+v", two.Revision)
@@ -125,8 +126,8 @@ func testOperatorDiff(t *testing.T, b *bundle) {
 		t.Fatalf("breaking changes %v, want spec.legacy and spec.count among them: %+v", breaking, d.Changes)
 	}
 	// The same checker as validate: the very changes it reports for 2.0.0 against 1.0.0.
-	var rep ValidationReport
-	r := b.do("POST", "/api/v1/crds/"+cwidgets+"/validate", b.viewer(), ValidateRequest{Operator: "diffop", Version: "2.0.0", BaseVersion: "1.0.0"})
+	var rep api.ValidationReport
+	r := b.do("POST", "/api/v1/crds/"+cwidgets+"/validate", b.viewer(), api.ValidateRequest{Operator: "diffop", Version: "2.0.0", BaseVersion: "1.0.0"})
 	expect(t, "validate", r, http.StatusOK)
 	r.json(t, &rep)
 	if diffs := cmp.Diff(rep.Changes, d.Changes); diffs != "" {

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/crds"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
@@ -59,8 +60,8 @@ func TestCRDHistory_ByVersion(t *testing.T) {
 		b := setup(t, engine)
 		admin, op := b.admin(), b.token("olga", auth.Operator)
 		testMigrationNoteRefusals(t, b, repo.URL)
-		r := b.do("POST", "/api/v1/operators", op, OperatorRequest{Name: "hist", Namespace: "hist-system",
-			Chart: ChartRef{Repository: repo.URL, Name: "hist-operator"}, MigrationNotes: []MigrationNoteRequest{
+		r := b.do("POST", "/api/v1/operators", op, api.OperatorRequest{Name: "hist", Namespace: "hist-system",
+			Chart: api.ChartRef{Repository: repo.URL, Name: "hist-operator"}, MigrationNotes: []api.MigrationNoteRequest{
 				{CRD: swidgets, Version: "2.0.0", Text: "Yellow is allowed from 2.0.0."},
 				{CRD: swidgets, Version: "3.0.0", URL: "https://docs.example.com/swidgets/a"},
 			}})
@@ -70,7 +71,7 @@ func TestCRDHistory_ByVersion(t *testing.T) {
 		// north has no such CRD, south cannot be reached.
 		register := func(name, env, kc string) {
 			expect(t, "register "+name, b.do("POST", "/api/v1/clusters", admin,
-				ClusterRequest{Name: name, Environment: env, Kubeconfig: kc}), http.StatusCreated)
+				api.ClusterRequest{Name: name, Environment: env, Kubeconfig: kc}), http.StatusCreated)
 		}
 		register("east", "Staging", string(f.Servers[1].Kubeconfig))
 		register("west", "Production", string(f.Servers[2].Kubeconfig))
@@ -84,7 +85,7 @@ func TestCRDHistory_ByVersion(t *testing.T) {
 		}
 		seedLiveRelease(t, b, operator, "3.0.0", "east", "west")
 
-		var crd CRD
+		var crd api.CRD
 		r = b.do("GET", "/api/v1/crds/"+swidgets, b.viewer(), nil)
 		expect(t, "get", r, http.StatusOK)
 		r.json(t, &crd)
@@ -94,7 +95,7 @@ func TestCRDHistory_ByVersion(t *testing.T) {
 			bb.MigrationNote == nil || bb.MigrationNote.Text != "Yellow is allowed from 2.0.0." {
 			t.Fatalf("history: %s", r.body)
 		}
-		if len(crd.DroppedIn) != 1 || crd.DroppedIn[0] != (OperatorVersionRef{Operator: "hist", Version: "4.0.0"}) {
+		if len(crd.DroppedIn) != 1 || crd.DroppedIn[0] != (api.OperatorVersionRef{Operator: "hist", Version: "4.0.0"}) {
 			t.Fatalf("dropped in: %+v", crd.DroppedIn)
 		}
 		testClusterStatus(t, crd, a.Digest, bb.Digest)
@@ -103,16 +104,16 @@ func TestCRDHistory_ByVersion(t *testing.T) {
 
 		// Approvals record the change as the versions ship it.
 		for _, c := range []struct{ version, from, to string }{{"3.0.0", bb.Digest, a.Digest}, {"4.0.0", a.Digest, crds.DroppedDigest}} {
-			r = b.do("POST", "/api/v1/crds/"+swidgets+"/approve", admin, ApproveRequest{Operator: "hist", Version: c.version, Reason: "checked"})
+			r = b.do("POST", "/api/v1/crds/"+swidgets+"/approve", admin, api.ApproveRequest{Operator: "hist", Version: c.version, Reason: "checked"})
 			expect(t, "approve "+c.version, r, http.StatusCreated)
-			var got Approval
+			var got api.Approval
 			r.json(t, &got)
 			if got.FromDigest != c.from || got.ToDigest != c.to || got.ToVersion != c.version {
 				t.Fatalf("approval of %s: %+v, want %s → %s", c.version, got, c.from, c.to)
 			}
 		}
-		var rep ValidationReport
-		b.do("POST", "/api/v1/crds/"+swidgets+"/validate", b.viewer(), ValidateRequest{Operator: "hist", Version: "4.0.0", Clusters: []string{"east"}}).json(t, &rep)
+		var rep api.ValidationReport
+		b.do("POST", "/api/v1/crds/"+swidgets+"/validate", b.viewer(), api.ValidateRequest{Operator: "hist", Version: "4.0.0", Clusters: []string{"east"}}).json(t, &rep)
 		if !rep.Approved {
 			t.Fatalf("validate 4.0.0 after its approval: %+v", rep)
 		}
@@ -125,27 +126,27 @@ func TestCRDHistory_ByVersion(t *testing.T) {
 // testValidateByVersion validates 3.0.0 (A again) and 4.0.0 (dropped) against the clusters.
 func testValidateByVersion(t *testing.T, b *bundle, a, bb string) {
 	t.Helper()
-	var rep ValidationReport
-	r := b.do("POST", "/api/v1/crds/"+swidgets+"/validate", b.viewer(), ValidateRequest{Operator: "hist", Version: "3.0.0"})
+	var rep api.ValidationReport
+	r := b.do("POST", "/api/v1/crds/"+swidgets+"/validate", b.viewer(), api.ValidateRequest{Operator: "hist", Version: "3.0.0"})
 	expect(t, "validate 3.0.0", r, http.StatusOK)
 	r.json(t, &rep)
 	if rep.To.Digest != a || rep.To.Dropped || rep.From == nil || rep.From.Version != "2.0.0" || rep.From.Digest != bb || !rep.Breaking ||
 		rep.To.MigrationNote == nil || len(rep.MigrationNotes) != 1 || rep.MigrationNotes[0].Version != "3.0.0" || rep.MigrationNotes[0].Digest != a {
 		t.Fatalf("3.0.0 (A again) against 2.0.0 (B): %s", r.body)
 	}
-	if west := clusterCheck(t, rep, "west"); !slices.ContainsFunc(west.InvalidObjects, func(o InvalidObject) bool { return o.Name == "sunny" }) {
+	if west := clusterCheck(t, rep, "west"); !slices.ContainsFunc(west.InvalidObjects, func(o api.InvalidObject) bool { return o.Name == "sunny" }) {
 		t.Fatalf("west's yellow widget is valid under A: %+v", west)
 	}
 	// From 1.0.0 to 3.0.0: the notes of the way (B's at 2.0.0; A is where it starts).
-	rep = ValidationReport{}
-	b.do("POST", "/api/v1/crds/"+swidgets+"/validate", b.viewer(), ValidateRequest{Operator: "hist", Version: "3.0.0", BaseVersion: "1.0.0",
+	rep = api.ValidationReport{}
+	b.do("POST", "/api/v1/crds/"+swidgets+"/validate", b.viewer(), api.ValidateRequest{Operator: "hist", Version: "3.0.0", BaseVersion: "1.0.0",
 		Clusters: []string{"east"}}).json(t, &rep)
 	if len(rep.MigrationNotes) != 1 || rep.MigrationNotes[0].Digest != bb || len(rep.Changes) != 0 || rep.Breaking {
 		t.Fatalf("3.0.0 against 1.0.0 (the same A): %+v", rep)
 	}
 
-	rep = ValidationReport{}
-	r = b.do("POST", "/api/v1/crds/"+swidgets+"/validate", b.viewer(), ValidateRequest{Operator: "hist", Version: "4.0.0"})
+	rep = api.ValidationReport{}
+	r = b.do("POST", "/api/v1/crds/"+swidgets+"/validate", b.viewer(), api.ValidateRequest{Operator: "hist", Version: "4.0.0"})
 	expect(t, "validate 4.0.0", r, http.StatusOK)
 	r.json(t, &rep)
 	if !rep.To.Dropped || rep.To.Digest != crds.DroppedDigest || rep.From == nil || rep.From.Version != "3.0.0" || rep.From.Digest != a ||
@@ -164,30 +165,30 @@ func testValidateByVersion(t *testing.T, b *bundle, a, bb string) {
 		t.Fatalf("south is unreachable: %+v", south)
 	}
 	// Without objects anywhere, dropping is compatible.
-	rep = ValidationReport{}
-	b.do("POST", "/api/v1/crds/"+swidgets+"/validate", b.viewer(), ValidateRequest{Operator: "hist", Version: "4.0.0", Clusters: []string{"east", "north"}}).json(t, &rep)
+	rep = api.ValidationReport{}
+	b.do("POST", "/api/v1/crds/"+swidgets+"/validate", b.viewer(), api.ValidateRequest{Operator: "hist", Version: "4.0.0", Clusters: []string{"east", "north"}}).json(t, &rep)
 	if !rep.To.Dropped || rep.Breaking || rep.ApprovalRequired || rep.Changes[0].Breaking {
 		t.Fatalf("4.0.0 where no object is stored: %+v", rep)
 	}
 	for _, tt := range []struct {
 		name  string
 		crd   string
-		req   ValidateRequest
+		req   api.ValidateRequest
 		field string
 	}{
-		{"unknown version", swidgets, ValidateRequest{Operator: "hist", Version: "5.0.0"}, "version"},
-		{"base that drops it", swidgets, ValidateRequest{Operator: "hist", Version: "2.0.0", BaseVersion: "4.0.0"}, "baseVersion"},
-		{"unknown base", swidgets, ValidateRequest{Operator: "hist", Version: "2.0.0", BaseVersion: "0.1.0"}, "baseVersion"},
-		{"never shipped, not dropped", "sgadgets." + charttest.Group, ValidateRequest{Operator: "hist", Version: "1.0.0"}, "version"},
+		{"unknown version", swidgets, api.ValidateRequest{Operator: "hist", Version: "5.0.0"}, "version"},
+		{"base that drops it", swidgets, api.ValidateRequest{Operator: "hist", Version: "2.0.0", BaseVersion: "4.0.0"}, "baseVersion"},
+		{"unknown base", swidgets, api.ValidateRequest{Operator: "hist", Version: "2.0.0", BaseVersion: "0.1.0"}, "baseVersion"},
+		{"never shipped, not dropped", "sgadgets." + charttest.Group, api.ValidateRequest{Operator: "hist", Version: "1.0.0"}, "version"},
 	} {
 		expectInvalid(t, tt.name, b.do("POST", "/api/v1/crds/"+tt.crd+"/validate", b.viewer(), tt.req), tt.field)
 	}
 }
 
 // testClusterStatus checks GET /crds/{name}'s clusters.
-func testClusterStatus(t *testing.T, crd CRD, a, bb string) {
+func testClusterStatus(t *testing.T, crd api.CRD, a, bb string) {
 	t.Helper()
-	by := map[string]CRDClusterStatus{}
+	by := map[string]api.CRDClusterStatus{}
 	for _, c := range crd.Clusters {
 		by[c.Cluster] = c
 	}
@@ -195,7 +196,7 @@ func testClusterStatus(t *testing.T, crd CRD, a, bb string) {
 		t.Fatalf("clusters: %+v", crd.Clusters)
 	}
 	east, west, north, south := by["east"], by["west"], by["north"], by["south"]
-	deployed := DeployedCRD{Operator: "hist", Version: "3.0.0", Digest: a}
+	deployed := api.DeployedCRD{Operator: "hist", Version: "3.0.0", Digest: a}
 	if !east.Installed || east.Revision == nil || east.Revision.Digest != a || east.Revision.Version != "1.0.0" || east.Revision.Operator != "hist" ||
 		east.Deployed == nil || east.Deployed.DeploymentID == "" || !east.MatchesDeployed || east.Environment != "Staging" ||
 		!slices.Equal(east.ServedVersions, []string{"v1alpha1"}) || east.StorageVersion != "v1alpha1" || !slices.Equal(east.StoredVersions, []string{"v1alpha1"}) {
@@ -222,24 +223,24 @@ func testMigrationNoteRefusals(t *testing.T, b *bundle, repoURL string) {
 	before := b.counts()
 	for _, tt := range []struct {
 		name  string
-		notes []MigrationNoteRequest
+		notes []api.MigrationNoteRequest
 		field string
 	}{
-		{"no CRD", []MigrationNoteRequest{{Text: "x"}}, "migrationNotes[0].crd"},
-		{"empty note", []MigrationNoteRequest{{CRD: swidgets}}, "migrationNotes[0]"},
-		{"ftp link", []MigrationNoteRequest{{CRD: swidgets, URL: "ftp://docs.example.com/x"}}, "migrationNotes[0].url"},
-		{"script link", []MigrationNoteRequest{{CRD: swidgets, URL: "javascript:alert(1)"}}, "migrationNotes[0].url"},
-		{"relative link", []MigrationNoteRequest{{CRD: swidgets, URL: "/guide"}}, "migrationNotes[0].url"},
-		{"credentials in the link", []MigrationNoteRequest{{CRD: swidgets, URL: "https://u:p@docs.example.com/"}}, "migrationNotes[0].url"},
-		{"long link", []MigrationNoteRequest{{CRD: swidgets, URL: "https://docs.example.com/" + strings.Repeat("a", crds.MaxNoteURL)}}, "migrationNotes[0].url"},
-		{"long text", []MigrationNoteRequest{{CRD: swidgets, Text: strings.Repeat("é", crds.MaxNoteText+1)}}, "migrationNotes[0].text"},
-		{"unknown version", []MigrationNoteRequest{{CRD: swidgets, Version: "9.9.9", Text: "x"}}, "migrationNotes[0].version"},
-		{"CRD no version ships", []MigrationNoteRequest{{CRD: "nopes.example.com", Text: "x"}}, "migrationNotes[0].crd"},
-		{"version that dropped it", []MigrationNoteRequest{{CRD: swidgets, Version: "4.0.0", Text: "x"}}, "migrationNotes[0].crd"},
-		{"two notes for one revision", []MigrationNoteRequest{{CRD: swidgets, Version: "1.0.0", Text: "x"}, {CRD: swidgets, Version: "3.0.0", Text: "y"}}, "migrationNotes[1]"},
+		{"no CRD", []api.MigrationNoteRequest{{Text: "x"}}, "migrationNotes[0].crd"},
+		{"empty note", []api.MigrationNoteRequest{{CRD: swidgets}}, "migrationNotes[0]"},
+		{"ftp link", []api.MigrationNoteRequest{{CRD: swidgets, URL: "ftp://docs.example.com/x"}}, "migrationNotes[0].url"},
+		{"script link", []api.MigrationNoteRequest{{CRD: swidgets, URL: "javascript:alert(1)"}}, "migrationNotes[0].url"},
+		{"relative link", []api.MigrationNoteRequest{{CRD: swidgets, URL: "/guide"}}, "migrationNotes[0].url"},
+		{"credentials in the link", []api.MigrationNoteRequest{{CRD: swidgets, URL: "https://u:p@docs.example.com/"}}, "migrationNotes[0].url"},
+		{"long link", []api.MigrationNoteRequest{{CRD: swidgets, URL: "https://docs.example.com/" + strings.Repeat("a", crds.MaxNoteURL)}}, "migrationNotes[0].url"},
+		{"long text", []api.MigrationNoteRequest{{CRD: swidgets, Text: strings.Repeat("é", crds.MaxNoteText+1)}}, "migrationNotes[0].text"},
+		{"unknown version", []api.MigrationNoteRequest{{CRD: swidgets, Version: "9.9.9", Text: "x"}}, "migrationNotes[0].version"},
+		{"CRD no version ships", []api.MigrationNoteRequest{{CRD: "nopes.example.com", Text: "x"}}, "migrationNotes[0].crd"},
+		{"version that dropped it", []api.MigrationNoteRequest{{CRD: swidgets, Version: "4.0.0", Text: "x"}}, "migrationNotes[0].crd"},
+		{"two notes for one revision", []api.MigrationNoteRequest{{CRD: swidgets, Version: "1.0.0", Text: "x"}, {CRD: swidgets, Version: "3.0.0", Text: "y"}}, "migrationNotes[1]"},
 	} {
-		expectInvalid(t, tt.name, b.do("POST", "/api/v1/operators", b.admin(), OperatorRequest{Name: "hist", Namespace: "hist-system",
-			Chart: ChartRef{Repository: repoURL, Name: "hist-operator"}, MigrationNotes: tt.notes}), tt.field)
+		expectInvalid(t, tt.name, b.do("POST", "/api/v1/operators", b.admin(), api.OperatorRequest{Name: "hist", Namespace: "hist-system",
+			Chart: api.ChartRef{Repository: repoURL, Name: "hist-operator"}, MigrationNotes: tt.notes}), tt.field)
 	}
 	if after := b.counts(); after != before {
 		t.Fatalf("refused registrations wrote to the store: %+v, then %+v", before, after)
@@ -254,7 +255,7 @@ func testPostedNote(t *testing.T, b *bundle) {
 		`{"definition": `+def+`, "version": "r1", "migrationNote": {"url": "file:///etc/passwd"}}`), "migrationNote.url")
 	r := b.do("POST", "/api/v1/crds", b.admin(), `{"definition": `+def+`, "version": "r1", "migrationNote": {"text": "Add **replicas**."}}`)
 	expect(t, "post with a note", r, http.StatusCreated)
-	var crd CRD
+	var crd api.CRD
 	r.json(t, &crd)
 	if len(crd.Revisions) != 1 || crd.Revisions[0].MigrationNote == nil || crd.Revisions[0].MigrationNote.Text != "Add **replicas**." {
 		t.Fatalf("posted revision: %s", r.body)
@@ -280,14 +281,14 @@ func testApprovalNotes(t *testing.T, b *bundle, op *store.Operator) {
 	if _, err := b.store.DeploymentMigrationNotesSet(ctx, d.ID, []*store.DeploymentMigrationNote{note}); err != nil {
 		t.Fatal(err)
 	}
-	want := []RevisionNote{{CRD: swidgets, Version: "3.0.0", Digest: "sha256:a", Note: MigrationNote{Text: "Recolour yellow widgets.", URL: "https://docs.example.com/a"}}}
-	var list ApprovalList
+	want := []api.RevisionNote{{CRD: swidgets, Version: "3.0.0", Digest: "sha256:a", Note: api.MigrationNote{Text: "Recolour yellow widgets.", URL: "https://docs.example.com/a"}}}
+	var list api.ApprovalList
 	b.do("GET", "/api/v1/approvals?deploymentId="+d.ID, b.viewer(), nil).json(t, &list)
 	if len(list.Items) != 1 || !slices.Equal(list.Items[0].MigrationNotes, want) {
 		t.Fatalf("approvals: %+v", list)
 	}
-	var decided DeploymentApproval
-	r := b.do("POST", "/api/v1/approvals/"+a.ID+"/approve", b.admin(), DecisionRequest{Comment: "read the note"})
+	var decided api.DeploymentApproval
+	r := b.do("POST", "/api/v1/approvals/"+a.ID+"/approve", b.admin(), api.DecisionRequest{Comment: "read the note"})
 	expect(t, "approve", r, http.StatusOK)
 	r.json(t, &decided)
 	if !slices.Equal(decided.MigrationNotes, want) {
@@ -295,7 +296,7 @@ func testApprovalNotes(t *testing.T, b *bundle, op *store.Operator) {
 	}
 }
 
-func clusterCheck(t *testing.T, rep ValidationReport, name string) ClusterCheck {
+func clusterCheck(t *testing.T, rep api.ValidationReport, name string) api.ClusterCheck {
 	t.Helper()
 	for _, c := range rep.Clusters {
 		if c.Cluster == name {
@@ -303,7 +304,7 @@ func clusterCheck(t *testing.T, rep ValidationReport, name string) ClusterCheck 
 		}
 	}
 	t.Fatalf("no check of cluster %s: %+v", name, rep.Clusters)
-	return ClusterCheck{}
+	return api.ClusterCheck{}
 }
 
 // seedLiveRelease records version of op as deployed and healthy on clusters, as a completed

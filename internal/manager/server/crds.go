@@ -12,6 +12,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/audit"
 	"github.com/slipway-dev/slipway/internal/manager/crds"
 	"github.com/slipway-dev/slipway/internal/manager/store"
@@ -57,7 +58,7 @@ func parseDefinition(field string, raw json.RawMessage) (*apiextensionsv1.Custom
 }
 
 func (s *Server) createCRD(w http.ResponseWriter, r *http.Request) error {
-	var req CRDRequest
+	var req api.CRDRequest
 	if err := s.decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -106,9 +107,9 @@ func (s *Server) listCRDs(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ops := map[string]string{}
-	out := CRDList{Items: make([]CRDSummary, 0, len(list))}
+	out := api.CRDList{Items: make([]api.CRDSummary, 0, len(list))}
 	for _, c := range list {
-		sum := CRDSummary{Name: c.Name, Group: c.Group, Kind: c.Kind, Revisions: c.Revisions}
+		sum := api.CRDSummary{Name: c.Name, Group: c.Group, Kind: c.Kind, Revisions: c.Revisions}
 		if c.Latest != nil {
 			rev, err := s.revisionOut(ctx, ops, c.Latest)
 			if err != nil {
@@ -149,14 +150,14 @@ func (s *Server) revisions(ctx context.Context, name string) ([]*store.CRDSchema
 	return revs, nil
 }
 
-func (s *Server) crdOut(ctx context.Context, name string) (*CRD, error) {
+func (s *Server) crdOut(ctx context.Context, name string) (*api.CRD, error) {
 	revs, err := s.revisions(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	latest := revs[len(revs)-1]
-	out := &CRD{Name: name, Group: latest.Group, Kind: latest.Kind, Scope: latest.Scope,
-		Revisions: make([]CRDRevision, 0, len(revs)), Approvals: []Approval{}}
+	out := &api.CRD{Name: name, Group: latest.Group, Kind: latest.Kind, Scope: latest.Scope,
+		Revisions: make([]api.CRDRevision, 0, len(revs)), Approvals: []api.Approval{}}
 	hists, err := s.crdHistories(ctx, name)
 	if err != nil {
 		return nil, err
@@ -185,8 +186,8 @@ func (s *Server) crdOut(ctx context.Context, name string) (*CRD, error) {
 }
 
 // revisionOut names a revision's operator; ops caches operator names by id within one response.
-func (s *Server) revisionOut(ctx context.Context, ops map[string]string, rev *store.CRDSchema) (CRDRevision, error) {
-	out := CRDRevision{Version: rev.Version, Digest: rev.Digest, CreatedAt: rev.CreatedAt, MigrationNote: noteOut(rev.Note)}
+func (s *Server) revisionOut(ctx context.Context, ops map[string]string, rev *store.CRDSchema) (api.CRDRevision, error) {
+	out := api.CRDRevision{Version: rev.Version, Digest: rev.Digest, CreatedAt: rev.CreatedAt, MigrationNote: noteOut(rev.Note)}
 	if rev.OperatorID == "" {
 		return out, nil
 	}
@@ -205,8 +206,8 @@ func (s *Server) revisionOut(ctx context.Context, ops map[string]string, rev *st
 	return out, nil
 }
 
-func approvalOut(a *store.CRDApproval) Approval {
-	return Approval{CRD: a.CRDName, FromDigest: a.FromDigest, ToDigest: a.ToDigest, ToVersion: a.ToVersion,
+func approvalOut(a *store.CRDApproval) api.Approval {
+	return api.Approval{CRD: a.CRDName, FromDigest: a.FromDigest, ToDigest: a.ToDigest, ToVersion: a.ToVersion,
 		ApprovedBy: a.ApprovedBy, Reason: a.Reason, RequestID: a.RequestID, CreatedAt: a.CreatedAt}
 }
 
@@ -225,14 +226,14 @@ type candidate struct {
 	baseVersion string
 	dropped     bool
 	toNote      store.MigrationNote
-	notes       []RevisionNote
+	notes       []api.RevisionNote
 }
 
 // resolveCandidate finds the candidate of a validate request and its baseline. For an operator's
 // chart version the candidate is the CRD as of that version and the baseline the CRD as of the
 // operator's previous version (or baseVersion); for a submitted definition the baseline is the
 // latest stored revision (or the one labelled baseVersion).
-func (s *Server) resolveCandidate(ctx context.Context, name string, req ValidateRequest) (*candidate, error) {
+func (s *Server) resolveCandidate(ctx context.Context, name string, req api.ValidateRequest) (*candidate, error) {
 	revs, err := s.store.CRDSchemaList(ctx, &store.CRDSchemaListParams{Name: name})
 	if err != nil {
 		return nil, err
@@ -283,7 +284,7 @@ func storedCRD(rev *store.CRDSchema) (*apiextensionsv1.CustomResourceDefinition,
 }
 
 func (s *Server) approveCRD(w http.ResponseWriter, r *http.Request) error {
-	var req ApproveRequest
+	var req api.ApproveRequest
 	if err := s.decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -302,7 +303,7 @@ func (s *Server) approveCRD(w http.ResponseWriter, r *http.Request) error {
 }
 
 // recordCRDApproval checks an approve request and stores the approval with its audit record.
-func (s *Server) recordCRDApproval(ctx context.Context, name string, req ApproveRequest) (*store.CRDApproval, error) {
+func (s *Server) recordCRDApproval(ctx context.Context, name string, req api.ApproveRequest) (*store.CRDApproval, error) {
 	if req.Reason == "" {
 		return nil, errInvalid("reason", "required: why this breaking change is accepted")
 	}
@@ -335,9 +336,9 @@ func (s *Server) recordCRDApproval(ctx context.Context, name string, req Approve
 
 // approvalTarget finds the change an approve request names: the revisions it goes from (nil for
 // a first revision) and to.
-func (s *Server) approvalTarget(ctx context.Context, name string, req ApproveRequest) (from, to *store.CRDSchema, err error) {
+func (s *Server) approvalTarget(ctx context.Context, name string, req api.ApproveRequest) (from, to *store.CRDSchema, err error) {
 	if req.Operator != "" {
-		c, err := s.resolveCandidate(ctx, name, ValidateRequest{Operator: req.Operator, Version: req.Version, BaseVersion: req.BaseVersion})
+		c, err := s.resolveCandidate(ctx, name, api.ValidateRequest{Operator: req.Operator, Version: req.Version, BaseVersion: req.BaseVersion})
 		if err != nil {
 			return nil, nil, err
 		}

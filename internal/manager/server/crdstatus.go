@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/audit"
 	"github.com/slipway-dev/slipway/internal/manager/crds"
 	"github.com/slipway-dev/slipway/internal/manager/store"
@@ -30,7 +31,7 @@ type specRevision struct {
 // time, each within crdStatusTimeout) and says which stored revision each runs and whether that
 // is the revision the operator version the manager last deployed there ships. A cluster that
 // cannot be read is an entry with its error. The reads are one audit record (crd.status).
-func (s *Server) crdClusters(ctx context.Context, out *CRD) ([]CRDClusterStatus, error) {
+func (s *Server) crdClusters(ctx context.Context, out *api.CRD) ([]api.CRDClusterStatus, error) {
 	targets, err := s.targetClusters(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -61,7 +62,7 @@ func (s *Server) crdClusters(ctx context.Context, out *CRD) ([]CRDClusterStatus,
 			return nil, err
 		}
 	}
-	statuses := make([]CRDClusterStatus, len(targets))
+	statuses := make([]api.CRDClusterStatus, len(targets))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.cfg.ClusterConcurrency)
 	for i, cl := range targets {
@@ -81,8 +82,8 @@ func (s *Server) crdClusters(ctx context.Context, out *CRD) ([]CRDClusterStatus,
 }
 
 // crdStatusOn reads the CRD from one cluster.
-func (s *Server) crdStatusOn(ctx context.Context, cl *store.Cluster, name string, specs []specRevision, dep *DeployedCRD, ops map[string]string) CRDClusterStatus {
-	out := CRDClusterStatus{Cluster: cl.Name, Environment: string(cl.Environment), Deployed: dep}
+func (s *Server) crdStatusOn(ctx context.Context, cl *store.Cluster, name string, specs []specRevision, dep *api.DeployedCRD, ops map[string]string) api.CRDClusterStatus {
+	out := api.CRDClusterStatus{Cluster: cl.Name, Environment: string(cl.Environment), Deployed: dep}
 	ctx, cancel := context.WithTimeout(ctx, crdStatusTimeout)
 	defer cancel()
 	cfg, err := s.clusters.RESTConfig(ctx, cl.Name)
@@ -112,7 +113,7 @@ func (s *Server) crdStatusOn(ctx context.Context, cl *store.Cluster, name string
 	out.Installed = true
 	out.ServedVersions, out.StorageVersion, out.StoredVersions = inst.ServedVersions, inst.StorageVersion, inst.StoredVersions
 	if rev := matchingRevision(specs, inst.SpecDigest, dep); rev != nil {
-		r := CRDRevision{Version: rev.Version, Digest: rev.Digest, CreatedAt: rev.CreatedAt, Operator: ops[rev.OperatorID]}
+		r := api.CRDRevision{Version: rev.Version, Digest: rev.Digest, CreatedAt: rev.CreatedAt, Operator: ops[rev.OperatorID]}
 		out.Revision = &r
 		out.MatchesDeployed = dep != nil && dep.Digest == rev.Digest
 	}
@@ -121,7 +122,7 @@ func (s *Server) crdStatusOn(ctx context.Context, cl *store.Cluster, name string
 
 // matchingRevision is the stored revision whose spec is the cluster's: the deployed one when it
 // is among several alike (revisions can differ in metadata only), else the newest.
-func matchingRevision(specs []specRevision, spec string, dep *DeployedCRD) *store.CRDSchema {
+func matchingRevision(specs []specRevision, spec string, dep *api.DeployedCRD) *store.CRDSchema {
 	var found *store.CRDSchema
 	for _, sr := range specs {
 		if sr.spec != spec {
@@ -139,7 +140,7 @@ func matchingRevision(specs []specRevision, spec string, dep *DeployedCRD) *stor
 // CRD name (their live releases): the version, and the digest of the revision it ships
 // (crds.DroppedDigest when it ships none). With several such operators on one cluster, the
 // first by name.
-func (s *Server) deployedCRD(ctx context.Context, name string) (map[string]*DeployedCRD, error) {
+func (s *Server) deployedCRD(ctx context.Context, name string) (map[string]*api.DeployedCRD, error) {
 	hists, err := s.crdHistories(ctx, name)
 	if err != nil {
 		return nil, err
@@ -163,7 +164,7 @@ func (s *Server) deployedCRD(ctx context.Context, name string) (map[string]*Depl
 		byName[op.Name] = hists[id]
 	}
 	sort.Strings(opNames)
-	out := map[string]*DeployedCRD{}
+	out := map[string]*api.DeployedCRD{}
 	for _, opName := range opNames {
 		live, err := s.store.LiveReleaseList(ctx, &store.LiveReleaseListParams{OperatorName: opName})
 		if err != nil {
@@ -174,7 +175,7 @@ func (s *Server) deployedCRD(ctx context.Context, name string) (map[string]*Depl
 				continue
 			}
 			sh := byName[opName].At(r.Version, name)
-			d := &DeployedCRD{Operator: opName, Version: r.Version, DeploymentID: r.DeploymentID}
+			d := &api.DeployedCRD{Operator: opName, Version: r.Version, DeploymentID: r.DeploymentID}
 			switch {
 			case sh.Row != nil:
 				d.Digest = sh.Row.Digest

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/crds"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
@@ -21,7 +22,7 @@ const maxMigrationNotes = 200
 // names the list) before anything is fetched: each names a CRD, optionally a version, and a
 // note crds.CheckNote accepts. Whether the version ships the CRD is checked when the notes are
 // stored (storeVersions).
-func parseMigrationNotes(field string, reqs []MigrationNoteRequest) ([]crds.VersionNote, error) {
+func parseMigrationNotes(field string, reqs []api.MigrationNoteRequest) ([]crds.VersionNote, error) {
 	if len(reqs) > maxMigrationNotes {
 		return nil, invalid.Field(field, "at most %d notes, not %d", maxMigrationNotes, len(reqs))
 	}
@@ -59,17 +60,17 @@ func storeVersions(ctx context.Context, tx store.Executor, operatorID string, fo
 	return crds.ApplyNotes(ctx, tx, operatorID, "migrationNotes", notes)
 }
 
-func noteOut(n store.MigrationNote) *MigrationNote {
+func noteOut(n store.MigrationNote) *api.MigrationNote {
 	if n.IsZero() {
 		return nil
 	}
-	return &MigrationNote{Text: n.Text, URL: n.URL}
+	return &api.MigrationNote{Text: n.Text, URL: n.URL}
 }
 
 // operatorCandidate is the candidate of a validate or approve request naming an operator's
 // version: the revision of CRD name that version ships (or its dropping the CRD), compared with
 // the revision the version just below ships, or baseVersion's. revs are the CRD's revisions.
-func (s *Server) operatorCandidate(ctx context.Context, name string, revs []*store.CRDSchema, req ValidateRequest) (*candidate, error) {
+func (s *Server) operatorCandidate(ctx context.Context, name string, revs []*store.CRDSchema, req api.ValidateRequest) (*candidate, error) {
 	if req.Version == "" {
 		return nil, errInvalid("version", "required with operator: the chart version whose CRD to validate")
 	}
@@ -127,12 +128,12 @@ func (s *Server) operatorCandidate(ctx context.Context, name string, revs []*sto
 // notesOnTheWay are the migration notes of the revisions an upgrade from version from to version
 // to passes (each version above from up to to, oldest first; the revision base it starts from
 // excluded), or, when that is no upgrade, of the revision to ships. Each revision once.
-func notesOnTheWay(h *crds.History, byID map[int64]*store.CRDSchema, name, from, to string, base *store.CRDSchema) []RevisionNote {
+func notesOnTheWay(h *crds.History, byID map[int64]*store.CRDSchema, name, from, to string, base *store.CRDSchema) []api.RevisionNote {
 	path := h.Between(name, from, to)
 	if len(path) == 0 {
 		path = []crds.Shipped{h.At(to, name)}
 	}
-	var out []RevisionNote
+	var out []api.RevisionNote
 	seen := map[int64]bool{}
 	if base != nil {
 		seen[base.ID] = true
@@ -143,7 +144,7 @@ func notesOnTheWay(h *crds.History, byID map[int64]*store.CRDSchema, name, from,
 		}
 		seen[s.Row.SchemaID] = true
 		if rev := byID[s.Row.SchemaID]; rev != nil && !rev.Note.IsZero() {
-			out = append(out, RevisionNote{CRD: name, Version: s.Version, Digest: rev.Digest, Note: *noteOut(rev.Note)})
+			out = append(out, api.RevisionNote{CRD: name, Version: s.Version, Digest: rev.Digest, Note: *noteOut(rev.Note)})
 		}
 	}
 	return out
@@ -183,8 +184,8 @@ func versionsByRevision(hists map[string]*crds.History, name string) map[int64][
 }
 
 // droppedIn names the versions that stopped shipping CRD name (the version below shipped it).
-func (s *Server) droppedIn(ctx context.Context, ops map[string]string, hists map[string]*crds.History, name string) ([]OperatorVersionRef, error) {
-	var out []OperatorVersionRef
+func (s *Server) droppedIn(ctx context.Context, ops map[string]string, hists map[string]*crds.History, name string) ([]api.OperatorVersionRef, error) {
+	var out []api.OperatorVersionRef
 	for opID, h := range hists {
 		for _, v := range h.Versions() {
 			if !h.At(v, name).Dropped || h.At(h.Previous(v), name).Row == nil {
@@ -194,10 +195,10 @@ func (s *Server) droppedIn(ctx context.Context, ops map[string]string, hists map
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, OperatorVersionRef{Operator: rev.Operator, Version: v})
+			out = append(out, api.OperatorVersionRef{Operator: rev.Operator, Version: v})
 		}
 	}
-	slices.SortFunc(out, func(a, b OperatorVersionRef) int {
+	slices.SortFunc(out, func(a, b api.OperatorVersionRef) int {
 		return cmp.Or(cmp.Compare(a.Operator, b.Operator), cmp.Compare(a.Version, b.Version))
 	})
 	return out, nil

@@ -9,6 +9,8 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // decodeJSON reads one JSON object from the request body into v: the body must be JSON, at most
@@ -37,7 +39,7 @@ func (s *Server) readBody(r *http.Request, limit int64) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return nil, &Error{Status: http.StatusUnsupportedMediaType, Code: CodeUnsupported,
+			return nil, &Error{Status: http.StatusUnsupportedMediaType, Code: api.CodeUnsupported,
 				Message: fmt.Sprintf("Content-Type %q is not JSON: send application/json", ct)}
 		}
 	}
@@ -45,11 +47,11 @@ func (s *Server) readBody(r *http.Request, limit int64) ([]byte, error) {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return nil, &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+			return nil, &Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodeTooLarge,
 				Message: fmt.Sprintf("request body larger than %d bytes", limit),
 				Details: map[string]any{"limit": limit}}
 		}
-		return nil, &Error{Status: http.StatusBadRequest, Code: CodeInvalid, Message: "reading the request body failed", Err: err}
+		return nil, &Error{Status: http.StatusBadRequest, Code: api.CodeInvalid, Message: "reading the request body failed", Err: err}
 	}
 	return body, nil
 }

@@ -3,6 +3,8 @@ package server
 import (
 	"strings"
 	"testing"
+
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 func TestDecodeBody(t *testing.T) {
@@ -22,7 +24,7 @@ func TestDecodeBody(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var req OperatorRequest
+			var req api.OperatorRequest
 			err := decodeBody([]byte(tt.body), &req)
 			if err == nil {
 				t.Fatalf("decodeBody(%q) = nil, want an error", tt.body)
@@ -39,7 +41,7 @@ func TestDecodeBody(t *testing.T) {
 			}
 		})
 	}
-	var ok OperatorRequest
+	var ok api.OperatorRequest
 	if err := decodeBody([]byte(`{"name":"a","namespace":"b","chart":{"repository":"oci://r/x","name":"c"}}`), &ok); err != nil {
 		t.Fatalf("a valid body was refused: %v", err)
 	}
@@ -55,7 +57,7 @@ func FuzzDecodeBody(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, v := range []any{&OperatorRequest{}, &ClusterRequest{}, &ValidateRequest{}, &CRDRequest{}, &ApproveRequest{}} {
+		for _, v := range []any{&api.OperatorRequest{}, &api.ClusterRequest{}, &api.ValidateRequest{}, &api.CRDRequest{}, &api.ApproveRequest{}} {
 			if err := decodeBody(body, v); err != nil {
 				if e := toError(err); e.Status != 400 || e.Message == "" {
 					t.Fatalf("decodeBody(%q) gave %d %q", body, e.Status, e.Message)

@@ -6,10 +6,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/audit"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
-	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 )
@@ -32,12 +32,12 @@ func (s *Server) createDeployment(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(r, min(s.cfg.MaxBodyBytes, request.MaxBody))
+	body, err := s.readBody(r, min(s.cfg.MaxBodyBytes, api.MaxBody))
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	req, err := request.Decode(body)
+	req, err := api.DecodeDeploymentRequest(body)
 	if dryRun == "true" {
 		return s.dryRunDeployment(w, r, req, err)
 	}
@@ -70,7 +70,7 @@ func (s *Server) createDeployment(w http.ResponseWriter, r *http.Request) error 
 // dryRunDeployment answers POST /deployments?dryRun=true: the engine's DryRun validates the
 // request as a real POST does (the same errors) and plans it as the engine would, and the
 // answer is 200 with the plan. Nothing is stored: no deployment, no event, no audit entry.
-func (s *Server) dryRunDeployment(w http.ResponseWriter, r *http.Request, req *request.Request, decodeErr error) error {
+func (s *Server) dryRunDeployment(w http.ResponseWriter, r *http.Request, req *api.DeploymentRequest, decodeErr error) error {
 	if decodeErr != nil {
 		return decodeErr
 	}
@@ -100,7 +100,7 @@ func (s *Server) listDeployments(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx := r.Context()
 	params := &store.DeploymentListParams{Status: store.DeploymentStatus(status), Active: active == "true", Before: p.After, Limit: p.Limit}
-	out := DeploymentList{Items: []Deployment{}}
+	out := api.DeploymentList{Items: []api.Deployment{}}
 	if name := r.URL.Query().Get("operator"); name != "" {
 		op, err := s.store.OperatorGetByName(ctx, name)
 		if errors.Is(err, store.ErrNotFound) {
@@ -154,7 +154,7 @@ func (s *Server) cancelDeployment(w http.ResponseWriter, r *http.Request) error 
 
 // rollbackDeployment asks for a manual rollback (Admin), with an optional reason.
 func (s *Server) rollbackDeployment(w http.ResponseWriter, r *http.Request) error {
-	var req RollbackRequest
+	var req api.RollbackRequest
 	details, err := s.decodeReason(r, &req, &req.Reason)
 	if err != nil {
 		return err
@@ -174,7 +174,7 @@ func (s *Server) switchDeployment(w http.ResponseWriter, r *http.Request) error 
 // pauseDeployment pauses a deployment (Operator, Admin), with an optional reason: the cluster
 // step under way finishes and no new one starts, on any replica, until it is resumed.
 func (s *Server) pauseDeployment(w http.ResponseWriter, r *http.Request) error {
-	var req PauseRequest
+	var req api.PauseRequest
 	details, err := s.decodeReason(r, &req, &req.Reason)
 	if err != nil {
 		return err
@@ -255,20 +255,20 @@ func (s *Server) getRollbackStatus(w http.ResponseWriter, r *http.Request) error
 
 // rollbackStatusOf reads a deployment's rollback: notStarted until one is asked for or begins,
 // inProgress while requested or RollingBack, then rolledBack or failed.
-func rollbackStatusOf(d *store.Deployment, now time.Time) RollbackStatus {
-	out := RollbackStatus{DeploymentID: d.ID, Status: RollbackNotStarted, Reason: d.RollbackReason,
-		StartedAt: d.RollbackStartedAt, FinishedAt: d.RollbackFinishedAt, Clusters: []RollbackCluster{}}
+func rollbackStatusOf(d *store.Deployment, now time.Time) api.RollbackStatus {
+	out := api.RollbackStatus{DeploymentID: d.ID, Status: api.RollbackNotStarted, Reason: d.RollbackReason,
+		StartedAt: d.RollbackStartedAt, FinishedAt: d.RollbackFinishedAt, Clusters: []api.RollbackCluster{}}
 	started := d.RollbackRequested || d.RollbackStartedAt != nil || d.Status == store.DeploymentRollingBack
 	switch {
 	case d.Status == store.DeploymentRolledBack:
-		out.Status = RollbackRolledBack
+		out.Status = api.RollbackRolledBack
 	case started && d.Status == store.DeploymentFailed:
-		out.Status = RollbackFailed
+		out.Status = api.RollbackFailed
 	case started:
 		// Running, or asked of a Completed deployment and not taken up yet.
-		out.Status = RollbackInProgress
+		out.Status = api.RollbackInProgress
 	}
-	if out.Status == RollbackRolledBack && out.FinishedAt == nil {
+	if out.Status == api.RollbackRolledBack && out.FinishedAt == nil {
 		out.FinishedAt = d.FinishedAt
 	}
 	if d.RollbackStartedAt != nil {
@@ -279,11 +279,11 @@ func rollbackStatusOf(d *store.Deployment, now time.Time) RollbackStatus {
 		secs := end.Sub(*d.RollbackStartedAt).Seconds()
 		out.DurationSeconds = &secs
 	}
-	if out.Status == RollbackNotStarted {
+	if out.Status == api.RollbackNotStarted {
 		return out
 	}
 	for _, c := range d.Clusters {
-		out.Clusters = append(out.Clusters, RollbackCluster{ClusterName: c.ClusterName, Status: string(c.Status),
+		out.Clusters = append(out.Clusters, api.RollbackCluster{ClusterName: c.ClusterName, Status: string(c.Status),
 			FromVersion: d.Version, ToVersion: c.PreviousVersion, ToRevision: c.PreviousRevision, Message: c.Message})
 	}
 	return out
@@ -311,14 +311,14 @@ func caller(ctx context.Context) string {
 	return ""
 }
 
-func deploymentOut(d *store.Deployment) Deployment {
-	out := Deployment{
+func deploymentOut(d *store.Deployment) api.Deployment {
+	out := api.Deployment{
 		ID: d.ID, Operator: d.OperatorName, Version: d.Version, Strategy: d.Strategy, Config: d.Config,
-		Values: d.Values, ValuesByEnvironment: d.ValuesByEnvironment, BakeWindow: request.FormatDuration(d.BakeWindow), Status: string(d.Status), Reason: d.Reason,
+		Values: d.Values, ValuesByEnvironment: d.ValuesByEnvironment, BakeWindow: api.FormatDuration(d.BakeWindow), Status: string(d.Status), Reason: d.Reason,
 		RequestedBy: d.RequestedBy, RequestID: d.RequestID, Stage: d.Stage, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
 		StartedAt: d.StartedAt, FinishedAt: d.FinishedAt, CancelRequested: d.CancelRequested,
 		RollbackRequested: d.RollbackRequested, SwitchRequested: d.SwitchRequested, RollbackReason: d.RollbackReason,
-		SwitchedAt: d.SwitchedAt, BlueDeleteAt: d.BlueDeleteAt, Clusters: make([]DeploymentCluster, 0, len(d.Clusters)),
+		SwitchedAt: d.SwitchedAt, BlueDeleteAt: d.BlueDeleteAt, Clusters: make([]api.DeploymentCluster, 0, len(d.Clusters)),
 		Paused: d.PausedAt != nil, PausedAt: d.PausedAt, PausedBy: d.PausedBy, PauseReason: d.PauseReason,
 		StageStartedAt: d.StageStartedAt,
 	}
@@ -326,7 +326,7 @@ func deploymentOut(d *store.Deployment) Deployment {
 		out.Config = []byte("{}")
 	}
 	for _, c := range d.Clusters {
-		out.Clusters = append(out.Clusters, DeploymentCluster{
+		out.Clusters = append(out.Clusters, api.DeploymentCluster{
 			Name: c.ClusterName, Environment: string(c.Environment), Stage: c.Stage, Status: string(c.Status),
 			HelmRevision: c.HelmRevision, PreviousRevision: c.PreviousRevision, PreviousVersion: c.PreviousVersion,
 			Message: c.Message, Namespace: c.Namespace, Release: c.Release, BlueNamespace: c.BlueNamespace,

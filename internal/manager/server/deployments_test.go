@@ -13,9 +13,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
-	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
@@ -107,9 +107,9 @@ var designBodies = map[string]string{
 
 // submitAll registers an operator per strategy and posts the design's body of each; it returns
 // the deployments by strategy.
-func (b *bundle) submitAll(token string) map[string]Deployment {
+func (b *bundle) submitAll(token string) map[string]api.Deployment {
 	b.t.Helper()
-	out := map[string]Deployment{}
+	out := map[string]api.Deployment{}
 	for _, strategy := range []string{"Canary", "BlueGreen", "Rolling", "Direct"} {
 		var req map[string]any
 		if err := json.Unmarshal([]byte(designBodies[strategy]), &req); err != nil {
@@ -122,7 +122,7 @@ func (b *bundle) submitAll(token string) map[string]Deployment {
 		}
 		r := b.do("POST", "/api/v1/deployments", token, designBodies[strategy])
 		expect(b.t, strategy, r, http.StatusAccepted)
-		var d Deployment
+		var d api.Deployment
 		r.json(b.t, &d)
 		out[strategy] = d
 	}
@@ -173,7 +173,7 @@ func testDeployments(t *testing.T, engine string) {
 			t.Errorf("%s: clusters %v, want %v", strategy, names, want)
 		}
 		// GET answers the same deployment.
-		var got Deployment
+		var got api.Deployment
 		r := b.do("GET", "/api/v1/deployments/"+d.ID, b.viewer(), nil)
 		expect(t, "get "+strategy, r, http.StatusOK)
 		r.json(t, &got)
@@ -215,7 +215,7 @@ func testDeployments(t *testing.T, engine string) {
 		{"empty body", ``, ""},
 	} {
 		e := expectInvalid(t, tc.name, b.do("POST", "/api/v1/deployments", olga, tc.body), tc.field)
-		if e.Code != CodeInvalid {
+		if e.Code != api.CodeInvalid {
 			t.Errorf("%s: code %q", tc.name, e.Code)
 		}
 	}
@@ -226,14 +226,14 @@ func testDeployments(t *testing.T, engine string) {
 	// One active deployment per operator and cluster: 409 naming the cluster and the deployment.
 	r := b.do("POST", "/api/v1/deployments", olga, `{"operator": "direct-op", "version": "1.13.0", "clusters": ["dev-2"], "strategy": "Direct"}`)
 	expect(t, "second active deployment", r, http.StatusConflict)
-	if e := r.apiError(t); e.Code != CodeConflict || !strings.Contains(e.Message, `"dev-2"`) || !strings.Contains(e.Message, deps["Direct"].ID) {
+	if e := r.apiError(t); e.Code != api.CodeConflict || !strings.Contains(e.Message, `"dev-2"`) || !strings.Contains(e.Message, deps["Direct"].ID) {
 		t.Fatalf("conflict: %s", r.body)
 	}
 	// Another cluster of the same operator is free; the request's bakeWindow is the deployment's.
 	other := b.do("POST", "/api/v1/deployments", olga,
 		`{"operator": "direct-op", "version": "1.13.0", "clusters": ["prod-1"], "strategy": "Direct", "bakeWindow": "PT5M"}`)
 	expect(t, "same operator, another cluster", other, http.StatusAccepted)
-	var baked Deployment
+	var baked api.Deployment
 	other.json(t, &baked)
 	if baked.BakeWindow != "PT5M" {
 		t.Errorf("bakeWindow %q, want the request's PT5M", baked.BakeWindow)
@@ -291,7 +291,7 @@ func testDeployments(t *testing.T, engine string) {
 	}
 
 	// Cancel: 202 and cancelRequested; a finished deployment has nothing to cancel.
-	var d Deployment
+	var d api.Deployment
 	r = b.do("DELETE", "/api/v1/deployments/"+deps["Rolling"].ID, olga, nil)
 	expect(t, "cancel", r, http.StatusAccepted)
 	if r.json(t, &d); !d.CancelRequested || d.ID != deps["Rolling"].ID {
@@ -300,25 +300,25 @@ func testDeployments(t *testing.T, engine string) {
 	b.setStatus(deps["Direct"].ID, store.DeploymentCompleted, nil)
 	r = b.do("DELETE", "/api/v1/deployments/"+deps["Direct"].ID, olga, nil)
 	expect(t, "cancel a finished deployment", r, http.StatusConflict)
-	if e := r.apiError(t); e.Code != CodeConflict || !strings.Contains(e.Message, "Completed") {
+	if e := r.apiError(t); e.Code != api.CodeConflict || !strings.Contains(e.Message, "Completed") {
 		t.Fatalf("cancel finished: %s", r.body)
 	}
 
 	// Rollback: Admin only, 202, once; rollback-status follows it.
 	rs := b.rollbackStatus(t, canary.ID)
-	if rs.Status != RollbackNotStarted || len(rs.Clusters) != 0 || rs.DeploymentID != canary.ID {
+	if rs.Status != api.RollbackNotStarted || len(rs.Clusters) != 0 || rs.DeploymentID != canary.ID {
 		t.Fatalf("before rollback: %+v", rs)
 	}
 	expect(t, "rollback as Operator", b.do("POST", "/api/v1/deployments/"+canary.ID+"/rollback", olga, nil), http.StatusForbidden)
 	expectInvalid(t, "rollback unknown field", b.do("POST", "/api/v1/deployments/"+canary.ID+"/rollback", admin, `{"why": "x"}`), "why")
-	r = b.do("POST", "/api/v1/deployments/"+canary.ID+"/rollback", admin, RollbackRequest{Reason: "errors in prod"})
+	r = b.do("POST", "/api/v1/deployments/"+canary.ID+"/rollback", admin, api.RollbackRequest{Reason: "errors in prod"})
 	expect(t, "rollback", r, http.StatusAccepted)
 	if r.json(t, &d); !d.RollbackRequested || !strings.Contains(d.RollbackReason, "errors in prod") {
 		t.Fatalf("rollback: %+v", d)
 	}
 	expect(t, "second rollback", b.do("POST", "/api/v1/deployments/"+canary.ID+"/rollback", admin, nil), http.StatusConflict)
 	rs = b.rollbackStatus(t, canary.ID)
-	if rs.Status != RollbackInProgress || !strings.Contains(rs.Reason, "alice") || len(rs.Clusters) != 4 {
+	if rs.Status != api.RollbackInProgress || !strings.Contains(rs.Reason, "alice") || len(rs.Clusters) != 4 {
 		t.Fatalf("rollback requested: %+v", rs)
 	}
 	// As the engine ends it: rolled back, with each cluster's way back.
@@ -331,7 +331,7 @@ func testDeployments(t *testing.T, engine string) {
 		}
 	})
 	rs = b.rollbackStatus(t, canary.ID)
-	if rs.Status != RollbackRolledBack || rs.DurationSeconds == nil || *rs.DurationSeconds != 9 || len(rs.Clusters) != 4 {
+	if rs.Status != api.RollbackRolledBack || rs.DurationSeconds == nil || *rs.DurationSeconds != 9 || len(rs.Clusters) != 4 {
 		t.Fatalf("rolled back: %+v", rs)
 	}
 	for _, c := range rs.Clusters {
@@ -354,7 +354,7 @@ func testDeployments(t *testing.T, engine string) {
 	expect(t, "second switch", b.do("POST", "/api/v1/deployments/"+deps["BlueGreen"].ID+"/switch", olga, nil), http.StatusConflict)
 
 	// Every request is in the audit log.
-	var audit AuditList
+	var audit api.AuditList
 	b.do("GET", "/api/v1/audit?targetKind=deployment&limit=1000", admin, nil).json(t, &audit)
 	count := map[string]int{}
 	for _, e := range audit.Items {
@@ -368,20 +368,20 @@ func testDeployments(t *testing.T, engine string) {
 	}
 }
 
-func (b *bundle) listDeployments(t *testing.T, query string) DeploymentList {
+func (b *bundle) listDeployments(t *testing.T, query string) api.DeploymentList {
 	t.Helper()
 	r := b.do("GET", "/api/v1/deployments"+query, b.viewer(), nil)
 	expect(t, "list "+query, r, http.StatusOK)
-	var l DeploymentList
+	var l api.DeploymentList
 	r.json(t, &l)
 	return l
 }
 
-func (b *bundle) rollbackStatus(t *testing.T, id string) RollbackStatus {
+func (b *bundle) rollbackStatus(t *testing.T, id string) api.RollbackStatus {
 	t.Helper()
 	r := b.do("GET", "/api/v1/deployments/"+id+"/rollback-status", b.viewer(), nil)
 	expect(t, "rollback-status", r, http.StatusOK)
-	var rs RollbackStatus
+	var rs api.RollbackStatus
 	r.json(t, &rs)
 	return rs
 }
@@ -389,7 +389,7 @@ func (b *bundle) rollbackStatus(t *testing.T, id string) RollbackStatus {
 // configEqual compares two strategy configs by their settings.
 func configEqual(t *testing.T, strategy string, a, b json.RawMessage) bool {
 	t.Helper()
-	ra, rb := &request.Request{Strategy: request.Strategy(strategy)}, &request.Request{Strategy: request.Strategy(strategy)}
+	ra, rb := &api.DeploymentRequest{Strategy: api.Strategy(strategy)}, &api.DeploymentRequest{Strategy: api.Strategy(strategy)}
 	if err := ra.SetConfigJSON(a); err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +422,7 @@ func TestDeploymentRateLimit(t *testing.T) {
 		}
 		r := b.do("POST", "/api/v1/deployments", olga, "{}")
 		expect(t, "11th request", r, http.StatusTooManyRequests)
-		if e := r.apiError(t); e.Code != CodeRateLimited || r.header.Get("Retry-After") == "" {
+		if e := r.apiError(t); e.Code != api.CodeRateLimited || r.header.Get("Retry-After") == "" {
 			t.Fatalf("429: %s", r.body)
 		}
 		expect(t, "another user", b.do("POST", "/api/v1/deployments", otto, "{}"), http.StatusBadRequest)

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/approvals"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
-	rolloutengine "github.com/slipway-dev/slipway/internal/manager/rollout/engine"
 )
 
 // TestDeploymentDryRun: POST /deployments?dryRun=true against real clusters and a real chart
@@ -24,7 +24,7 @@ func testDeploymentDryRun(t *testing.T, engine, repoURL string) {
 	b := setup(t, engine)
 	f := fleet(t)
 	admin, olga := b.admin(), b.token("olga", auth.Operator)
-	for _, c := range []ClusterRequest{
+	for _, c := range []api.ClusterRequest{
 		{Name: "dry-dev-1", Environment: "Dev", Kubeconfig: string(f.Servers[1].Kubeconfig)},
 		{Name: "dry-dev-2", Environment: "Dev", Kubeconfig: string(f.Servers[2].Kubeconfig)},
 		{Name: "dry-stage", Environment: "Staging", Kubeconfig: string(f.Servers[1].Kubeconfig)},
@@ -32,15 +32,15 @@ func testDeploymentDryRun(t *testing.T, engine, repoURL string) {
 	} {
 		expect(t, "register "+c.Name, b.do("POST", "/api/v1/clusters", admin, c), http.StatusCreated)
 	}
-	expect(t, "register the operator", b.do("POST", "/api/v1/operators", olga, OperatorRequest{Name: "dry-widgets",
-		Namespace: "dry-widgets", Chart: ChartRef{Repository: repoURL, Name: "widget-operator"}}), http.StatusCreated)
+	expect(t, "register the operator", b.do("POST", "/api/v1/operators", olga, api.OperatorRequest{Name: "dry-widgets",
+		Namespace: "dry-widgets", Chart: api.ChartRef{Repository: repoURL, Name: "widget-operator"}}), http.StatusCreated)
 	const body = `{"operator": "dry-widgets", "version": "1.1.0", "environments": ["Dev", "Staging", "Production"],
  "strategy": "Canary", "canaryConfig": {"initialPercentage": 10, "incrementPercentage": 20, "evaluationPeriod": "PT5M", "successThreshold": 95}}`
 
 	before := b.stored(t)
 	r := b.do("POST", "/api/v1/deployments?dryRun=true", olga, body)
 	expect(t, "dry run", r, http.StatusOK)
-	var plan rolloutengine.DryRun
+	var plan api.DryRun
 	r.json(t, &plan)
 	if after := b.stored(t); after != before {
 		t.Fatalf("the dry run stored something: %+v, then %+v", before, after)
@@ -53,14 +53,14 @@ func testDeploymentDryRun(t *testing.T, engine, repoURL string) {
 			t.Errorf("cluster %+v", c)
 		}
 	}
-	if !slices.ContainsFunc(plan.Approvals, func(a rolloutengine.DryRunApproval) bool { return a.Kind == approvals.KindProduction }) {
+	if !slices.ContainsFunc(plan.Approvals, func(a api.DryRunApproval) bool { return a.Kind == approvals.KindProduction }) {
 		t.Errorf("approvals %+v: want a production approval", plan.Approvals)
 	}
 
 	// The real POST: the stages the dry run showed.
 	r = b.do("POST", "/api/v1/deployments", olga, body)
 	expect(t, "deploy", r, http.StatusAccepted)
-	var d Deployment
+	var d api.Deployment
 	r.json(t, &d)
 	last := 0
 	for _, c := range d.Clusters {
@@ -114,11 +114,11 @@ func (b *bundle) stored(t *testing.T) storedRows {
 	list := b.listDeployments(t, "?limit=1000")
 	out.deployments = len(list.Items)
 	for _, d := range list.Items {
-		var evs DeploymentEventList
+		var evs api.DeploymentEventList
 		b.do("GET", "/api/v1/deployments/"+d.ID+"/events?limit=1000", b.viewer(), nil).json(t, &evs)
 		out.events += len(evs.Items)
 	}
-	var audit AuditList
+	var audit api.AuditList
 	b.do("GET", "/api/v1/audit?limit=1000", b.admin(), nil).json(t, &audit)
 	out.audit = len(audit.Items)
 	return out

@@ -9,14 +9,15 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 )
 
-// Error is the API's one error shape: {"code","message","details"}. Handlers return it (or any
-// error, which writeError maps); only Message and Details reach the client.
+// Error is a refusal with its status: handlers return it (or any error, which writeError maps);
+// only Code, Message and Details reach the client, as the API's one error body (api.Error).
 type Error struct {
 	Status  int            `json:"-"`
 	Code    string         `json:"code"`
@@ -37,33 +38,23 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Error codes.
-const (
-	CodeInvalid         = "InvalidArgument"
-	CodeNotFound        = "NotFound"
-	CodeAlreadyExists   = "AlreadyExists"
-	CodeConflict        = "Conflict"
-	CodeUnauthenticated = "Unauthenticated"
-	CodeForbidden       = "Forbidden"
-	CodeRateLimited     = "RateLimited"
-	CodeTooLarge        = "RequestTooLarge"
-	CodeUnsupported     = "UnsupportedMediaType"
-	CodeUnavailable     = "Unavailable"
-	CodeInternal        = "Internal"
-)
+// body is what the client gets of e.
+func (e *Error) body() api.Error {
+	return api.Error{Code: e.Code, Message: e.Message, Details: e.Details}
+}
 
 func errInvalid(field, format string, args ...any) *Error {
-	return &Error{Status: http.StatusBadRequest, Code: CodeInvalid, Message: fieldMessage(field, fmt.Sprintf(format, args...)),
+	return &Error{Status: http.StatusBadRequest, Code: api.CodeInvalid, Message: fieldMessage(field, fmt.Sprintf(format, args...)),
 		Details: map[string]any{"field": field}}
 }
 
 func errNotFound(kind, name string) *Error {
-	return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: fmt.Sprintf("%s %q not found", kind, name),
+	return &Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: fmt.Sprintf("%s %q not found", kind, name),
 		Details: map[string]any{"kind": kind, "name": name}}
 }
 
 func errAlreadyExists(kind, name string) *Error {
-	return &Error{Status: http.StatusConflict, Code: CodeAlreadyExists, Message: fmt.Sprintf("%s %q already exists", kind, name),
+	return &Error{Status: http.StatusConflict, Code: api.CodeAlreadyExists, Message: fmt.Sprintf("%s %q already exists", kind, name),
 		Details: map[string]any{"kind": kind, "name": name}}
 }
 
@@ -86,25 +77,25 @@ func toError(err error) *Error {
 		if e.Reason != "" {
 			details["reason"] = e.Reason
 		}
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalid, Message: e.Error(), Details: details, Err: err}
+		return &Error{Status: http.StatusBadRequest, Code: api.CodeInvalid, Message: e.Error(), Details: details, Err: err}
 	}
 	var tokErr *auth.TokenError
 	switch {
 	case errors.Is(err, auth.ErrNoToken), errors.As(err, &tokErr):
-		return &Error{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: err.Error(), Err: err}
+		return &Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthenticated, Message: err.Error(), Err: err}
 	case errors.Is(err, store.ErrNotFound):
-		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "not found", Err: err}
+		return &Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: "not found", Err: err}
 	case errors.Is(err, store.ErrAlreadyExists):
-		return &Error{Status: http.StatusConflict, Code: CodeAlreadyExists, Message: "already exists", Err: err}
+		return &Error{Status: http.StatusConflict, Code: api.CodeAlreadyExists, Message: "already exists", Err: err}
 	case errors.Is(err, store.ErrConflict):
 		// The state refused the request (a finished deployment, a decided approval): the message
 		// says which state, for people; the store's sentinel suffix is dropped.
 		msg := strings.TrimSuffix(err.Error(), ": "+store.ErrConflict.Error())
-		return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: msg, Err: err}
+		return &Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: msg, Err: err}
 	case errors.Is(err, context.DeadlineExceeded):
-		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the request timed out", Err: err}
+		return &Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable, Message: "the request timed out", Err: err}
 	}
-	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", Err: err}
+	return &Error{Status: http.StatusInternalServerError, Code: api.CodeInternal, Message: "internal error", Err: err}
 }
 
 // writeError writes err in the one shape; a 5xx is logged with its cause and answered with the
@@ -130,7 +121,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", fmt.Sprint(e.RetryAfter))
 	}
-	writeJSON(ctx, s.log, w, e.Status, e)
+	writeJSON(ctx, s.log, w, e.Status, e.body())
 }
 
 func writeJSON(ctx context.Context, log *slog.Logger, w http.ResponseWriter, status int, v any) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
@@ -54,7 +55,7 @@ func (s *Server) listDeploymentEvents(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	out := DeploymentEventList{Items: make([]DeploymentEvent, 0, len(events))}
+	out := api.DeploymentEventList{Items: make([]api.DeploymentEvent, 0, len(events))}
 	for _, e := range events {
 		out.Items = append(out.Items, eventOut(e))
 	}
@@ -153,7 +154,7 @@ func (s *Server) streamDeploymentEvents(w http.ResponseWriter, r *http.Request) 
 				}
 				settled := now.Sub(terminalSeen) >= endGrace || (cur.FinishedAt != nil && now.Sub(*cur.FinishedAt) >= endGrace)
 				if settled {
-					data, _ := json.Marshal(StreamEnd{DeploymentID: cur.ID, Status: string(cur.Status), Reason: cur.Reason})
+					data, _ := json.Marshal(api.StreamEnd{DeploymentID: cur.ID, Status: string(cur.Status), Reason: cur.Reason})
 					st.printf("event: end\ndata: %s\n\n", data)
 					st.flush()
 					s.log.DebugContext(ctx, "server: Event stream ended", "status", string(cur.Status))
@@ -242,7 +243,7 @@ func clipValue(v string) string {
 	return v
 }
 
-func eventOut(e *store.DeploymentEvent) DeploymentEvent {
-	return DeploymentEvent{ID: e.ID, DeploymentID: e.DeploymentID, Time: e.At, Type: e.Type, Cluster: e.Cluster,
+func eventOut(e *store.DeploymentEvent) api.DeploymentEvent {
+	return api.DeploymentEvent{ID: e.ID, DeploymentID: e.DeploymentID, Time: e.At, Type: e.Type, Cluster: e.Cluster,
 		Message: e.Message, Details: e.Details}
 }

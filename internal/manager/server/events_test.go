@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
@@ -98,7 +99,7 @@ func (s *sseStream) block() (sseBlock, error) {
 }
 
 // next reads the next event, skipping heartbeats and the retry field; it counts the heartbeats.
-func (s *sseStream) next(heartbeats *int) (sseBlock, DeploymentEvent) {
+func (s *sseStream) next(heartbeats *int) (sseBlock, api.DeploymentEvent) {
 	s.t.Helper()
 	for {
 		b, err := s.block()
@@ -111,7 +112,7 @@ func (s *sseStream) next(heartbeats *int) (sseBlock, DeploymentEvent) {
 			}
 			continue
 		}
-		var ev DeploymentEvent
+		var ev api.DeploymentEvent
 		if b.event != "end" {
 			if err := json.Unmarshal([]byte(b.data), &ev); err != nil {
 				s.t.Fatalf("event data %q: %v", b.data, err)
@@ -128,7 +129,7 @@ func (s *sseStream) next(heartbeats *int) (sseBlock, DeploymentEvent) {
 func (s *sseStream) expectEnd(status store.DeploymentStatus) {
 	s.t.Helper()
 	b, _ := s.next(nil)
-	var end StreamEnd
+	var end api.StreamEnd
 	if b.event != "end" || json.Unmarshal([]byte(b.data), &end) != nil || end.Status != string(status) {
 		s.t.Fatalf("want the end event with %s, got %+v", status, b)
 	}
@@ -148,13 +149,13 @@ func (b *bundle) addEvent(id, typ, cluster, msg string) *store.DeploymentEvent {
 }
 
 // submitDirect posts a Direct deployment of a new operator to dev-1.
-func (b *bundle) submitDirect(operator string) Deployment {
+func (b *bundle) submitDirect(operator string) api.Deployment {
 	b.t.Helper()
 	b.addOperator(operator, operator+"-system", "1.0.0")
 	r := b.do("POST", "/api/v1/deployments", b.token("olga", auth.Operator),
 		fmt.Sprintf(`{"operator": %q, "version": "1.0.0", "clusters": ["dev-1"], "strategy": "Direct"}`, operator))
 	expect(b.t, "submit "+operator, r, http.StatusAccepted)
-	var d Deployment
+	var d api.Deployment
 	r.json(b.t, &d)
 	return d
 }
@@ -173,7 +174,7 @@ func testDeploymentEvents(t *testing.T, engine string) {
 	e2 := b.addEvent(d.ID, "cluster.installing", "dev-1", "installing 1.0.0")
 
 	// The JSON list: the engine's "created" first, then ours, oldest first; after and paging.
-	var list DeploymentEventList
+	var list api.DeploymentEventList
 	r := b.do("GET", path, viewer, nil)
 	expect(t, "events", r, http.StatusOK)
 	r.json(t, &list)

@@ -9,57 +9,11 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	rolloutengine "github.com/slipway-dev/slipway/internal/manager/rollout/engine"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
-
-// FleetOperator is an operator in the fleet view.
-type FleetOperator struct {
-	Name          string   `json:"name"`
-	Namespace     string   `json:"namespace"`
-	LatestVersion string   `json:"latestVersion,omitempty" description:"the newest version that can be deployed"`
-	Versions      []string `json:"versions" description:"the versions that can be deployed, newest first"`
-}
-
-// FleetCluster is a cluster in the fleet view.
-type FleetCluster struct {
-	Name              string     `json:"name"`
-	Environment       string     `json:"environment"`
-	Health            string     `json:"health" description:"the cluster's own health: Unknown, Healthy or Unhealthy"`
-	HealthReason      string     `json:"healthReason,omitempty"`
-	KubernetesVersion string     `json:"kubernetesVersion"`
-	LastChecked       *time.Time `json:"lastChecked,omitempty"`
-}
-
-// FleetCell is one operator on one cluster: the version the manager deployed there and its health.
-type FleetCell struct {
-	Operator      string     `json:"operator"`
-	Cluster       string     `json:"cluster"`
-	Environment   string     `json:"environment"`
-	Version       string     `json:"version"`
-	LatestVersion string     `json:"latestVersion"`
-	Drift         string     `json:"drift" enum:"current,behind" description:"behind: an older version than the operator's latest runs here"`
-	Health        string     `json:"health" enum:"Healthy,Degraded,Unhealthy,Unknown" description:"the operator's last health check here; Unknown before the first"`
-	HealthReason  string     `json:"healthReason,omitempty" description:"what is not healthy (the parts of the check that failed)"`
-	DeploymentID  string     `json:"deploymentId" description:"the deployment that put this version here"`
-	HelmRevision  int        `json:"helmRevision"`
-	CheckedAt     *time.Time `json:"checkedAt,omitempty"`
-	// OnUnhealthy is what failed checks here do now: roll the deployment back (while it is in its
-	// bake window, until RollbackUntil) or alert only (why in AlertReason).
-	OnUnhealthy   string     `json:"onUnhealthy" enum:"rollback,alert" description:"what failed health checks here do now: rollback (the deployment is within its bake window) or alert (operator.unhealthy, no rollback)"`
-	RollbackUntil *time.Time `json:"rollbackUntil,omitempty" description:"the end of the deployment's bake window: until then failed checks roll it back"`
-	AlertReason   string     `json:"alertReason,omitempty" description:"why failed checks here are an alert, not a rollback"`
-}
-
-// Fleet is GET /api/v1/fleet: operators × clusters.
-type Fleet struct {
-	Operators []FleetOperator `json:"operators"`
-	// Clusters are ordered by environment (Dev, Staging, Production), then name.
-	Clusters []FleetCluster `json:"clusters"`
-	// Cells exist only where an operator runs on a cluster, ordered like operators, then clusters.
-	Cells []FleetCell `json:"cells"`
-}
 
 // getFleet answers the whole grid from four reads (operators with their versions, clusters, the
 // live releases, the latest health checks), whatever its size: no query per cell.
@@ -85,15 +39,15 @@ func (s *Server) getFleet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := Fleet{Operators: ops, Clusters: clusters, Cells: fleetCells(lives, checks, latest, clusters, s.now())}
+	out := api.Fleet{Operators: ops, Clusters: clusters, Cells: fleetCells(lives, checks, latest, clusters, s.now())}
 	writeJSON(ctx, s.log, w, http.StatusOK, out)
 	return nil
 }
 
 // fleetOperators lists every operator with its deployable versions (one query for all versions
 // of a page of operators), and each operator's latest version by name.
-func (s *Server) fleetOperators(ctx context.Context) ([]FleetOperator, map[string]string, error) {
-	out := []FleetOperator{}
+func (s *Server) fleetOperators(ctx context.Context) ([]api.FleetOperator, map[string]string, error) {
+	out := []api.FleetOperator{}
 	latest := map[string]string{}
 	after := ""
 	for {
@@ -111,7 +65,7 @@ func (s *Server) fleetOperators(ctx context.Context) ([]FleetOperator, map[strin
 		}
 		for _, op := range page {
 			o := operatorOut(op, versions[op.ID])
-			fo := FleetOperator{Name: op.Name, Namespace: op.Namespace, Versions: o.Versions}
+			fo := api.FleetOperator{Name: op.Name, Namespace: op.Namespace, Versions: o.Versions}
 			if len(o.Versions) > 0 {
 				fo.LatestVersion = o.Versions[0]
 			}
@@ -126,8 +80,8 @@ func (s *Server) fleetOperators(ctx context.Context) ([]FleetOperator, map[strin
 }
 
 // fleetClusters lists the clusters (of env when it is set) by environment, then name.
-func (s *Server) fleetClusters(ctx context.Context, env store.Environment) ([]FleetCluster, error) {
-	out := []FleetCluster{}
+func (s *Server) fleetClusters(ctx context.Context, env store.Environment) ([]api.FleetCluster, error) {
+	out := []api.FleetCluster{}
 	after := ""
 	for {
 		page, err := s.store.ClusterList(ctx, &store.ClusterListParams{Environment: env, After: after, Limit: store.MaxLimit})
@@ -135,7 +89,7 @@ func (s *Server) fleetClusters(ctx context.Context, env store.Environment) ([]Fl
 			return nil, err
 		}
 		for _, c := range page {
-			out = append(out, FleetCluster{Name: c.Name, Environment: string(c.Environment), Health: string(c.Health),
+			out = append(out, api.FleetCluster{Name: c.Name, Environment: string(c.Environment), Health: string(c.Health),
 				HealthReason: c.HealthReason, KubernetesVersion: c.KubernetesVersion, LastChecked: c.HealthCheckedAt})
 		}
 		if len(page) < store.MaxLimit {
@@ -143,7 +97,7 @@ func (s *Server) fleetClusters(ctx context.Context, env store.Environment) ([]Fl
 		}
 		after = page[len(page)-1].Name
 	}
-	slices.SortStableFunc(out, func(a, b FleetCluster) int {
+	slices.SortStableFunc(out, func(a, b api.FleetCluster) int {
 		return cmp.Or(cmp.Compare(environmentRank(a.Environment), environmentRank(b.Environment)), cmp.Compare(a.Name, b.Name))
 	})
 	return out, nil
@@ -155,7 +109,7 @@ func environmentRank(env string) int {
 
 // fleetCells joins the live releases of the listed operators on the listed clusters with the
 // latest health checks.
-func fleetCells(lives []*store.LiveRelease, checks []*store.OperatorHealth, latest map[string]string, clusters []FleetCluster, now time.Time) []FleetCell {
+func fleetCells(lives []*store.LiveRelease, checks []*store.OperatorHealth, latest map[string]string, clusters []api.FleetCluster, now time.Time) []api.FleetCell {
 	type key struct{ op, cluster string }
 	byKey := make(map[key]*store.OperatorHealth, len(checks))
 	for _, c := range checks {
@@ -165,13 +119,13 @@ func fleetCells(lives []*store.LiveRelease, checks []*store.OperatorHealth, late
 	for i, c := range clusters {
 		rank[c.Name] = i
 	}
-	cells := make([]FleetCell, 0, len(lives))
+	cells := make([]api.FleetCell, 0, len(lives))
 	for _, l := range lives {
 		newest, listed := latest[l.OperatorName]
 		if _, ok := rank[l.ClusterName]; !ok || !listed {
 			continue // a deleted operator, or a cluster gone or filtered out
 		}
-		cell := FleetCell{Operator: l.OperatorName, Cluster: l.ClusterName, Environment: string(l.Environment), Version: l.Version,
+		cell := api.FleetCell{Operator: l.OperatorName, Cluster: l.ClusterName, Environment: string(l.Environment), Version: l.Version,
 			LatestVersion: newest, Drift: drift(l.Version, newest), Health: string(healthUnknown), DeploymentID: l.DeploymentID,
 			HelmRevision: l.HelmRevision, OnUnhealthy: "rollback"}
 		if until, why := rolloutengine.RollbackScope(l, now); why != "" {
@@ -188,7 +142,7 @@ func fleetCells(lives []*store.LiveRelease, checks []*store.OperatorHealth, late
 		}
 		cells = append(cells, cell)
 	}
-	slices.SortStableFunc(cells, func(a, b FleetCell) int {
+	slices.SortStableFunc(cells, func(a, b api.FleetCell) int {
 		return cmp.Or(cmp.Compare(a.Operator, b.Operator), cmp.Compare(rank[a.Cluster], rank[b.Cluster]))
 	})
 	return cells

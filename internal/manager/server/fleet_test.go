@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
 	"github.com/slipway-dev/slipway/internal/manager/health"
@@ -80,7 +81,7 @@ func seedHealth(tb testing.TB, st store.Executor, op, cluster, deployment string
 	}
 }
 
-func cellKeys(cells []FleetCell) string {
+func cellKeys(cells []api.FleetCell) string {
 	var out []string
 	for _, c := range cells {
 		out = append(out, c.Operator+"@"+c.Cluster)
@@ -111,7 +112,7 @@ func testFleet(t *testing.T, engine string) {
 	seedHealth(t, b.store, "widgets", "dev-a", current, health.Healthy, "")
 	seedHealth(t, b.store, "widgets", "prod-1", old, health.Unhealthy, "0 of 1 controller pods ready: CrashLoopBackOff")
 
-	var f Fleet
+	var f api.Fleet
 	r := b.do("GET", "/api/v1/fleet", b.viewer(), nil)
 	expect(t, "fleet", r, http.StatusOK)
 	r.json(t, &f)
@@ -153,7 +154,7 @@ func testFleet(t *testing.T, engine string) {
 	}
 
 	r = b.do("GET", "/api/v1/fleet?environment=Production", b.viewer(), nil)
-	f = Fleet{}
+	f = api.Fleet{}
 	if r.json(t, &f); len(f.Clusters) != 1 || f.Clusters[0].Name != "prod-1" || cellKeys(f.Cells) != "widgets@prod-1" || len(f.Operators) != 3 {
 		t.Fatalf("Production only: %s", r.body)
 	}
@@ -206,7 +207,7 @@ func BenchmarkFleet(b *testing.B) {
 					b.Fatalf("fleet: %d %s: %v", resp.StatusCode, resp.Header.Get("Content-Encoding"), err)
 				}
 				plain.r, plain.n = zr, 0
-				var f Fleet
+				var f api.Fleet
 				if err := json.NewDecoder(&plain).Decode(&f); err != nil {
 					b.Fatal(err)
 				}

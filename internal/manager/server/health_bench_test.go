@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/store/pgstore"
@@ -34,7 +35,7 @@ func BenchmarkClusterHealthRefresh(b *testing.B) {
 	for _, engine := range engines {
 		b.Run(engine, func(b *testing.B) {
 			url, client, token := benchServer(b, engine)
-			get := func() (time.Duration, ClusterHealth) {
+			get := func() (time.Duration, api.ClusterHealth) {
 				req, err := http.NewRequest(http.MethodGet, url+"/api/v1/clusters/bench-1/health?refresh=true", nil)
 				if err != nil {
 					b.Fatal(err)
@@ -48,7 +49,7 @@ func BenchmarkClusterHealthRefresh(b *testing.B) {
 				body, err := io.ReadAll(resp.Body)
 				_ = resp.Body.Close()
 				took := time.Since(start)
-				var h ClusterHealth
+				var h api.ClusterHealth
 				if err != nil || resp.StatusCode != http.StatusOK || json.Unmarshal(body, &h) != nil || h.Health != string(store.HealthHealthy) {
 					b.Fatalf("refresh: %d %s (%v)", resp.StatusCode, body, err)
 				}
@@ -98,7 +99,7 @@ func benchServer(b *testing.B, engine string) (string, *http.Client, string) {
 		}
 		return tok
 	}
-	body, err := json.Marshal(ClusterRequest{Name: "bench-1", Environment: "Dev", Kubeconfig: string(fleet(b).Servers[0].Kubeconfig)})
+	body, err := json.Marshal(api.ClusterRequest{Name: "bench-1", Environment: "Dev", Kubeconfig: string(fleet(b).Servers[0].Kubeconfig)})
 	if err != nil {
 		b.Fatal(err)
 	}

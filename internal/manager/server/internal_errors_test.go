@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
 	"github.com/slipway-dev/slipway/internal/manager/store/pgtest"
@@ -98,7 +99,7 @@ func testInternalErrors(t *testing.T, engine string) {
 		r := b.do(req.method, req.path, req.token, req.body, "X-Request-Id", id)
 		expect(t, req.what+" with the database stopped", r, http.StatusInternalServerError)
 		e := r.apiError(t)
-		if e.Code != CodeInternal || e.Message != "internal error" || e.Details["requestId"] != id || len(e.Details) != 1 {
+		if e.Code != api.CodeInternal || e.Message != "internal error" || e.Details["requestId"] != id || len(e.Details) != 1 {
 			t.Errorf("%s: %s, want code Internal, message \"internal error\" and details with only the request id %s", req.what, r.body, id)
 		}
 		if r.header.Get("X-Request-Id") != id {
@@ -131,7 +132,7 @@ func testInternalErrors(t *testing.T, engine string) {
 	id := "internal-" + engine + "-health"
 	r = b.do("GET", "/health", "", nil, "X-Request-Id", id)
 	expect(t, "health with the database stopped", r, http.StatusServiceUnavailable)
-	var h HealthResponse
+	var h api.HealthResponse
 	r.json(t, &h)
 	if h.Status != "degraded" || h.Database != "unreachable" || h.Engine != engine {
 		t.Errorf("health: %s, want degraded with the database unreachable", r.body)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/approvals"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/designtest"
@@ -36,7 +37,7 @@ func testDeploymentLogsCallerIsUserID(t *testing.T, engine string) {
 	olga, bert, otto := b.token("olga", auth.Operator), b.token("bert", auth.Operator), b.token("otto", auth.Admin)
 	r := b.do("POST", "/api/v1/deployments", olga, `{"operator": "logs-op", "version": "1.14.0", "environments": ["Production"], "strategy": "Direct"}`)
 	expect(t, "create", r, http.StatusAccepted)
-	var d Deployment
+	var d api.Deployment
 	r.json(t, &d)
 	path := "/api/v1/deployments/" + d.ID
 	a := b.addApproval(d.ID, approvals.KindProduction, approvals.RoleAdmin, 1, time.Now().Add(time.Hour))

@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 )
@@ -140,14 +141,14 @@ func (s *Server) wrap(rt route) http.Handler {
 			}
 			if !rt.AnyCaller && !id.Has(rt.Roles...) {
 				s.audit.Denied(r.Context(), rt.Action, rt.Pattern, r.URL.Path)
-				s.writeError(w, r, &Error{Status: http.StatusForbidden, Code: CodeForbidden,
+				s.writeError(w, r, &Error{Status: http.StatusForbidden, Code: api.CodeForbidden,
 					Message: fmt.Sprintf("%s needs one of the roles %v; %s has %v", label, rt.Roles, id.Subject, id.Roles)})
 				return
 			}
 			if ok, retry := s.limiter.Allow(id.Subject, label); !ok {
 				telemetry.RateLimited(rt.Pattern)
 				secs := int((retry + time.Second - 1) / time.Second)
-				s.writeError(w, r, &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, RetryAfter: secs,
+				s.writeError(w, r, &Error{Status: http.StatusTooManyRequests, Code: api.CodeRateLimited, RetryAfter: secs,
 					Message: fmt.Sprintf("rate limit for %s exceeded: retry in %d s", label, secs),
 					Details: map[string]any{"retryAfterSeconds": secs}})
 				return
@@ -198,7 +199,7 @@ func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, h http.Handle
 	case probe.status >= 300 && probe.status < 400:
 		http.Redirect(w, r, probe.header.Get("Location"), probe.status)
 	default:
-		s.writeError(w, r, &Error{Status: http.StatusNotFound, Code: CodeNotFound,
+		s.writeError(w, r, &Error{Status: http.StatusNotFound, Code: api.CodeNotFound,
 			Message: "no route " + r.Method + " " + r.URL.Path + " (see /api/v1/openapi.json)"})
 	}
 }

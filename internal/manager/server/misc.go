@@ -7,13 +7,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
 func (s *Server) getHealth(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	out := HealthResponse{Status: "ok", Database: "ok", Engine: s.store.Engine()}
+	out := api.HealthResponse{Status: "ok", Database: "ok", Engine: s.store.Engine()}
 	status := http.StatusOK
 	if err := s.store.Ping(ctx); err != nil {
 		s.log.WarnContext(ctx, "server: Database does not answer", "err", err)
@@ -55,9 +56,9 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := AuditList{Items: make([]AuditEvent, 0, len(events))}
+	out := api.AuditList{Items: make([]api.AuditEvent, 0, len(events))}
 	for _, e := range events {
-		ev := AuditEvent{ID: e.ID, Time: e.At, Actor: e.Actor, Action: e.Action, TargetKind: e.TargetKind,
+		ev := api.AuditEvent{ID: e.ID, Time: e.At, Actor: e.Actor, Action: e.Action, TargetKind: e.TargetKind,
 			TargetName: e.TargetName, Result: e.Result, RequestID: e.RequestID}
 		if e.Details != "" {
 			_ = json.Unmarshal([]byte(e.Details), &ev.Details)

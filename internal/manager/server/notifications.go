@@ -1,12 +1,11 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
-	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/audit"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
@@ -14,43 +13,10 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
-// ChannelList is a page of notification channels.
-type ChannelList struct {
-	Items    []notifications.Channel `json:"items"`
-	Continue string                  `json:"continue,omitempty"`
-}
-
-// Notification is one delivery of a notification to a channel: its state, attempts and last
-// error. Payload (what the channel is sent) is in GET /notifications/{id} only.
-type Notification struct {
-	ID            string          `json:"id"`
-	EventID       string          `json:"eventId"`
-	Channel       string          `json:"channel"`
-	ChannelKind   string          `json:"channelKind"`
-	Kind          string          `json:"kind"`
-	Subject       string          `json:"subject"`
-	Environments  []string        `json:"environments"`
-	Summary       string          `json:"summary"`
-	State         string          `json:"state"`
-	Attempts      int             `json:"attempts"`
-	LastError     string          `json:"lastError,omitempty"`
-	NextAttemptAt *time.Time      `json:"nextAttemptAt,omitempty"`
-	CreatedAt     time.Time       `json:"createdAt"`
-	UpdatedAt     time.Time       `json:"updatedAt"`
-	DeliveredAt   *time.Time      `json:"deliveredAt,omitempty"`
-	Payload       json.RawMessage `json:"payload,omitempty"`
-}
-
-// NotificationList is a page of deliveries, newest first.
-type NotificationList struct {
-	Items    []Notification `json:"items"`
-	Continue string         `json:"continue,omitempty"`
-}
-
 var notificationStates = []string{string(store.NotificationPending), string(store.NotificationDelivered), string(store.NotificationFailed)}
 
-func notificationOut(n *store.Notification, payload bool) Notification {
-	out := Notification{ID: n.ID, EventID: n.EventID, Channel: n.ChannelName, ChannelKind: n.ChannelKind, Kind: n.Kind,
+func notificationOut(n *store.Notification, payload bool) api.Notification {
+	out := api.Notification{ID: n.ID, EventID: n.EventID, Channel: n.ChannelName, ChannelKind: n.ChannelKind, Kind: n.Kind,
 		Subject: n.Subject, Environments: []string{}, Summary: n.Summary, State: string(n.State), Attempts: n.Attempts,
 		LastError: n.LastError, NextAttemptAt: n.NextAttemptAt, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt,
 		DeliveredAt: n.DeliveredAt}
@@ -66,7 +32,7 @@ func notificationOut(n *store.Notification, payload bool) Notification {
 // notifier is the notifications service, or a 503 when the server was built without one.
 func (s *Server) notifier() (*notifications.Service, error) {
 	if s.notifications == nil {
-		return nil, &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "notifications are not configured on this server"}
+		return nil, &Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable, Message: "notifications are not configured on this server"}
 	}
 	return s.notifications, nil
 }
@@ -92,7 +58,7 @@ func (s *Server) createChannel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req notifications.ChannelRequest
+	var req api.ChannelRequest
 	if err := s.decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -122,7 +88,7 @@ func (s *Server) listChannels(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := ChannelList{Items: make([]notifications.Channel, 0, len(list))}
+	out := api.ChannelList{Items: make([]api.Channel, 0, len(list))}
 	for _, c := range list {
 		out.Items = append(out.Items, *c)
 	}
@@ -155,7 +121,7 @@ func (s *Server) updateChannel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var patch notifications.ChannelPatch
+	var patch api.ChannelPatch
 	if err := s.decodeJSON(r, &patch); err != nil {
 		return err
 	}
@@ -225,7 +191,7 @@ func (s *Server) listNotifications(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	out := NotificationList{Items: make([]Notification, 0, len(list))}
+	out := api.NotificationList{Items: make([]api.Notification, 0, len(list))}
 	for _, n := range list {
 		out.Items = append(out.Items, notificationOut(n, false))
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slipway-dev/slipway/internal/manager/notifications"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // The notification API: an Admin adds, lists, changes, tests and removes channels; bad input is
@@ -24,7 +24,7 @@ func testNotificationsAPI(t *testing.T, engine string) {
 	const token, secret = "tok-Zk81pQ", "whsec-api-test-0123456789"
 	body := `{"name": "ops", "kind": "webhook", "webhook": {"url": "https://hooks.example.com/in?token=` + token +
 		`", "secret": "` + secret + `"}, "routes": [{"kinds": ["deployment.failed"], "environments": ["Production"]}]}`
-	var ch notifications.Channel
+	var ch api.Channel
 	r := b.do("POST", "/api/v1/notifications/channels", admin, body)
 	expect(t, "create", r, http.StatusCreated)
 	r.json(t, &ch)
@@ -42,9 +42,9 @@ func testNotificationsAPI(t *testing.T, engine string) {
 	expect(t, "a second channel", b.do("POST", "/api/v1/notifications/channels", admin,
 		`{"name": "chat", "kind": "slack", "slack": {"url": "https://hooks.slack.com/services/T1/B2/`+token+`"}, "routes": [{}]}`), http.StatusCreated)
 
-	var page ChannelList
+	var page api.ChannelList
 	b.do("GET", "/api/v1/notifications/channels?limit=1", admin, nil).json(t, &page)
-	var next ChannelList
+	var next api.ChannelList
 	b.do("GET", "/api/v1/notifications/channels?limit=1&continue="+page.Continue, admin, nil).json(t, &next)
 	if len(page.Items) != 1 || page.Items[0].Name != "chat" || len(next.Items) != 1 || next.Items[0].Name != "ops" {
 		t.Fatalf("pages: %+v then %+v", page, next)
@@ -61,16 +61,16 @@ func testNotificationsAPI(t *testing.T, engine string) {
 	expectInvalid(t, "another kind's settings", b.do("PATCH", "/api/v1/notifications/channels/ops", admin, `{"slack": {"url": "https://x.example/y"}}`), "slack")
 	expect(t, "patch an unknown channel", b.do("PATCH", "/api/v1/notifications/channels/nope", admin, `{"routes": [{}]}`), http.StatusNotFound)
 
-	var sent Notification
+	var sent api.Notification
 	r = b.do("POST", "/api/v1/notifications/channels/ops/test", admin, nil)
 	expect(t, "test", r, http.StatusAccepted)
 	r.json(t, &sent)
 	if sent.Channel != "ops" || sent.Kind != "test" || sent.State != "pending" || !bytes.Contains(sent.Payload, []byte(`"deliveryId":"`+sent.ID+`"`)) {
 		t.Fatalf("test delivery: %s", r.body)
 	}
-	list := func(query string) NotificationList {
+	list := func(query string) api.NotificationList {
 		t.Helper()
-		var l NotificationList
+		var l api.NotificationList
 		r := b.do("GET", "/api/v1/notifications"+query, b.token("otto", "Operator"), nil)
 		expect(t, "list "+query, r, http.StatusOK)
 		r.json(t, &l)
@@ -93,7 +93,7 @@ func testNotificationsAPI(t *testing.T, engine string) {
 		t.Fatalf("after the deletion: %+v", l)
 	}
 
-	var audit AuditList
+	var audit api.AuditList
 	b.do("GET", "/api/v1/audit?targetKind=notificationChannel", admin, nil).json(t, &audit)
 	var actions []string
 	for _, e := range audit.Items {

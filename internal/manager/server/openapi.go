@@ -11,6 +11,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3gen"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // APIVersion is the version of the API in the OpenAPI document.
@@ -35,7 +36,7 @@ func (s *Server) buildOpenAPI() ([]byte, error) {
 			Responses: openapi3.ResponseBodies{},
 		},
 	}
-	errSchema, err := schemaFor(Error{})
+	errSchema, err := schemaFor(api.Error{})
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +155,7 @@ func errorStatuses(rt route) []int {
 
 var (
 	rawMessageType          = reflect.TypeOf(json.RawMessage{})
-	optionalCredentialsType = reflect.TypeOf(OptionalCredentials{})
+	optionalCredentialsType = reflect.TypeOf(api.OptionalCredentials{})
 )
 
 // schemaFor generates the JSON schema of a Go type from its json tags (a description tag
@@ -172,7 +173,7 @@ func schemaFor(v any) (*openapi3.SchemaRef, error) {
 			}
 			if t == optionalCredentialsType {
 				// PATCH's credentials: an object as at registration, or null to remove them.
-				ref, err := schemaFor(ChartCredentials{})
+				ref, err := schemaFor(api.ChartCredentials{})
 				if err != nil {
 					return err
 				}

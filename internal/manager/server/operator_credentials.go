@@ -7,48 +7,15 @@ import (
 	"errors"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
 	"github.com/slipway-dev/slipway/internal/manager/operators/sourceauth"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
-// ChartPatch is PATCH's chart: a field left empty keeps its value; credentials absent keep
-// them, null removes them, an object replaces them.
-type ChartPatch struct {
-	Repository  string              `json:"repository,omitempty"`
-	Name        string              `json:"name,omitempty"`
-	Credentials OptionalCredentials `json:"credentials"`
-}
-
-// OptionalCredentials is a credentials field that tells absent from null.
-type OptionalCredentials struct {
-	Present bool
-	Value   *ChartCredentials
-}
-
-// UnmarshalJSON records that the field was given, and whether as null.
-func (o *OptionalCredentials) UnmarshalJSON(b []byte) error {
-	o.Present = true
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		o.Value = nil
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var c ChartCredentials
-	if err := dec.Decode(&c); err != nil {
-		return invalid.Reasoned("chart.credentials", "format", nil, "credentials must be an object with username and password, or token")
-	}
-	o.Value = &c
-	return nil
-}
-
-// MarshalJSON writes the value (null when absent or removed).
-func (o OptionalCredentials) MarshalJSON() ([]byte, error) { return json.Marshal(o.Value) }
-
 // credentialsIn validates request credentials (nil: anonymous) into operators.Credentials.
-func credentialsIn(c *ChartCredentials) (operators.Credentials, error) {
+func credentialsIn(c *api.ChartCredentials) (operators.Credentials, error) {
 	if c == nil {
 		return operators.Credentials{}, nil
 	}
@@ -130,7 +97,7 @@ func (s *Server) credentialsOf(ctx context.Context, operatorID string) (operator
 
 // configOut fills the answer's credentials (the user name and that they are set; only that they
 // are set when they cannot be opened) and default values.
-func (s *Server) configOut(ctx context.Context, out *Operator) error {
+func (s *Server) configOut(ctx context.Context, out *api.Operator) error {
 	cfg, err := s.store.OperatorConfigGet(ctx, out.ID)
 	if err != nil {
 		return err
@@ -139,7 +106,7 @@ func (s *Server) configOut(ctx context.Context, out *Operator) error {
 	if len(cfg.CredentialsCiphertext) == 0 {
 		return nil
 	}
-	out.Chart.Credentials = &ChartCredentials{Set: true}
+	out.Chart.Credentials = &api.ChartCredentials{Set: true}
 	if c, err := sourceauth.Open(s.sealer, cfg); err == nil {
 		out.Chart.Credentials.Username = c.Username
 	} else {

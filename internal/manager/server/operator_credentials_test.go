@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
 	"github.com/slipway-dev/slipway/internal/manager/operators/refresh"
@@ -50,7 +51,7 @@ func testOperatorPrivateChartSource(t *testing.T, engine string) {
 
 	r := register(`, "credentials": {"username": "ci", "password": "` + basicSecret + `"}`)
 	expect(t, "register with credentials", r, http.StatusCreated)
-	var op Operator
+	var op api.Operator
 	r.json(t, &op)
 	if c := op.Chart.Credentials; c == nil || !c.Set || c.Username != "ci" || c.Password != "" || !slices.Equal(op.Versions, []string{"1.1.0", "1.0.0"}) {
 		t.Fatalf("registered: %+v (credentials %+v)", op, op.Chart.Credentials)
@@ -116,7 +117,7 @@ func testPrivatePatch(t *testing.T, b *bundle, repo *charttest.Repository, id st
 	other := charttest.ServePrivateRepository(t, charttest.Auth{Token: tokenSecret}, widgetCharts()...)
 	r = b.do("PATCH", "/api/v1/operators/private", olga, fmt.Sprintf(`{"chart": {"repository": %q, "credentials": {"token": %q}}}`, other.URL, tokenSecret))
 	expect(t, "patch to the token repository", r, http.StatusOK)
-	var op Operator
+	var op api.Operator
 	r.json(t, &op)
 	if c := op.Chart.Credentials; c == nil || !c.Set || c.Token != "" || c.Username != "" || op.Chart.Repository != other.URL {
 		t.Fatalf("after moving: %+v (credentials %+v)", op.Chart, op.Chart.Credentials)
@@ -131,7 +132,7 @@ func testPrivatePatch(t *testing.T, b *bundle, repo *charttest.Repository, id st
 	public := charttest.ServeRepository(t, widgetCharts()...)
 	r = b.do("PATCH", "/api/v1/operators/private", olga, fmt.Sprintf(`{"chart": {"repository": %q, "credentials": null}}`, public.URL))
 	expect(t, "patch to a public repository", r, http.StatusOK)
-	op = Operator{}
+	op = api.Operator{}
 	r.json(t, &op)
 	if op.Chart.Credentials != nil || len(sealed()) != 0 {
 		t.Fatalf("credentials after removal: %+v, %d sealed bytes", op.Chart.Credentials, len(sealed()))
@@ -146,7 +147,7 @@ func auditText(t *testing.T, b *bundle) string {
 	t.Helper()
 	r := b.do("GET", "/api/v1/audit?limit=500", b.admin(), nil)
 	expect(t, "audit", r, http.StatusOK)
-	var list AuditList
+	var list api.AuditList
 	r.json(t, &list)
 	if len(list.Items) == 0 {
 		t.Fatal("no audit records")
@@ -170,7 +171,7 @@ func TestOperatorDefaultValues(t *testing.T) {
 		expectInvalid(t, "too large", b.do("POST", "/api/v1/operators", olga, body(big)), "defaultValues")
 		expect(t, "register", b.do("POST", "/api/v1/operators", olga, body(`{"replicas": 2, "image": {"tag": "v1"}}`)), http.StatusCreated)
 		values := func() string {
-			var op Operator
+			var op api.Operator
 			b.do("GET", "/api/v1/operators/defaults", b.viewer(), nil).json(t, &op)
 			return string(op.DefaultValues)
 		}
@@ -216,7 +217,7 @@ func TestOperatorPrivateOCIRegistry(t *testing.T) {
 	expectInvalid(t, "wrong credentials", b.do("POST", "/api/v1/operators", olga, body(`, "credentials": {"username": "pusher", "password": "nope"}`)), "chart.repository")
 	r := b.do("POST", "/api/v1/operators", olga, body(`, "credentials": {"username": "pusher", "password": "s3cret-oci-pw"}`))
 	expect(t, "register", r, http.StatusCreated)
-	var op Operator
+	var op api.Operator
 	r.json(t, &op)
 	if !slices.Equal(op.Versions, []string{"1.1.0", "1.0.0"}) || op.Chart.Credentials == nil || op.Chart.Credentials.Username != "pusher" {
 		t.Fatalf("registered %+v", op)

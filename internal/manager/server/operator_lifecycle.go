@@ -3,13 +3,13 @@ package server
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/audit"
 	"github.com/slipway-dev/slipway/internal/manager/crds"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
@@ -21,46 +21,6 @@ import (
 
 // Operators after registration (issue 19): refreshed (POST /operators/{name}/refresh, and the
 // loop of package refresh), changed (PATCH) and deleted (DELETE, history kept).
-
-// RemovedVersion is a version no longer offered: deploying it is refused, the deployments that
-// used it keep their history.
-type RemovedVersion struct {
-	Version   string    `json:"version"`
-	RemovedAt time.Time `json:"removedAt"`
-	Reason    string    `json:"reason" enum:"source,filter" description:"source: the chart source no longer lists it; filter: the version filter leaves it out"`
-}
-
-// OperatorRefreshStatus is an operator's last refresh (the loop's or one asked for).
-type OperatorRefreshStatus struct {
-	CheckedAt   time.Time  `json:"checkedAt"`
-	SucceededAt *time.Time `json:"succeededAt,omitempty"`
-	NextAt      time.Time  `json:"nextAt" description:"when the refresh loop reads the chart source again"`
-	Error       string     `json:"error,omitempty" description:"why the last refresh failed"`
-	Failures    int        `json:"failures,omitempty" description:"refreshes failed in a row"`
-}
-
-// OperatorPatch changes a registered operator: what registration took, but its name and
-// namespace. A new chart source is read (and each new version's chart fetched) before anything
-// is stored.
-type OperatorPatch struct {
-	Chart *ChartPatch `json:"chart,omitempty" description:"a new chart source; a field left empty keeps its value; credentials null removes them"`
-	// Versions replaces the version filter ("" keeps every version).
-	Versions *string `json:"versions,omitempty" description:"a new version filter (a semver constraint; empty: every version)"`
-	// Namespace cannot change (the operator's releases live there): given, it is refused.
-	Namespace      *string                `json:"namespace,omitempty" description:"cannot change: refused with 400"`
-	MigrationNotes []MigrationNoteRequest `json:"migrationNotes,omitempty"`
-	// DefaultValues replaces the default values (null removes them).
-	DefaultValues json.RawMessage `json:"defaultValues,omitempty" description:"new default values (a JSON object merged under each deployment's values); null removes them"`
-}
-
-// RefreshRequest is the optional body of POST /operators/{name}/refresh.
-type RefreshRequest struct {
-	// MigrationNotes are set on revisions of CRDs the operator's versions ship (new ones too).
-	MigrationNotes []MigrationNoteRequest `json:"migrationNotes,omitempty"`
-}
-
-// OperatorRefreshResult is what a refresh found.
-type OperatorRefreshResult = refresh.Result
 
 // StoreVersions stores an operator's newly found chart versions with the CRDs each ships, in
 // tx, exactly as registration does (storeVersions, without migration notes): the refresh loop's
@@ -85,7 +45,7 @@ func (s *Server) liveOperator(ctx context.Context, name string) (*store.Operator
 		return nil, err
 	}
 	if op.DeletedAt != nil {
-		return nil, &Error{Status: http.StatusConflict, Code: CodeConflict,
+		return nil, &Error{Status: http.StatusConflict, Code: api.CodeConflict,
 			Message: fmt.Sprintf("operator %q was deleted at %s: its history stays readable, but it can no longer change", name, op.DeletedAt.Format(time.RFC3339)),
 			Details: map[string]any{"kind": "operator", "name": name}}
 	}
@@ -98,13 +58,13 @@ func nameTaken(op *store.Operator) error {
 	if op.DeletedAt == nil {
 		return store.ErrAlreadyExists
 	}
-	return &Error{Status: http.StatusConflict, Code: CodeAlreadyExists,
+	return &Error{Status: http.StatusConflict, Code: api.CodeAlreadyExists,
 		Message: fmt.Sprintf("operator %q was deleted at %s and its history (deployments, audit, CRD revisions) keeps the name: register the operator under another name",
 			op.Name, op.DeletedAt.Format(time.RFC3339)),
 		Details: map[string]any{"kind": "operator", "name": op.Name}}
 }
 
-func (s *Server) refreshStatus(ctx context.Context, operatorID string) (*OperatorRefreshStatus, error) {
+func (s *Server) refreshStatus(ctx context.Context, operatorID string) (*api.OperatorRefreshStatus, error) {
 	rec, err := s.store.OperatorRefreshGet(ctx, operatorID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -112,7 +72,7 @@ func (s *Server) refreshStatus(ctx context.Context, operatorID string) (*Operato
 	if err != nil {
 		return nil, err
 	}
-	return &OperatorRefreshStatus{CheckedAt: rec.CheckedAt, SucceededAt: rec.SucceededAt, NextAt: rec.NextAt,
+	return &api.OperatorRefreshStatus{CheckedAt: rec.CheckedAt, SucceededAt: rec.SucceededAt, NextAt: rec.NextAt,
 		Error: rec.Error, Failures: rec.Failures}, nil
 }
 
@@ -127,7 +87,7 @@ func notesIn(operatorID string, notes []crds.VersionNote) func(context.Context, 
 }
 
 // operatorEntry is the audit record of an operator request, with what its refresh found.
-func operatorEntry(action, name string, err error, res *refresh.Result, details map[string]any) audit.Entry {
+func operatorEntry(action, name string, err error, res *api.OperatorRefreshResult, details map[string]any) audit.Entry {
 	e := audit.Entry{Action: action, TargetKind: "operator", TargetName: name, Result: resultOf(err), Details: details}
 	if res != nil {
 		e.Details["added"], e.Details["removed"], e.Details["restored"] = res.Added, res.Removed, res.Restored
@@ -141,7 +101,7 @@ func operatorEntry(action, name string, err error, res *refresh.Result, details 
 
 // refreshOperator re-reads the operator's chart source now: 200 with what was found.
 func (s *Server) refreshOperator(w http.ResponseWriter, r *http.Request) error {
-	var req RefreshRequest
+	var req api.RefreshRequest
 	if err := s.decodeOptional(r, &req); err != nil {
 		return err
 	}
@@ -160,7 +120,7 @@ func (s *Server) refreshOperator(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) refreshNow(ctx context.Context, name string, req RefreshRequest) (*refresh.Result, error) {
+func (s *Server) refreshNow(ctx context.Context, name string, req api.RefreshRequest) (*api.OperatorRefreshResult, error) {
 	notes, err := parseMigrationNotes("migrationNotes", req.MigrationNotes)
 	if err != nil {
 		return nil, err
@@ -175,7 +135,7 @@ func (s *Server) refreshNow(ctx context.Context, name string, req RefreshRequest
 // updateOperator changes the operator's chart source, version filter or migration notes: 200
 // with the operator as it is then.
 func (s *Server) updateOperator(w http.ResponseWriter, r *http.Request) error {
-	var req OperatorPatch
+	var req api.OperatorPatch
 	if err := s.decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -213,7 +173,7 @@ func (s *Server) updateOperator(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) changeOperator(ctx context.Context, name string, req OperatorPatch) (*store.Operator, *refresh.Result, error) {
+func (s *Server) changeOperator(ctx context.Context, name string, req api.OperatorPatch) (*store.Operator, *api.OperatorRefreshResult, error) {
 	if req.Namespace != nil {
 		return nil, nil, errInvalid("namespace", "cannot change: the operator's releases live in its namespace; register the operator again under another name to install it elsewhere")
 	}
@@ -241,7 +201,7 @@ func (s *Server) changeOperator(ctx context.Context, name string, req OperatorPa
 			return nil, nil, err
 		}
 		op, err = s.store.OperatorGetByID(ctx, op.ID)
-		return op, &refresh.Result{Added: []string{}, Removed: []string{}}, err
+		return op, &api.OperatorRefreshResult{Added: []string{}, Removed: []string{}}, err
 	}
 	ch := refresh.Change{Ref: operators.ChartRef{Repository: op.ChartRepository, Name: op.ChartName}, Filter: op.VersionFilter}
 	if edit.creds != nil {
@@ -274,7 +234,7 @@ func (s *Server) changeOperator(ctx context.Context, name string, req OperatorPa
 
 // patchEdit is the config a PATCH changes: credentials given (null: removed) and default values
 // given (null: removed), validated.
-func patchEdit(req OperatorPatch) (configEdit, error) {
+func patchEdit(req api.OperatorPatch) (configEdit, error) {
 	var edit configEdit
 	if req.Chart != nil && req.Chart.Credentials.Present {
 		c, err := credentialsIn(req.Chart.Credentials.Value)
@@ -295,7 +255,7 @@ func patchEdit(req OperatorPatch) (configEdit, error) {
 
 // changeSource is the refresher's Change, refused with 409 while deployments are active when the
 // chart source moves; extra runs in its transaction.
-func (s *Server) changeSource(ctx context.Context, op *store.Operator, ch refresh.Change, extra func(context.Context, store.Tx) error) (*refresh.Result, *store.Operator, error) {
+func (s *Server) changeSource(ctx context.Context, op *store.Operator, ch refresh.Change, extra func(context.Context, store.Tx) error) (*api.OperatorRefreshResult, *store.Operator, error) {
 	if ch.Ref.Repository != op.ChartRepository || ch.Ref.Name != op.ChartName {
 		// A deployment fetches its chart from the operator's source at each step.
 		if err := s.noActiveDeployments(ctx, s.store, op, "its chart source cannot change"); err != nil {
@@ -322,7 +282,7 @@ func (s *Server) noActiveDeployments(ctx context.Context, exec store.Executor, o
 	for i, d := range active {
 		ids[i], named[i] = d.ID, fmt.Sprintf("%s (%s %s)", d.ID, d.Version, d.Status)
 	}
-	return &Error{Status: http.StatusConflict, Code: CodeConflict,
+	return &Error{Status: http.StatusConflict, Code: api.CodeConflict,
 		Message: fmt.Sprintf("operator %q has active deployments: %s; %s until they finish (or cancel them: DELETE /api/v1/deployments/{id})",
 			op.Name, strings.Join(named, ", "), what),
 		Details: map[string]any{"deployments": ids}}
@@ -340,7 +300,7 @@ func (s *Server) deleteOperator(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if op.DeletedAt != nil {
-		return &Error{Status: http.StatusNotFound, Code: CodeNotFound,
+		return &Error{Status: http.StatusNotFound, Code: api.CodeNotFound,
 			Message: fmt.Sprintf("operator %q was deleted already, at %s", name, op.DeletedAt.Format(time.RFC3339)),
 			Details: map[string]any{"kind": "operator", "name": name}}
 	}

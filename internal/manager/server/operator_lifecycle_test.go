@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
 	"github.com/slipway-dev/slipway/internal/manager/operators/refresh"
@@ -26,8 +27,8 @@ func testOperatorLifecycle(t *testing.T, engine string) {
 	b := setup(t, engine)
 	repo := charttest.ServeRepository(t, widgetCharts()[:2]...) // 1.0.0 and 1.1.0
 	olga := b.token("olga", auth.Operator)
-	expect(t, "register", b.do("POST", "/api/v1/operators", olga, OperatorRequest{Name: "widgets", Namespace: "widget-system",
-		Chart: ChartRef{Repository: repo.URL, Name: "widget-operator"}}), http.StatusCreated)
+	expect(t, "register", b.do("POST", "/api/v1/operators", olga, api.OperatorRequest{Name: "widgets", Namespace: "widget-system",
+		Chart: api.ChartRef{Repository: repo.URL, Name: "widget-operator"}}), http.StatusCreated)
 
 	// Refresh: nothing new yet, then a version published after registration.
 	res := refreshOK(t, b, olga, "widgets", nil)
@@ -39,7 +40,7 @@ func testOperatorLifecycle(t *testing.T, engine string) {
 	if res.NotModified || !slices.Equal(res.Added, []string{"2.0.0"}) || !slices.Equal(res.Versions, []string{"2.0.0", "1.1.0", "1.0.0"}) {
 		t.Fatalf("refresh after publishing 2.0.0: %+v", res)
 	}
-	var crd CRD
+	var crd api.CRD
 	b.do("GET", "/api/v1/crds/widgets."+charttest.Group, b.viewer(), nil).json(t, &crd)
 	var crdVersions []string
 	for _, r := range crd.Revisions {
@@ -67,7 +68,7 @@ func testOperatorLifecycle(t *testing.T, engine string) {
 	if !slices.Equal(res.Removed, []string{"1.0.0"}) || !slices.Equal(res.Versions, []string{"2.0.0", "1.1.0"}) {
 		t.Fatalf("refresh after unpublishing 1.0.0: %+v", res)
 	}
-	var got Operator
+	var got api.Operator
 	b.do("GET", "/api/v1/operators/widgets", b.viewer(), nil).json(t, &got)
 	if len(got.RemovedVersions) != 1 || got.RemovedVersions[0].Version != "1.0.0" || got.RemovedVersions[0].Reason != store.VersionRemovedFromSource ||
 		got.Refresh == nil || got.Refresh.Error != "" || got.Refresh.NextAt.IsZero() {
@@ -84,17 +85,17 @@ func testOperatorLifecycle(t *testing.T, engine string) {
 	expect(t, "refresh as viewer", b.do("POST", "/api/v1/operators/widgets/refresh", b.viewer(), nil), http.StatusForbidden)
 	expect(t, "refresh unknown", b.do("POST", "/api/v1/operators/nope/refresh", olga, nil), http.StatusNotFound)
 	expectInvalid(t, "refresh with a bad note", b.do("POST", "/api/v1/operators/widgets/refresh", olga,
-		RefreshRequest{MigrationNotes: []MigrationNoteRequest{{CRD: "widgets." + charttest.Group}}}), "migrationNotes[0]")
+		api.RefreshRequest{MigrationNotes: []api.MigrationNoteRequest{{CRD: "widgets." + charttest.Group}}}), "migrationNotes[0]")
 
 	testOperatorPatch(t, b, repo)
 	testOperatorDelete(t, b)
 }
 
-func refreshOK(t *testing.T, b *bundle, token, name string, body any) refresh.Result {
+func refreshOK(t *testing.T, b *bundle, token, name string, body any) api.OperatorRefreshResult {
 	t.Helper()
 	r := b.do("POST", "/api/v1/operators/"+name+"/refresh", token, body)
 	expect(t, "refresh "+name, r, http.StatusOK)
-	var res refresh.Result
+	var res api.OperatorRefreshResult
 	r.json(t, &res)
 	return res
 }
@@ -103,7 +104,7 @@ func testOperatorPatch(t *testing.T, b *bundle, repo *charttest.Repository) {
 	olga := b.token("olga", auth.Operator)
 	r := b.do("PATCH", "/api/v1/operators/widgets", olga, `{"versions": "<2.0.0"}`)
 	expect(t, "narrow the filter", r, http.StatusOK)
-	var got Operator
+	var got api.Operator
 	r.json(t, &got)
 	if !slices.Equal(got.Versions, []string{"1.1.0"}) || got.VersionFilter != "<2.0.0" || len(got.RemovedVersions) != 2 {
 		t.Fatalf("after narrowing the filter: %+v", got)
@@ -130,7 +131,7 @@ func testOperatorPatch(t *testing.T, b *bundle, repo *charttest.Repository) {
 	expect(t, "patch nothing", b.do("PATCH", "/api/v1/operators/widgets", olga, `{}`), http.StatusBadRequest)
 	expect(t, "patch as viewer", b.do("PATCH", "/api/v1/operators/widgets", b.viewer(), `{"versions": ""}`), http.StatusForbidden)
 	expect(t, "patch unknown", b.do("PATCH", "/api/v1/operators/nope", olga, `{"versions": ""}`), http.StatusNotFound)
-	got = Operator{}
+	got = api.Operator{}
 	b.do("GET", "/api/v1/operators/widgets", b.viewer(), nil).json(t, &got)
 	if after := b.counts(); after != before || got.Chart.Repository != repo.URL || got.VersionFilter != "<2.0.0" {
 		t.Fatalf("refused changes changed the operator: %+v (%+v, then %+v)", got, before, after)
@@ -140,7 +141,7 @@ func testOperatorPatch(t *testing.T, b *bundle, repo *charttest.Repository) {
 	other := charttest.ServeRepository(t, widgetCharts()...)
 	r = b.do("PATCH", "/api/v1/operators/widgets", olga, fmt.Sprintf(`{"chart": {"repository": %q}, "versions": ""}`, other.URL))
 	expect(t, "move to another repository", r, http.StatusOK)
-	got = Operator{}
+	got = api.Operator{}
 	r.json(t, &got)
 	if got.Chart.Repository != other.URL || !slices.Equal(got.Versions, []string{"2.0.0", "1.1.0", "1.0.0"}) || len(got.RemovedVersions) != 0 {
 		t.Fatalf("after moving: %+v", got)
@@ -151,7 +152,7 @@ func testOperatorDelete(t *testing.T, b *bundle) {
 	olga, admin := b.token("olga", auth.Operator), b.admin()
 	r := b.do("POST", "/api/v1/deployments", olga, `{"operator": "widgets", "version": "1.1.0", "clusters": ["dev-1"], "strategy": "Direct"}`)
 	expect(t, "deploy 1.1.0", r, http.StatusAccepted)
-	var d Deployment
+	var d api.Deployment
 	r.json(t, &d)
 
 	expect(t, "delete as operator", b.do("DELETE", "/api/v1/operators/widgets", olga, nil), http.StatusForbidden)
@@ -168,7 +169,7 @@ func testOperatorDelete(t *testing.T, b *bundle) {
 	expect(t, "delete again", b.do("DELETE", "/api/v1/operators/widgets", admin, nil), http.StatusNotFound)
 
 	// The history stays readable; the operator can no longer change or be deployed.
-	var got Operator
+	var got api.Operator
 	b.do("GET", "/api/v1/operators/widgets", b.viewer(), nil).json(t, &got)
 	if got.DeletedAt == nil {
 		t.Fatalf("deleted operator: %+v", got)
@@ -176,15 +177,15 @@ func testOperatorDelete(t *testing.T, b *bundle) {
 	expect(t, "the deployment", b.do("GET", "/api/v1/deployments/"+d.ID, b.viewer(), nil), http.StatusOK)
 	expect(t, "refresh deleted", b.do("POST", "/api/v1/operators/widgets/refresh", olga, nil), http.StatusConflict)
 	expect(t, "patch deleted", b.do("PATCH", "/api/v1/operators/widgets", olga, `{"versions": ""}`), http.StatusConflict)
-	expect(t, "register the name again", b.do("POST", "/api/v1/operators", olga, OperatorRequest{Name: "widgets", Namespace: "widget-system",
-		Chart: ChartRef{Repository: "http://127.0.0.1:1", Name: "widget-operator"}}), http.StatusConflict)
+	expect(t, "register the name again", b.do("POST", "/api/v1/operators", olga, api.OperatorRequest{Name: "widgets", Namespace: "widget-system",
+		Chart: api.ChartRef{Repository: "http://127.0.0.1:1", Name: "widget-operator"}}), http.StatusConflict)
 	e := expectInvalid(t, "deploy deleted", b.do("POST", "/api/v1/deployments", olga,
 		`{"operator": "widgets", "version": "1.1.0", "clusters": ["dev-1"], "strategy": "Direct"}`), "operator")
 	if !strings.Contains(e.Message, "deleted") {
 		t.Fatalf("deploying a deleted operator: %+v", e)
 	}
 
-	var audit AuditList
+	var audit api.AuditList
 	b.do("GET", "/api/v1/audit?limit=1000", admin, nil).json(t, &audit)
 	count := map[string]int{}
 	for _, e := range audit.Items {

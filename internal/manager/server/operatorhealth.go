@@ -1,10 +1,13 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
@@ -14,23 +17,27 @@ import (
 const healthUnknown health.Health = "Unknown"
 
 // getOperatorHealth is the latest health of an operator on every cluster it was checked on: the
-// design's shape (health.OperatorHealth); overallHealth Unknown with no clusters before any check.
+// design's shape (api.OperatorHealth); overallHealth Unknown with no clusters before any check.
 func (s *Server) getOperatorHealth(w http.ResponseWriter, r *http.Request) error {
 	ctx, name := r.Context(), r.PathValue("name")
 	clusters, err := s.operatorHealth(r, name, "")
 	if err != nil {
 		return err
 	}
-	out := health.Overall(name, clusters)
+	overall := health.Overall(name, clusters)
 	if len(clusters) == 0 {
-		out.OverallHealth = healthUnknown
+		overall.OverallHealth = healthUnknown
+	}
+	out, err := healthOut[api.OperatorHealth](overall)
+	if err != nil {
+		return err
 	}
 	writeJSON(ctx, s.log, w, http.StatusOK, out)
 	return nil
 }
 
 // getClusterOperatorHealth is the latest health of an operator on one cluster: the design's
-// cluster entry with operatorName (health.ClusterOperatorHealth); 404 before the first check there.
+// cluster entry with operatorName (api.ClusterOperatorHealth); 404 before the first check there.
 func (s *Server) getClusterOperatorHealth(w http.ResponseWriter, r *http.Request) error {
 	ctx, name, cluster := r.Context(), r.PathValue("name"), r.PathValue("cluster")
 	if _, err := s.store.ClusterGetByName(ctx, cluster); errors.Is(err, store.ErrNotFound) {
@@ -43,11 +50,15 @@ func (s *Server) getClusterOperatorHealth(w http.ResponseWriter, r *http.Request
 		return err
 	}
 	if len(clusters) == 0 {
-		return &Error{Status: http.StatusNotFound, Code: CodeNotFound,
+		return &Error{Status: http.StatusNotFound, Code: api.CodeNotFound,
 			Message: fmt.Sprintf("operator %q has no health check on cluster %q yet", name, cluster),
 			Details: map[string]any{"kind": "operatorHealth", "name": name, "cluster": cluster}}
 	}
-	writeJSON(ctx, s.log, w, http.StatusOK, health.ClusterOperatorHealth{OperatorName: name, ClusterHealth: clusters[0]})
+	out, err := healthOut[api.ClusterOperatorHealth](health.ClusterOperatorHealth{OperatorName: name, ClusterHealth: clusters[0]})
+	if err != nil {
+		return err
+	}
+	writeJSON(ctx, s.log, w, http.StatusOK, out)
 	return nil
 }
 
@@ -81,4 +92,22 @@ func clusterHealthOf(rec *store.OperatorHealth) health.ClusterHealth {
 	}
 	ch.ClusterName, ch.Health, ch.LastChecked = rec.ClusterName, health.Health(rec.Health), rec.CheckedAt
 	return ch
+}
+
+// healthOut is a health checker's result (package health's types) as the API shows it: the wire
+// types (package api) have the same fields and JSON, so the value goes through its JSON, and a
+// field the checker gained that the wire types lack is an error, never dropped without a word
+// (TestHealthOut_LosesNothing).
+func healthOut[T api.OperatorHealth | api.ClusterOperatorHealth](v any) (T, error) {
+	var out T
+	data, err := json.Marshal(v)
+	if err != nil {
+		return out, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&out); err != nil {
+		return out, fmt.Errorf("operator health in the API's types: %w", err)
+	}
+	return out, nil
 }

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/designtest"
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
@@ -244,7 +245,7 @@ func testOperatorHealthFromACluster(t *testing.T, engine string) {
 	b := setup(t, engine)
 	srv := fleet(t).Servers[slices.Index(engines, engine)+1]
 	expect(t, "register", b.do("POST", "/api/v1/clusters", b.admin(),
-		ClusterRequest{Name: "dev-1", Environment: "Dev", Kubeconfig: string(srv.Kubeconfig)}), http.StatusCreated)
+		api.ClusterRequest{Name: "dev-1", Environment: "Dev", Kubeconfig: string(srv.Kubeconfig)}), http.StatusCreated)
 	repo := charttest.ServeRepository(t, charttest.OperatorChart("widget-operator", "1.0.0", charttest.Compatible))
 	ctx := context.Background()
 	op, err := b.store.OperatorCreate(ctx, &store.OperatorCreateParams{ID: uuid.NewString(), Name: "widgets", Namespace: "widgets-" + engine,

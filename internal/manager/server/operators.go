@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/audit"
 	"github.com/slipway-dev/slipway/internal/manager/crds"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
@@ -18,7 +19,7 @@ import (
 )
 
 func (s *Server) createOperator(w http.ResponseWriter, r *http.Request) error {
-	var req OperatorRequest
+	var req api.OperatorRequest
 	if err := s.decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -50,7 +51,7 @@ func (s *Server) createOperator(w http.ResponseWriter, r *http.Request) error {
 // registerOperator validates the request, discovers the chart's versions, extracts each version's
 // CRDs, and stores the operator, its versions and its CRD schema history in one transaction: a
 // refused or failed registration writes nothing.
-func (s *Server) registerOperator(ctx context.Context, req OperatorRequest) (*Operator, error) {
+func (s *Server) registerOperator(ctx context.Context, req api.OperatorRequest) (*api.Operator, error) {
 	if err := operators.ValidateName("name", req.Name); err != nil {
 		return nil, err
 	}
@@ -146,7 +147,7 @@ func (s *Server) listOperators(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := OperatorList{Items: make([]Operator, 0, len(list))}
+	out := api.OperatorList{Items: make([]api.Operator, 0, len(list))}
 	for _, op := range list {
 		out.Items = append(out.Items, operatorOut(op, versions[op.ID]))
 	}
@@ -178,7 +179,7 @@ func (s *Server) getOperator(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) operatorWithVersions(ctx context.Context, op *store.Operator) (*Operator, error) {
+func (s *Server) operatorWithVersions(ctx context.Context, op *store.Operator) (*api.Operator, error) {
 	versions, err := s.store.OperatorVersionList(ctx, op.ID)
 	if err != nil {
 		return nil, err
@@ -192,15 +193,15 @@ func (s *Server) operatorWithVersions(ctx context.Context, op *store.Operator) (
 
 // operatorOut is op with its versions: those that can be deployed in Versions, those marked
 // removed in RemovedVersions.
-func operatorOut(op *store.Operator, versions []*store.OperatorVersion) Operator {
-	out := Operator{
+func operatorOut(op *store.Operator, versions []*store.OperatorVersion) api.Operator {
+	out := api.Operator{
 		ID: op.ID, Name: op.Name, Namespace: op.Namespace, VersionFilter: op.VersionFilter, CreatedAt: op.CreatedAt,
-		Chart: ChartRef{Repository: op.ChartRepository, Name: op.ChartName}, Versions: make([]string, 0, len(versions)),
+		Chart: api.ChartRef{Repository: op.ChartRepository, Name: op.ChartName}, Versions: make([]string, 0, len(versions)),
 		UpdatedAt: op.UpdatedAt, DeletedAt: op.DeletedAt,
 	}
 	for _, v := range versions {
 		if v.RemovedAt != nil {
-			out.RemovedVersions = append(out.RemovedVersions, RemovedVersion{Version: v.Version, RemovedAt: *v.RemovedAt, Reason: v.RemovedReason})
+			out.RemovedVersions = append(out.RemovedVersions, api.RemovedVersion{Version: v.Version, RemovedAt: *v.RemovedAt, Reason: v.RemovedReason})
 			continue
 		}
 		out.Versions = append(out.Versions, v.Version)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
 	"github.com/slipway-dev/slipway/internal/registry/registrytest"
@@ -43,16 +44,16 @@ func TestOperators(t *testing.T) {
 			b := setup(t, engine, withPlainHTTP(reg.Host))
 			op := b.token("olga", auth.Operator)
 
-			r := b.do("POST", "/api/v1/operators", op, OperatorRequest{Name: "widgets", Namespace: "widget-system",
-				Chart: ChartRef{Repository: repo.URL, Name: "widget-operator"}})
+			r := b.do("POST", "/api/v1/operators", op, api.OperatorRequest{Name: "widgets", Namespace: "widget-system",
+				Chart: api.ChartRef{Repository: repo.URL, Name: "widget-operator"}})
 			expect(t, "register from an HTTP repository", r, http.StatusCreated)
-			var got Operator
+			var got api.Operator
 			r.json(t, &got)
 			if got.ID == "" || !slices.Equal(got.Versions, []string{"2.0.0", "1.1.0", "1.0.0"}) || got.Chart.Name != "widget-operator" {
 				t.Fatalf("registered operator: %+v", got)
 			}
-			r = b.do("POST", "/api/v1/operators", op, OperatorRequest{Name: "widgets-oci", Namespace: "widget-system",
-				Chart: ChartRef{Repository: ociRepo, Name: "widget-operator"}, Versions: "<2.0.0"})
+			r = b.do("POST", "/api/v1/operators", op, api.OperatorRequest{Name: "widgets-oci", Namespace: "widget-system",
+				Chart: api.ChartRef{Repository: ociRepo, Name: "widget-operator"}, Versions: "<2.0.0"})
 			expect(t, "register from OCI with a filter", r, http.StatusCreated)
 			r.json(t, &got)
 			if !slices.Equal(got.Versions, []string{"1.1.0", "1.0.0"}) || got.VersionFilter != "<2.0.0" {
@@ -62,30 +63,30 @@ func TestOperators(t *testing.T) {
 			before := b.counts()
 			bad := []struct {
 				name  string
-				req   OperatorRequest
+				req   api.OperatorRequest
 				field string
 			}{
-				{"bad name", OperatorRequest{Name: "Widgets!", Namespace: "ns", Chart: ChartRef{Repository: repo.URL, Name: "widget-operator"}}, "name"},
-				{"bad namespace", OperatorRequest{Name: "w2", Namespace: "NS", Chart: ChartRef{Repository: repo.URL, Name: "widget-operator"}}, "namespace"},
-				{"bad scheme", OperatorRequest{Name: "w2", Namespace: "ns", Chart: ChartRef{Repository: "ftp://example.com", Name: "widget-operator"}}, "chart.repository"},
-				{"no chart name", OperatorRequest{Name: "w2", Namespace: "ns", Chart: ChartRef{Repository: repo.URL}}, "chart.name"},
-				{"unknown chart", OperatorRequest{Name: "w2", Namespace: "ns", Chart: ChartRef{Repository: repo.URL, Name: "nope"}}, "chart.name"},
-				{"unreachable repository", OperatorRequest{Name: "w2", Namespace: "ns", Chart: ChartRef{Repository: "http://127.0.0.1:1/charts", Name: "x"}}, "chart.repository"},
-				{"bad filter", OperatorRequest{Name: "w2", Namespace: "ns", Chart: ChartRef{Repository: repo.URL, Name: "widget-operator"}, Versions: ">>1"}, "versions"},
-				{"filter keeps none", OperatorRequest{Name: "w2", Namespace: "ns", Chart: ChartRef{Repository: repo.URL, Name: "widget-operator"}, Versions: ">=9"}, "versions"},
+				{"bad name", api.OperatorRequest{Name: "Widgets!", Namespace: "ns", Chart: api.ChartRef{Repository: repo.URL, Name: "widget-operator"}}, "name"},
+				{"bad namespace", api.OperatorRequest{Name: "w2", Namespace: "NS", Chart: api.ChartRef{Repository: repo.URL, Name: "widget-operator"}}, "namespace"},
+				{"bad scheme", api.OperatorRequest{Name: "w2", Namespace: "ns", Chart: api.ChartRef{Repository: "ftp://example.com", Name: "widget-operator"}}, "chart.repository"},
+				{"no chart name", api.OperatorRequest{Name: "w2", Namespace: "ns", Chart: api.ChartRef{Repository: repo.URL}}, "chart.name"},
+				{"unknown chart", api.OperatorRequest{Name: "w2", Namespace: "ns", Chart: api.ChartRef{Repository: repo.URL, Name: "nope"}}, "chart.name"},
+				{"unreachable repository", api.OperatorRequest{Name: "w2", Namespace: "ns", Chart: api.ChartRef{Repository: "http://127.0.0.1:1/charts", Name: "x"}}, "chart.repository"},
+				{"bad filter", api.OperatorRequest{Name: "w2", Namespace: "ns", Chart: api.ChartRef{Repository: repo.URL, Name: "widget-operator"}, Versions: ">>1"}, "versions"},
+				{"filter keeps none", api.OperatorRequest{Name: "w2", Namespace: "ns", Chart: api.ChartRef{Repository: repo.URL, Name: "widget-operator"}, Versions: ">=9"}, "versions"},
 			}
 			for _, tt := range bad {
 				expectInvalid(t, tt.name, b.do("POST", "/api/v1/operators", op, tt.req), tt.field)
 			}
-			expect(t, "duplicate", b.do("POST", "/api/v1/operators", op, OperatorRequest{Name: "widgets", Namespace: "widget-system",
-				Chart: ChartRef{Repository: repo.URL, Name: "widget-operator"}}), http.StatusConflict)
-			expect(t, "register as viewer", b.do("POST", "/api/v1/operators", b.viewer(), OperatorRequest{Name: "w3", Namespace: "ns",
-				Chart: ChartRef{Repository: repo.URL, Name: "widget-operator"}}), http.StatusForbidden)
+			expect(t, "duplicate", b.do("POST", "/api/v1/operators", op, api.OperatorRequest{Name: "widgets", Namespace: "widget-system",
+				Chart: api.ChartRef{Repository: repo.URL, Name: "widget-operator"}}), http.StatusConflict)
+			expect(t, "register as viewer", b.do("POST", "/api/v1/operators", b.viewer(), api.OperatorRequest{Name: "w3", Namespace: "ns",
+				Chart: api.ChartRef{Repository: repo.URL, Name: "widget-operator"}}), http.StatusForbidden)
 			if after := b.counts(); after != before {
 				t.Fatalf("rejected registrations wrote to the store: %+v, then %+v", before, after)
 			}
 
-			var list OperatorList
+			var list api.OperatorList
 			b.do("GET", "/api/v1/operators?limit=1", b.viewer(), nil).json(t, &list)
 			if len(list.Items) != 1 || list.Items[0].Name != "widgets" || list.Continue == "" {
 				t.Fatalf("first page: %+v", list)
@@ -108,14 +109,14 @@ func TestOperators(t *testing.T) {
 func testCRDs(t *testing.T, b *bundle, engine string) {
 	const name = "widgets." + charttest.Group
 	admin := b.admin()
-	var list CRDList
+	var list api.CRDList
 	b.do("GET", "/api/v1/crds", b.viewer(), nil).json(t, &list)
 	// Three revisions from widgets (1.0.0, 1.1.0, 2.0.0), two from widgets-oci (filtered to < 2).
 	if len(list.Items) != 1 || list.Items[0].Name != name || list.Items[0].Revisions != 5 ||
 		list.Items[0].Latest.Version != "1.1.0" || list.Items[0].Latest.Operator != "widgets-oci" {
 		t.Fatalf("CRD list: %+v", list)
 	}
-	var crd CRD
+	var crd api.CRD
 	b.do("GET", "/api/v1/crds/"+name, b.viewer(), nil).json(t, &crd)
 	if len(crd.Revisions) != 5 || crd.Kind != "Widget" || crd.Revisions[0].Operator != "widgets" || crd.Revisions[0].Version != "1.0.0" {
 		t.Fatalf("CRD history: %+v", crd)
@@ -126,18 +127,18 @@ func testCRDs(t *testing.T, b *bundle, engine string) {
 	f := fleet(t)
 	installWidgets(t, f.Servers[0].Config, engine)
 	expect(t, "register prod", b.do("POST", "/api/v1/clusters", admin,
-		ClusterRequest{Name: "prod", Environment: "Production", Kubeconfig: string(f.Servers[0].Kubeconfig)}), http.StatusCreated)
+		api.ClusterRequest{Name: "prod", Environment: "Production", Kubeconfig: string(f.Servers[0].Kubeconfig)}), http.StatusCreated)
 
-	var rep ValidationReport
-	r := b.do("POST", "/api/v1/crds/"+name+"/validate", b.viewer(), ValidateRequest{Operator: "widgets", Version: "1.1.0"})
+	var rep api.ValidationReport
+	r := b.do("POST", "/api/v1/crds/"+name+"/validate", b.viewer(), api.ValidateRequest{Operator: "widgets", Version: "1.1.0"})
 	expect(t, "validate 1.1.0", r, http.StatusOK)
 	r.json(t, &rep)
 	if rep.Breaking || rep.From == nil || rep.From.Version != "1.0.0" || len(rep.Changes) == 0 || rep.ApprovalRequired {
 		t.Fatalf("compatible version: %s", r.body)
 	}
-	r = b.do("POST", "/api/v1/crds/"+name+"/validate", b.viewer(), ValidateRequest{Operator: "widgets", Version: "2.0.0"})
+	r = b.do("POST", "/api/v1/crds/"+name+"/validate", b.viewer(), api.ValidateRequest{Operator: "widgets", Version: "2.0.0"})
 	expect(t, "validate 2.0.0", r, http.StatusOK)
-	rep = ValidationReport{}
+	rep = api.ValidationReport{}
 	r.json(t, &rep)
 	if !rep.Breaking || !rep.ApprovalRequired || rep.Approved || rep.From.Version != "1.1.0" {
 		t.Fatalf("breaking version: %s", r.body)
@@ -168,37 +169,37 @@ func testCRDs(t *testing.T, b *bundle, engine string) {
 
 	for _, tt := range []struct {
 		name  string
-		req   ValidateRequest
+		req   api.ValidateRequest
 		field string
 	}{
-		{"nothing", ValidateRequest{}, "definition"},
-		{"unknown operator", ValidateRequest{Operator: "nope", Version: "1.0.0"}, "operator"},
-		{"unknown version", ValidateRequest{Operator: "widgets", Version: "9.9.9"}, "version"},
-		{"no version", ValidateRequest{Operator: "widgets"}, "version"},
-		{"unknown cluster", ValidateRequest{Operator: "widgets", Version: "2.0.0", Clusters: []string{"nope"}}, "clusters[0]"},
-		{"not a CRD", ValidateRequest{Definition: []byte(`"kind: ConfigMap"`)}, "definition"},
-		{"other CRD", ValidateRequest{Definition: []byte(quoted(charttest.YAML(charttest.Gadget(charttest.Base))))}, "definition.metadata.name"},
+		{"nothing", api.ValidateRequest{}, "definition"},
+		{"unknown operator", api.ValidateRequest{Operator: "nope", Version: "1.0.0"}, "operator"},
+		{"unknown version", api.ValidateRequest{Operator: "widgets", Version: "9.9.9"}, "version"},
+		{"no version", api.ValidateRequest{Operator: "widgets"}, "version"},
+		{"unknown cluster", api.ValidateRequest{Operator: "widgets", Version: "2.0.0", Clusters: []string{"nope"}}, "clusters[0]"},
+		{"not a CRD", api.ValidateRequest{Definition: []byte(`"kind: ConfigMap"`)}, "definition"},
+		{"other CRD", api.ValidateRequest{Definition: []byte(quoted(charttest.YAML(charttest.Gadget(charttest.Base))))}, "definition.metadata.name"},
 	} {
 		expectInvalid(t, tt.name, b.do("POST", "/api/v1/crds/"+name+"/validate", b.viewer(), tt.req), tt.field)
 	}
 
 	// Approval: Admin only, with a reason; afterwards validate says approved.
-	approve := ApproveRequest{Operator: "widgets", Version: "2.0.0", Reason: "widgets migrated by hand"}
+	approve := api.ApproveRequest{Operator: "widgets", Version: "2.0.0", Reason: "widgets migrated by hand"}
 	expect(t, "approve as operator", b.do("POST", "/api/v1/crds/"+name+"/approve", b.token("olga", auth.Operator), approve), http.StatusForbidden)
-	expectInvalid(t, "approve without reason", b.do("POST", "/api/v1/crds/"+name+"/approve", admin, ApproveRequest{Operator: "widgets", Version: "2.0.0"}), "reason")
+	expectInvalid(t, "approve without reason", b.do("POST", "/api/v1/crds/"+name+"/approve", admin, api.ApproveRequest{Operator: "widgets", Version: "2.0.0"}), "reason")
 	r = b.do("POST", "/api/v1/crds/"+name+"/approve", admin, approve)
 	expect(t, "approve", r, http.StatusCreated)
-	var a Approval
+	var a api.Approval
 	r.json(t, &a)
 	if a.ApprovedBy != "alice" || a.ToVersion != "2.0.0" || a.FromDigest == "" || a.RequestID == "" {
 		t.Fatalf("approval: %+v", a)
 	}
-	rep = ValidationReport{}
-	b.do("POST", "/api/v1/crds/"+name+"/validate", b.viewer(), ValidateRequest{Operator: "widgets", Version: "2.0.0"}).json(t, &rep)
+	rep = api.ValidationReport{}
+	b.do("POST", "/api/v1/crds/"+name+"/validate", b.viewer(), api.ValidateRequest{Operator: "widgets", Version: "2.0.0"}).json(t, &rep)
 	if !rep.Approved {
 		t.Fatalf("validate after approval: %+v", rep)
 	}
-	crd = CRD{}
+	crd = api.CRD{}
 	b.do("GET", "/api/v1/crds/"+name, b.viewer(), nil).json(t, &crd)
 	if len(crd.Approvals) != 1 || crd.Approvals[0].Reason != approve.Reason {
 		t.Fatalf("approvals kept: %+v", crd.Approvals)
@@ -214,7 +215,7 @@ func testCRDs(t *testing.T, b *bundle, engine string) {
 	r = b.do("POST", "/api/v1/crds/gadgets."+charttest.Group+"/validate", b.viewer(),
 		`{"definition": `+quoted(charttest.YAML(charttest.Gadget(charttest.Breaking)))+`}`)
 	expect(t, "validate a posted definition", r, http.StatusOK)
-	rep = ValidationReport{}
+	rep = api.ValidationReport{}
 	r.json(t, &rep)
 	if !rep.Breaking || rep.From == nil || rep.From.Version != "r1" {
 		t.Fatalf("posted definition: %s", r.body)

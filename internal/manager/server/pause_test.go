@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
@@ -26,7 +27,7 @@ func testDeploymentPause(t *testing.T, engine string) {
 	olga, otto := b.token("olga", auth.Operator), b.token("otto", auth.Admin)
 	r := b.do("POST", "/api/v1/deployments", olga, `{"operator": "pause-op", "version": "1.14.0", "environments": ["Dev"], "strategy": "Direct"}`)
 	expect(t, "create", r, http.StatusAccepted)
-	var d Deployment
+	var d api.Deployment
 	r.json(t, &d)
 	path := "/api/v1/deployments/" + d.ID
 	stream := openStream(t, b.client, b.url+path+"/events", b.viewer())
@@ -38,11 +39,11 @@ func testDeploymentPause(t *testing.T, engine string) {
 
 	expect(t, "pause as Viewer", b.do("POST", path+"/pause", b.viewer(), nil), http.StatusForbidden)
 	expectInvalid(t, "unknown field", b.do("POST", path+"/pause", olga, `{"why": "x"}`), "why")
-	expectInvalid(t, "long reason", b.do("POST", path+"/pause", olga, PauseRequest{Reason: strings.Repeat("x", maxComment+1)}), "reason")
+	expectInvalid(t, "long reason", b.do("POST", path+"/pause", olga, api.PauseRequest{Reason: strings.Repeat("x", maxComment+1)}), "reason")
 	expect(t, "resume a running deployment", b.do("POST", path+"/resume", olga, nil), http.StatusConflict)
-	r = b.do("POST", path+"/pause", olga, PauseRequest{Reason: "change freeze"})
+	r = b.do("POST", path+"/pause", olga, api.PauseRequest{Reason: "change freeze"})
 	expect(t, "pause", r, http.StatusAccepted)
-	var got Deployment
+	var got api.Deployment
 	r.json(t, &got)
 	if !got.Paused || got.PausedBy != "olga" || got.PausedAt == nil || got.PauseReason != "change freeze" || got.Status != d.Status {
 		t.Fatalf("paused: %+v", got)
@@ -56,13 +57,13 @@ func testDeploymentPause(t *testing.T, engine string) {
 	}
 	r = b.do("POST", path+"/pause", otto, nil)
 	expect(t, "second pause", r, http.StatusConflict)
-	if e := r.apiError(t); e.Code != CodeConflict || !strings.Contains(e.Message, "already paused (by olga") {
+	if e := r.apiError(t); e.Code != api.CodeConflict || !strings.Contains(e.Message, "already paused (by olga") {
 		t.Fatalf("second pause: %s", r.body)
 	}
 
 	r = b.do("POST", path+"/resume", otto, nil)
 	expect(t, "resume", r, http.StatusAccepted)
-	got = Deployment{}
+	got = api.Deployment{}
 	r.json(t, &got)
 	if got.Paused || got.PausedAt != nil || got.PausedBy != "" {
 		t.Fatalf("resumed: %+v", got)
@@ -94,7 +95,7 @@ func testDeploymentPause(t *testing.T, engine string) {
 		expect(t, action+" unknown", b.do("POST", "/api/v1/deployments/"+uuid.NewString()+"/"+action, olga, nil), http.StatusNotFound)
 	}
 
-	var audit AuditList
+	var audit api.AuditList
 	b.do("GET", "/api/v1/audit?targetKind=deployment&limit=1000", b.admin(), nil).json(t, &audit)
 	count := map[string]int{}
 	for _, e := range audit.Items {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/klauspost/compress/gzhttp"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/audit"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
@@ -26,8 +27,6 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/operators/refresh"
 	"github.com/slipway-dev/slipway/internal/manager/operators/sourceauth"
 	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
-	rolloutengine "github.com/slipway-dev/slipway/internal/manager/rollout/engine"
-	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
@@ -57,8 +56,8 @@ func DefaultConfig() Config {
 // Rollouts is the rollout engine as the API uses it (*engine.Engine): requests that change a
 // deployment, and Wake after an approval decision so the deployment moves on at once.
 type Rollouts interface {
-	Submit(ctx context.Context, req *request.Request, requestedBy, requestID string) (*store.Deployment, error)
-	DryRun(ctx context.Context, req *request.Request, requestedBy, requestID string) (*rolloutengine.DryRun, error)
+	Submit(ctx context.Context, req *api.DeploymentRequest, requestedBy, requestID string) (*store.Deployment, error)
+	DryRun(ctx context.Context, req *api.DeploymentRequest, requestedBy, requestID string) (*api.DryRun, error)
 	Cancel(ctx context.Context, id, by string) (*store.Deployment, error)
 	Rollback(ctx context.Context, id, by, reason string) (*store.Deployment, error)
 	Switch(ctx context.Context, id, by string) (*store.Deployment, error)

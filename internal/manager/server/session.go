@@ -16,6 +16,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/audit"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/store"
@@ -94,7 +95,7 @@ type loginTicket struct {
 }
 
 func ticketRefused(msg string) *Error {
-	return &Error{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: msg}
+	return &Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthenticated, Message: msg}
 }
 
 var (
@@ -185,26 +186,13 @@ func isLoginTicket(raw string) bool {
 // errTicketAsBearer refuses a ticket sent as an access token.
 var errTicketAsBearer = &auth.TokenError{Reason: "a sign-in ticket is not an access token: exchange it once at POST /api/v1/session"}
 
-// SessionRequest is the body of POST /api/v1/session.
-type SessionRequest struct {
-	Ticket string `json:"ticket" description:"the ticket of a sign-in link (the part after #ticket=)"`
-}
-
-// SessionResponse is a session token for the ticket's subject and roles.
-type SessionResponse struct {
-	Token     string    `json:"token" description:"a Bearer token (HS256) for the API"`
-	Subject   string    `json:"subject"`
-	Roles     []string  `json:"roles"`
-	ExpiresAt time.Time `json:"expiresAt"`
-}
-
 // createSession exchanges a sign-in ticket, once, for a session token.
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if len(s.sessionSecret) == 0 {
-		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "sign-in links are off on this manager: it has no " +
+		return &Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: "sign-in links are off on this manager: it has no " +
 			"HS256 secret (--jwt-secret-file or $SLIPWAY_MANAGER_JWT_SECRET); sign in with OIDC or paste a token"}
 	}
-	var req SessionRequest
+	var req api.SessionRequest
 	if err := s.decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -239,13 +227,13 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 }
 
 // exchange records the ticket's use and the audit record in one transaction, and mints the token.
-func (s *Server) exchange(ctx context.Context, t *loginTicket, now time.Time) (*SessionResponse, error) {
+func (s *Server) exchange(ctx context.Context, t *loginTicket, now time.Time) (*api.SessionResponse, error) {
 	ttl := s.cfg.UI.SessionTTL
 	minted, err := auth.MintToken(s.sessionSecret, t.subject, t.roles, ttl, now)
 	if err != nil {
 		return nil, err
 	}
-	out := &SessionResponse{Token: minted.Token, Subject: t.subject, Roles: make([]string, len(t.roles)), ExpiresAt: minted.ExpiresAt}
+	out := &api.SessionResponse{Token: minted.Token, Subject: t.subject, Roles: make([]string, len(t.roles)), ExpiresAt: minted.ExpiresAt}
 	for i, r := range t.roles {
 		out.Roles[i] = string(r)
 	}
@@ -286,7 +274,7 @@ func (s *Server) limitClient(r *http.Request, rt route) error {
 	}
 	telemetry.RateLimited(rt.Pattern)
 	secs := int((retry + time.Second - 1) / time.Second)
-	return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, RetryAfter: secs,
+	return &Error{Status: http.StatusTooManyRequests, Code: api.CodeRateLimited, RetryAfter: secs,
 		Message: fmt.Sprintf("rate limit for %s from %s exceeded: retry in %d s", label, host, secs),
 		Details: map[string]any{"retryAfterSeconds": secs}}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
 )
@@ -33,7 +34,7 @@ func (b *bundle) ticket(subject string, ttl time.Duration, at time.Time, roles .
 func refused(t *testing.T, what string, r response, want string) {
 	t.Helper()
 	expect(t, what, r, http.StatusUnauthorized)
-	if e := r.apiError(t); e.Code != CodeUnauthenticated || !strings.Contains(e.Message, want) {
+	if e := r.apiError(t); e.Code != api.CodeUnauthenticated || !strings.Contains(e.Message, want) {
 		t.Fatalf("%s: %s, want a message with %q", what, r.body, want)
 	}
 }
@@ -50,48 +51,48 @@ func testSessionExchange(t *testing.T, engine string) {
 	b := setup(t, engine, withSessions)
 	now := time.Now()
 	tk := b.ticket("dana", 15*time.Minute, now, auth.Operator, auth.EnvironmentOwnerOf("Staging"))
-	r := b.do("POST", "/api/v1/session", "", SessionRequest{Ticket: tk})
+	r := b.do("POST", "/api/v1/session", "", api.SessionRequest{Ticket: tk})
 	expect(t, "exchange", r, http.StatusOK)
-	var s SessionResponse
+	var s api.SessionResponse
 	r.json(t, &s)
 	if s.Subject != "dana" || strings.Join(s.Roles, ",") != "Operator,EnvironmentOwner:Staging" || s.Token == "" ||
 		s.ExpiresAt.Before(now.Add(DefaultSessionTTL-time.Minute)) || s.ExpiresAt.After(now.Add(DefaultSessionTTL+time.Minute)) {
 		t.Fatalf("session: %+v", s)
 	}
-	var who Whoami
+	var who api.Whoami
 	b.do("GET", "/api/v1/whoami", s.Token, nil).json(t, &who)
 	if who.Subject != "dana" || strings.Join(who.Roles, ",") != "Operator,EnvironmentOwner" || strings.Join(who.Environments, ",") != "Staging" {
 		t.Fatalf("whoami with the session token: %+v", who)
 	}
 	expect(t, "the session token works", b.do("GET", "/api/v1/deployments", s.Token, nil), http.StatusOK)
 
-	refused(t, "second use", b.do("POST", "/api/v1/session", "", SessionRequest{Ticket: tk}), "was used already")
-	refused(t, "expired", b.do("POST", "/api/v1/session", "", SessionRequest{Ticket: b.ticket("dana", 15*time.Minute, now.Add(-time.Hour), auth.Admin)}), "expired at")
+	refused(t, "second use", b.do("POST", "/api/v1/session", "", api.SessionRequest{Ticket: tk}), "was used already")
+	refused(t, "expired", b.do("POST", "/api/v1/session", "", api.SessionRequest{Ticket: b.ticket("dana", 15*time.Minute, now.Add(-time.Hour), auth.Admin)}), "expired at")
 	other, err := MintLoginTicket([]byte("another-manager-secret-0123456789abcdef"), "dana", []auth.Role{auth.Admin}, time.Minute, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	refused(t, "forged", b.do("POST", "/api/v1/session", "", SessionRequest{Ticket: other}), "signature does not match")
-	refused(t, "tampered", b.do("POST", "/api/v1/session", "", SessionRequest{Ticket: tamper(t, b.ticket("dana", time.Minute, now, auth.Viewer))}), "not valid")
-	refused(t, "garbage", b.do("POST", "/api/v1/session", "", SessionRequest{Ticket: "not.a.ticket"}), "not valid")
+	refused(t, "forged", b.do("POST", "/api/v1/session", "", api.SessionRequest{Ticket: other}), "signature does not match")
+	refused(t, "tampered", b.do("POST", "/api/v1/session", "", api.SessionRequest{Ticket: tamper(t, b.ticket("dana", time.Minute, now, auth.Viewer))}), "not valid")
+	refused(t, "garbage", b.do("POST", "/api/v1/session", "", api.SessionRequest{Ticket: "not.a.ticket"}), "not valid")
 	expectInvalid(t, "no ticket", b.do("POST", "/api/v1/session", "", `{}`), "ticket")
 	expectInvalid(t, "unknown field", b.do("POST", "/api/v1/session", "", `{"ticket": "x", "token": "y"}`), "token")
 
 	// An access token is not a ticket, even one signed with the secret and claiming to be one.
-	refused(t, "access token as ticket", b.do("POST", "/api/v1/session", "", SessionRequest{Ticket: b.admin()}), "not valid")
+	refused(t, "access token as ticket", b.do("POST", "/api/v1/session", "", api.SessionRequest{Ticket: b.admin()}), "not valid")
 	disguised := signWith(t, b.secret, jwt.MapClaims{"sub": "mallory", "roles": []string{"Admin"}, "exp": now.Add(time.Hour).Unix(),
 		"iat": now.Unix(), "iss": auth.MintIssuer, "aud": ticketAudience, ticketUseClaim: ticketUse, "jti": "j1"})
-	refused(t, "secret-signed ticket", b.do("POST", "/api/v1/session", "", SessionRequest{Ticket: disguised}), "signature does not match")
+	refused(t, "secret-signed ticket", b.do("POST", "/api/v1/session", "", api.SessionRequest{Ticket: disguised}), "signature does not match")
 	// A ticket is not an access token: neither a real one nor one signed with the secret.
 	fresh := b.ticket("dana", time.Minute, now, auth.Admin)
 	for name, tok := range map[string]string{"ticket": fresh, "secret-signed ticket": disguised} {
 		refused(t, name+" as Bearer", b.do("GET", "/api/v1/whoami", tok, nil), "a sign-in ticket is not an access token")
 	}
-	expect(t, "the ticket refused as Bearer is still unused", b.do("POST", "/api/v1/session", "", SessionRequest{Ticket: fresh}), http.StatusOK)
+	expect(t, "the ticket refused as Bearer is still unused", b.do("POST", "/api/v1/session", "", api.SessionRequest{Ticket: fresh}), http.StatusOK)
 
 	testConcurrentExchange(t, b)
 
-	var audit AuditList
+	var audit api.AuditList
 	b.do("GET", "/api/v1/audit?action=session.create&limit=100", b.admin(), nil).json(t, &audit)
 	count := map[string]int{}
 	for _, e := range audit.Items {
@@ -124,7 +125,7 @@ func testConcurrentExchange(t *testing.T, b *bundle) {
 	for i := range results {
 		wg.Go(func() {
 			<-start
-			results[i] = b.do("POST", "/api/v1/session", "", SessionRequest{Ticket: tk})
+			results[i] = b.do("POST", "/api/v1/session", "", api.SessionRequest{Ticket: tk})
 		})
 	}
 	close(start)
@@ -172,12 +173,12 @@ func tamper(t *testing.T, tok string) string {
 // and scopes; both are public.
 func TestSessionOffAndConfig(t *testing.T) {
 	b := setup(t, "sqlite")
-	var c UIConfigResponse
+	var c api.UIConfigResponse
 	r := b.do("GET", "/api/v1/ui/config", "", nil)
 	if r.json(t, &c); r.status != http.StatusOK || c.SessionExchange || c.OIDC != nil {
 		t.Fatalf("ui/config without a secret or OIDC: %d %s", r.status, r.body)
 	}
-	r = b.do("POST", "/api/v1/session", "", SessionRequest{Ticket: b.ticket("dana", time.Minute, time.Now(), auth.Admin)})
+	r = b.do("POST", "/api/v1/session", "", api.SessionRequest{Ticket: b.ticket("dana", time.Minute, time.Now(), auth.Admin)})
 	expect(t, "exchange without a secret", r, http.StatusNotFound)
 	if e := r.apiError(t); !strings.Contains(e.Message, "no HS256 secret") {
 		t.Fatalf("exchange without a secret: %s", r.body)
@@ -197,11 +198,11 @@ func TestSessionRateLimit(t *testing.T) {
 	b := setup(t, "sqlite", withDeps(func(b *bundle, d *Deps) { d.SessionSecret = b.secret }),
 		withRules(map[string]ratelimit.Rule{sessionRoute: {Events: 2, Per: time.Hour}}))
 	for range 2 {
-		refused(t, "bad ticket", b.do("POST", "/api/v1/session", "", SessionRequest{Ticket: "x.y.z"}), "not valid")
+		refused(t, "bad ticket", b.do("POST", "/api/v1/session", "", api.SessionRequest{Ticket: "x.y.z"}), "not valid")
 	}
-	r := b.do("POST", "/api/v1/session", "", SessionRequest{Ticket: b.ticket("dana", time.Minute, time.Now(), auth.Admin)})
+	r := b.do("POST", "/api/v1/session", "", api.SessionRequest{Ticket: b.ticket("dana", time.Minute, time.Now(), auth.Admin)})
 	expect(t, "over the limit", r, http.StatusTooManyRequests)
-	if e := r.apiError(t); e.Code != CodeRateLimited || r.header.Get("Retry-After") == "" || !strings.Contains(e.Message, "127.0.0.1") {
+	if e := r.apiError(t); e.Code != api.CodeRateLimited || r.header.Get("Retry-After") == "" || !strings.Contains(e.Message, "127.0.0.1") {
 		t.Fatalf("over the limit: %s %v", r.body, r.header)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/audit"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/store"
@@ -30,7 +31,7 @@ import (
 const revocationLeeway = auth.MaxLeeway
 
 // errSignedOut is a revoked token presented again.
-var errSignedOut = &Error{Status: http.StatusUnauthorized, Code: CodeUnauthenticated,
+var errSignedOut = &Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthenticated,
 	Message: "this session was signed out: sign in again"}
 
 // refuseRevoked refuses a token that was signed out on any replica. A token without an id (or
@@ -87,7 +88,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 		details["refused"] = why
 		s.audit.Record(ctx, audit.Entry{Action: "session.delete", TargetKind: "session", TargetName: id.Subject,
 			Result: audit.Failed, Details: details})
-		return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: why,
+		return &Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: why,
 			Details: map[string]any{"reason": "notRevocable", "expiresAt": t.ExpiresAt.UTC()}}
 	}
 	details["token"] = t.ID

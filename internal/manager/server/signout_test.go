@@ -11,6 +11,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/store/pgstore"
@@ -43,8 +44,8 @@ func (b *bundle) replica() *bundle {
 // session exchanges a fresh sign-in ticket of subject for a session token.
 func (b *bundle) session(subject string, roles ...auth.Role) string {
 	b.t.Helper()
-	var s SessionResponse
-	r := b.do("POST", "/api/v1/session", "", SessionRequest{Ticket: b.ticket(subject, time.Minute, time.Now(), roles...)})
+	var s api.SessionResponse
+	r := b.do("POST", "/api/v1/session", "", api.SessionRequest{Ticket: b.ticket(subject, time.Minute, time.Now(), roles...)})
 	expect(b.t, "exchange for "+subject, r, http.StatusOK)
 	r.json(b.t, &s)
 	return s.Token
@@ -64,7 +65,7 @@ func claimsOf(t *testing.T, tok string) jwt.MapClaims {
 func works(t *testing.T, what, tok, subject string, replicas ...*bundle) {
 	t.Helper()
 	for i, b := range replicas {
-		var who Whoami
+		var who api.Whoami
 		r := b.do("GET", "/api/v1/whoami", tok, nil)
 		expect(t, what, r, http.StatusOK)
 		if r.json(t, &who); who.Subject != subject {
@@ -146,7 +147,7 @@ func testSignOutWithoutID(t *testing.T, b *bundle) {
 	} {
 		res := b.do("DELETE", "/api/v1/session", tok, nil)
 		expect(t, "sign out without a jti", res, http.StatusConflict)
-		if e := res.apiError(t); e.Code != CodeConflict || !strings.Contains(e.Message, want) || e.Details["reason"] != "notRevocable" {
+		if e := res.apiError(t); e.Code != api.CodeConflict || !strings.Contains(e.Message, want) || e.Details["reason"] != "notRevocable" {
 			t.Fatalf("sign out without a jti: %s, want %q", res.body, want)
 		}
 	}
@@ -170,7 +171,7 @@ func testSignOutForeign(t *testing.T, b, r *bundle) {
 
 // testSignOutAudit: session.delete records, the session's id tying it to its session.create.
 func testSignOutAudit(t *testing.T, b *bundle, danaID, dana string) {
-	var list AuditList
+	var list api.AuditList
 	b.do("GET", "/api/v1/audit?action=session.delete&limit=100", b.admin(), nil).json(t, &list)
 	got := map[string]int{}
 	for _, e := range list.Items {

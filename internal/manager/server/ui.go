@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
 )
@@ -46,31 +47,9 @@ func clientRules(rules map[string]ratelimit.Rule) map[string]ratelimit.Rule {
 	return map[string]ratelimit.Rule{sessionRoute: r}
 }
 
-// Whoami is GET /api/v1/whoami.
-type Whoami struct {
-	Subject string   `json:"subject"`
-	Roles   []string `json:"roles" description:"Admin, Operator, Viewer, EnvironmentOwner"`
-	// Environments are those the caller owns (EnvironmentOwner).
-	Environments []string `json:"environments" description:"the environments the caller is EnvironmentOwner of"`
-}
-
-// UIOIDC is how the UI signs in with OIDC.
-type UIOIDC struct {
-	Issuer   string   `json:"issuer"`
-	ClientID string   `json:"clientId"`
-	Scopes   []string `json:"scopes"`
-}
-
-// UIConfigResponse is GET /api/v1/ui/config.
-type UIConfigResponse struct {
-	OIDC *UIOIDC `json:"oidc,omitempty" description:"absent when no OIDC issuer and client id are configured for the UI"`
-	// SessionExchange: POST /api/v1/session exchanges sign-in links (the manager has an HS256 secret).
-	SessionExchange bool `json:"sessionExchange"`
-}
-
 func (s *Server) getWhoami(w http.ResponseWriter, r *http.Request) error {
 	id, _ := auth.IdentityFrom(r.Context())
-	out := Whoami{Subject: id.Subject, Roles: make([]string, 0, len(id.Roles)), Environments: slices.Clone(id.Environments)}
+	out := api.Whoami{Subject: id.Subject, Roles: make([]string, 0, len(id.Roles)), Environments: slices.Clone(id.Environments)}
 	for _, role := range id.Roles {
 		out.Roles = append(out.Roles, string(role))
 	}
@@ -82,9 +61,9 @@ func (s *Server) getWhoami(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getUIConfig(w http.ResponseWriter, r *http.Request) error {
-	out := UIConfigResponse{SessionExchange: len(s.sessionSecret) > 0}
+	out := api.UIConfigResponse{SessionExchange: len(s.sessionSecret) > 0}
 	if c := s.cfg.UI; c.OIDCIssuer != "" && c.OIDCClientID != "" {
-		out.OIDC = &UIOIDC{Issuer: c.OIDCIssuer, ClientID: c.OIDCClientID, Scopes: c.OIDCScopes}
+		out.OIDC = &api.UIOIDC{Issuer: c.OIDCIssuer, ClientID: c.OIDCClientID, Scopes: c.OIDCScopes}
 	}
 	writeJSON(r.Context(), s.log, w, http.StatusOK, out)
 	return nil

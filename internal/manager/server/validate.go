@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/audit"
 	"github.com/slipway-dev/slipway/internal/manager/crds"
 	"github.com/slipway-dev/slipway/internal/manager/store"
@@ -19,7 +20,7 @@ import (
 )
 
 func (s *Server) validateCRD(w http.ResponseWriter, r *http.Request) error {
-	var req ValidateRequest
+	var req api.ValidateRequest
 	if err := s.decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -36,8 +37,8 @@ func (s *Server) validateCRD(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	report := ValidationReport{CRD: name, To: CRDRevision{Version: c.label, Operator: c.opName, Digest: c.digest, CreatedAt: c.created,
-		Dropped: c.dropped, MigrationNote: noteOut(c.toNote)}, Changes: []SchemaChange{}, Clusters: make([]ClusterCheck, len(targets)),
+	report := api.ValidationReport{CRD: name, To: api.CRDRevision{Version: c.label, Operator: c.opName, Digest: c.digest, CreatedAt: c.created,
+		Dropped: c.dropped, MigrationNote: noteOut(c.toNote)}, Changes: []api.SchemaChange{}, Clusters: make([]api.ClusterCheck, len(targets)),
 		MigrationNotes: c.notes}
 	if err := s.compareWithBase(ctx, c, &report); err != nil {
 		return err
@@ -65,7 +66,7 @@ func (s *Server) validateCRD(w http.ResponseWriter, r *http.Request) error {
 	}
 	report.ApprovalRequired = report.Breaking && usedInProduction
 	if c.dropped {
-		report.Changes = append(report.Changes, SchemaChange{Kind: "crdDropped", Breaking: report.Breaking,
+		report.Changes = append(report.Changes, api.SchemaChange{Kind: "crdDropped", Breaking: report.Breaking,
 			Message: fmt.Sprintf("version %s of %s no longer ships CRD %s: breaking where a cluster stores objects of it", c.label, c.opName, name)})
 	}
 	if report.From != nil {
@@ -128,8 +129,8 @@ func (s *Server) targetClusters(ctx context.Context, names []string) ([]*store.C
 
 // checkCluster checks one cluster's existing objects of the CRD against the candidate schema. A
 // cluster that cannot be reached is reported, not fatal: the others still answer.
-func (s *Server) checkCluster(ctx context.Context, cl *store.Cluster, c *candidate) ClusterCheck {
-	out := ClusterCheck{Cluster: cl.Name, Environment: string(cl.Environment), InvalidObjects: []InvalidObject{}}
+func (s *Server) checkCluster(ctx context.Context, cl *store.Cluster, c *candidate) api.ClusterCheck {
+	out := api.ClusterCheck{Cluster: cl.Name, Environment: string(cl.Environment), InvalidObjects: []api.InvalidObject{}}
 	cfg, err := s.clusters.RESTConfig(ctx, cl.Name)
 	if err != nil {
 		out.Error = "connecting: " + safeMessage(err)
@@ -147,7 +148,7 @@ func (s *Server) checkCluster(ctx context.Context, cl *store.Cluster, c *candida
 	}
 	out.Installed, out.Objects = res.Installed, res.Objects
 	for _, o := range res.Invalid {
-		out.InvalidObjects = append(out.InvalidObjects, InvalidObject{Namespace: o.Namespace, Name: o.Name, Version: o.Version, Errors: o.Errors})
+		out.InvalidObjects = append(out.InvalidObjects, api.InvalidObject{Namespace: o.Namespace, Name: o.Name, Version: o.Version, Errors: o.Errors})
 	}
 	return out
 }
@@ -164,7 +165,7 @@ func safeMessage(err error) string {
 
 // compareWithBase fills the report's from and its schema changes: the candidate compared with
 // its base revision (none for a CRD's first revision, nor for a version that drops the CRD).
-func (s *Server) compareWithBase(ctx context.Context, c *candidate, report *ValidationReport) error {
+func (s *Server) compareWithBase(ctx context.Context, c *candidate, report *api.ValidationReport) error {
 	if c.base == nil {
 		return nil
 	}
@@ -188,7 +189,7 @@ func (s *Server) compareWithBase(ctx context.Context, c *candidate, report *Vali
 		return err
 	}
 	for _, ch := range cmp.Changes {
-		report.Changes = append(report.Changes, SchemaChange{Path: ch.Path, Kind: ch.Kind, Version: ch.Version,
+		report.Changes = append(report.Changes, api.SchemaChange{Path: ch.Path, Kind: ch.Kind, Version: ch.Version,
 			Breaking: ch.Breaking, Message: ch.Message})
 	}
 	report.Breaking = cmp.Breaking()

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
@@ -15,24 +15,6 @@ import (
 // What a deployment waits for, computed where it is answered (never stored): from the stored
 // deployment, the plan its strategy config gives (holds, pauses, the BlueGreen switch), its
 // pending approvals, and for a queued one the deployments ahead of it.
-
-// Waiting reasons.
-const (
-	WaitEvaluation = "evaluationPeriod"
-	WaitPause      = "pauseBetweenClusters"
-	WaitApproval   = "approval"
-	WaitPaused     = "paused"
-	WaitSwitch     = "switch"
-	WaitQueued     = "queued"
-)
-
-// Waiting is what a deployment waits for.
-type Waiting struct {
-	Reason  string     `json:"reason" enum:"evaluationPeriod,pauseBetweenClusters,approval,paused,switch,queued"`
-	Message string     `json:"message" description:"for people: \"evaluation period, 3 m 10 s left\", \"approval by an Admin\", \"paused by alice\""`
-	Until   *time.Time `json:"until,omitempty" description:"when the wait ends (a hold or pause); for an approval, when it expires"`
-	Role    string     `json:"role,omitempty" description:"the role an approval needs (Admin, EnvironmentOwner:Production)"`
-}
 
 // waitContext is what the deployments of one answer share: one approvals read, one queue read
 // and one operators read for a whole page, done only when a deployment of the page needs them.
@@ -50,12 +32,12 @@ type waitContext struct {
 }
 
 // deploymentsOut is ds with what each waits for.
-func (s *Server) deploymentsOut(ctx context.Context, ds []*store.Deployment) ([]Deployment, error) {
+func (s *Server) deploymentsOut(ctx context.Context, ds []*store.Deployment) ([]api.Deployment, error) {
 	wc, err := s.waitContextFor(ctx, ds)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Deployment, len(ds))
+	out := make([]api.Deployment, len(ds))
 	for i, d := range ds {
 		out[i] = deploymentOut(d)
 		wc.apply(d, &out[i])
@@ -74,7 +56,7 @@ func (s *Server) waitContextFor(ctx context.Context, ds []*store.Deployment) (*w
 		case store.DeploymentQueued:
 			queued = true
 		case store.DeploymentDeploying, store.DeploymentValidating:
-			blueGreen = blueGreen || d.Strategy == string(request.StrategyBlueGreen)
+			blueGreen = blueGreen || d.Strategy == string(api.StrategyBlueGreen)
 		}
 	}
 	if err := s.pendingApprovals(ctx, need, wc.approvals); err != nil {
@@ -145,7 +127,7 @@ func (s *Server) pendingApprovals(ctx context.Context, need map[string]bool, out
 }
 
 // apply sets out's waiting and each of its clusters' from d.
-func (wc *waitContext) apply(d *store.Deployment, out *Deployment) {
+func (wc *waitContext) apply(d *store.Deployment, out *api.Deployment) {
 	w, clusters := wc.of(d)
 	out.Waiting = w
 	for i := range out.Clusters {
@@ -154,7 +136,7 @@ func (wc *waitContext) apply(d *store.Deployment, out *Deployment) {
 }
 
 // of is what d waits for, and the reason each of its waiting clusters gives.
-func (wc *waitContext) of(d *store.Deployment) (*Waiting, map[string]string) {
+func (wc *waitContext) of(d *store.Deployment) (*api.Waiting, map[string]string) {
 	clusters := map[string]string{}
 	pending := func(msg string) {
 		for _, c := range d.Clusters {
@@ -177,7 +159,7 @@ func (wc *waitContext) of(d *store.Deployment) (*Waiting, map[string]string) {
 		}
 		return w, clusters
 	case d.PausedAt != nil:
-		w := &Waiting{Reason: WaitPaused, Message: "paused by " + d.PausedBy}
+		w := &api.Waiting{Reason: api.WaitPaused, Message: "paused by " + d.PausedBy}
 		if d.PauseReason != "" {
 			w.Message += ": " + d.PauseReason
 		}
@@ -189,7 +171,7 @@ func (wc *waitContext) of(d *store.Deployment) (*Waiting, map[string]string) {
 	return nil, clusters
 }
 
-func (wc *waitContext) queuedWait(d *store.Deployment) *Waiting {
+func (wc *waitContext) queuedWait(d *store.Deployment) *api.Waiting {
 	ahead := 0
 	for _, q := range wc.queued {
 		if q.ID != d.ID && q.CreatedAt.Before(d.CreatedAt) {
@@ -197,17 +179,17 @@ func (wc *waitContext) queuedWait(d *store.Deployment) *Waiting {
 		}
 	}
 	n := wc.running + ahead
-	return &Waiting{Reason: WaitQueued, Message: fmt.Sprintf("queued behind %d deployment%s (%d running, %d queued before it)",
+	return &api.Waiting{Reason: api.WaitQueued, Message: fmt.Sprintf("queued behind %d deployment%s (%d running, %d queued before it)",
 		n, plural(n), wc.running, ahead)}
 }
 
 // approvalWait describes the pending approvals (nil when none is pending any more).
-func approvalWait(list []*store.Approval) *Waiting {
+func approvalWait(list []*store.Approval) *api.Waiting {
 	if len(list) == 0 {
 		return nil
 	}
 	slices.SortFunc(list, func(a, b *store.Approval) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	w := &Waiting{Reason: WaitApproval, Role: list[0].RequiredRole}
+	w := &api.Waiting{Reason: api.WaitApproval, Role: list[0].RequiredRole}
 	var parts []string
 	for _, a := range list {
 		given := 0
@@ -248,7 +230,7 @@ func approverOf(role string, n int) string {
 
 // stageWait is what a deploying deployment waits for in its current stage: the BlueGreen switch,
 // the stage's hold, or the pause before the stage.
-func (wc *waitContext) stageWait(d *store.Deployment, clusters map[string]string) (*Waiting, map[string]string) {
+func (wc *waitContext) stageWait(d *store.Deployment, clusters map[string]string) (*api.Waiting, map[string]string) {
 	opts := wc.plan
 	opts.OperatorNamespace = wc.namespaces[d.OperatorID]
 	plan, _, err := strategy.PlanOf(d, &opts)
@@ -258,7 +240,7 @@ func (wc *waitContext) stageWait(d *store.Deployment, clusters map[string]string
 	st := plan.Stages[d.Stage]
 	switch {
 	case st.Kind == strategy.StageSwitch && d.SwitchedAt == nil && st.WaitForSwitch && !d.SwitchRequested:
-		w := &Waiting{Reason: WaitSwitch, Message: "switch to green: green is validated on every cluster"}
+		w := &api.Waiting{Reason: api.WaitSwitch, Message: "switch to green: green is validated on every cluster"}
 		for _, c := range d.Clusters {
 			if c.Status == store.ClusterValidating || c.Status == store.ClusterHealthy {
 				clusters[c.ClusterName] = "switch to green"
@@ -267,7 +249,7 @@ func (wc *waitContext) stageWait(d *store.Deployment, clusters map[string]string
 		return w, clusters
 	case d.StageStartedAt != nil && st.Hold > 0 && wc.now.Before(d.StageStartedAt.Add(st.Hold)):
 		until := d.StageStartedAt.Add(st.Hold)
-		w := &Waiting{Reason: WaitEvaluation, Until: &until, Message: holdName(plan.Strategy, st) + ", " + left(until.Sub(wc.now)) + " left"}
+		w := &api.Waiting{Reason: api.WaitEvaluation, Until: &until, Message: holdName(plan.Strategy, st) + ", " + left(until.Sub(wc.now)) + " left"}
 		for _, c := range d.Clusters {
 			switch {
 			case c.Status == store.ClusterValidating && slices.Contains(st.Clusters, c.ClusterName):
@@ -279,7 +261,7 @@ func (wc *waitContext) stageWait(d *store.Deployment, clusters map[string]string
 		return w, clusters
 	case d.StageStartedAt == nil && d.Stage > 0 && plan.Stages[d.Stage-1].Pause > 0 && d.NextRunAt != nil && d.NextRunAt.After(wc.now) && stageNotStarted(d, st):
 		until := *d.NextRunAt
-		w := &Waiting{Reason: WaitPause, Until: &until, Message: "pause between clusters, " + left(until.Sub(wc.now)) + " left"}
+		w := &api.Waiting{Reason: api.WaitPause, Until: &until, Message: "pause between clusters, " + left(until.Sub(wc.now)) + " left"}
 		for _, name := range st.Clusters {
 			clusters[name] = w.Message
 		}
@@ -298,11 +280,11 @@ func stageNotStarted(d *store.Deployment, st strategy.Stage) bool {
 	return true
 }
 
-func holdName(s request.Strategy, st strategy.Stage) string {
+func holdName(s api.Strategy, st strategy.Stage) string {
 	switch {
 	case st.Kind == strategy.StageSwitch:
 		return "monitoring after the switch"
-	case s == request.StrategyCanary:
+	case s == api.StrategyCanary:
 		return "evaluation period"
 	}
 	return "validation period"

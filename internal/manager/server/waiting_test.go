@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
 	"github.com/slipway-dev/slipway/internal/manager/store"
@@ -42,7 +43,7 @@ func TestWaitingFromThePlan(t *testing.T) {
 		dc("dev-1", store.EnvironmentDev, 0, store.ClusterValidating), dc("dev-2", store.EnvironmentDev, 1, store.ClusterPending))
 	canary.StageStartedAt = &started
 	w, clusters := wc.of(canary)
-	if w == nil || w.Reason != WaitEvaluation || w.Message != "evaluation period, 3 m 10 s left" || !w.Until.Equal(started.Add(5*time.Minute)) {
+	if w == nil || w.Reason != api.WaitEvaluation || w.Message != "evaluation period, 3 m 10 s left" || !w.Until.Equal(started.Add(5*time.Minute)) {
 		t.Fatalf("canary hold: %+v", w)
 	}
 	if clusters["dev-1"] != "evaluation period, 3 m 10 s left" || clusters["dev-2"] != "waiting for stage 1 (evaluation period, 3 m 10 s left)" {
@@ -56,12 +57,12 @@ func TestWaitingFromThePlan(t *testing.T) {
 	rolling := storedDeployment("Rolling", `{"validationPeriod": "PT1M", "pauseBetweenClusters": "PT2M"}`,
 		dc("dev-1", store.EnvironmentDev, 0, store.ClusterHealthy), dc("dev-2", store.EnvironmentDev, 1, store.ClusterPending))
 	rolling.Stage, rolling.NextRunAt = 1, new(now.Add(75*time.Second))
-	if w, clusters := wc.of(rolling); w == nil || w.Reason != WaitPause || w.Message != "pause between clusters, 1 m 15 s left" || clusters["dev-2"] != w.Message || clusters["dev-1"] != "" {
+	if w, clusters := wc.of(rolling); w == nil || w.Reason != api.WaitPause || w.Message != "pause between clusters, 1 m 15 s left" || clusters["dev-2"] != w.Message || clusters["dev-1"] != "" {
 		t.Fatalf("rolling pause: %+v %v", w, clusters)
 	}
 	rolling.StageStartedAt = new(now.Add(-20 * time.Second))
 	rolling.Clusters[1].Status = store.ClusterValidating
-	if w, _ := wc.of(rolling); w == nil || w.Reason != WaitEvaluation || w.Message != "validation period, 40 s left" {
+	if w, _ := wc.of(rolling); w == nil || w.Reason != api.WaitEvaluation || w.Message != "validation period, 40 s left" {
 		t.Fatalf("rolling hold: %+v", w)
 	}
 
@@ -69,7 +70,7 @@ func TestWaitingFromThePlan(t *testing.T) {
 		dc("dev-1", store.EnvironmentDev, 0, store.ClusterHealthy), dc("prod-1", store.EnvironmentProduction, 1, store.ClusterHealthy))
 	bg.Clusters[0].BlueNamespace, bg.Clusters[1].BlueNamespace = "widgets", "widgets"
 	bg.Stage = 2
-	if w, clusters := wc.of(bg); w == nil || w.Reason != WaitSwitch || !strings.HasPrefix(w.Message, "switch to green") || clusters["prod-1"] != "switch to green" {
+	if w, clusters := wc.of(bg); w == nil || w.Reason != api.WaitSwitch || !strings.HasPrefix(w.Message, "switch to green") || clusters["prod-1"] != "switch to green" {
 		t.Fatalf("blue-green: %+v %v", w, clusters)
 	}
 	bg.SwitchRequested = true
@@ -82,7 +83,7 @@ func TestWaitingFromThePlan(t *testing.T) {
 	}
 
 	bg.PausedAt, bg.PausedBy, bg.PauseReason = new(now), "alice", "change freeze"
-	if w, _ := wc.of(bg); w == nil || w.Reason != WaitPaused || w.Message != "paused by alice: change freeze" {
+	if w, _ := wc.of(bg); w == nil || w.Reason != api.WaitPaused || w.Message != "paused by alice: change freeze" {
 		t.Fatalf("paused: %+v", w)
 	}
 	bg.Status = store.DeploymentCompleted
@@ -102,7 +103,7 @@ func TestWaitingPlansAsTheEngine(t *testing.T) {
 	rolling := storedDeployment("Rolling", `{"validationPeriod": "PT1M"}`,
 		dc("dev-1", store.EnvironmentDev, 0, store.ClusterValidating), dc("dev-2", store.EnvironmentDev, 1, store.ClusterPending))
 	rolling.StageStartedAt = new(now.Add(-20 * time.Second))
-	if w, _ := wc.of(rolling); w == nil || w.Reason != WaitEvaluation || w.Message != "validation period, 10 s left" {
+	if w, _ := wc.of(rolling); w == nil || w.Reason != api.WaitEvaluation || w.Message != "validation period, 10 s left" {
 		t.Fatalf("rolling hold, scaled by half: %+v", w)
 	}
 
@@ -110,7 +111,7 @@ func TestWaitingPlansAsTheEngine(t *testing.T) {
 		dc("dev-1", store.EnvironmentDev, 0, store.ClusterHealthy))
 	bg.Clusters[0].BlueNamespace, bg.Clusters[0].Namespace = "legacy", "ops"
 	bg.Stage = 1
-	if w, _ := wc.of(bg); w == nil || w.Reason != WaitSwitch {
+	if w, _ := wc.of(bg); w == nil || w.Reason != api.WaitSwitch {
 		t.Fatalf("blue-green outside the operator's namespace: %+v", w)
 	}
 }
@@ -122,7 +123,7 @@ func TestApprovalWait(t *testing.T) {
 			Decisions: []*store.ApprovalDecision{{Actor: "pat", Approve: true}}},
 		{RequiredRole: "Admin", Required: 1, ExpiresAt: expires, CreatedAt: expires.Add(-2 * time.Hour)},
 	})
-	if w.Reason != WaitApproval || w.Role != "Admin" || !w.Until.Equal(expires) ||
+	if w.Reason != api.WaitApproval || w.Role != "Admin" || !w.Until.Equal(expires) ||
 		w.Message != "approval by an Admin and by 2 EnvironmentOwners of Production (or an Admin) (1 of 2 given)" {
 		t.Fatalf("approvals: %+v", w)
 	}
@@ -141,10 +142,10 @@ func TestWaitingThroughTheAPI(t *testing.T) {
 		b.addOperator("wait-op", "wait-system", "1.0.0")
 		b.addOperator("wait-two", "wait-two", "1.0.0")
 		olga := b.token("olga", auth.Operator)
-		submit := func(op, cluster string) Deployment {
+		submit := func(op, cluster string) api.Deployment {
 			r := b.do("POST", "/api/v1/deployments", olga, `{"operator": "`+op+`", "version": "1.0.0", "clusters": ["`+cluster+`"], "strategy": "Direct"}`)
 			expect(t, "submit", r, http.StatusAccepted)
-			var d Deployment
+			var d api.Deployment
 			r.json(t, &d)
 			return d
 		}
@@ -156,30 +157,30 @@ func TestWaitingThroughTheAPI(t *testing.T) {
 		b.setStatus(prod.ID, store.DeploymentWaitingApproval, nil)
 		b.addApproval(prod.ID, "production", "EnvironmentOwner:Production", 1, time.Now().Add(time.Hour))
 
-		var got Deployment
+		var got api.Deployment
 		b.do("GET", "/api/v1/deployments/"+second.ID, b.viewer(), nil).json(t, &got)
-		if got.Waiting == nil || got.Waiting.Reason != WaitQueued || got.Waiting.Message != "queued behind 2 deployments (1 running, 1 queued before it)" ||
+		if got.Waiting == nil || got.Waiting.Reason != api.WaitQueued || got.Waiting.Message != "queued behind 2 deployments (1 running, 1 queued before it)" ||
 			got.Clusters[0].Waiting != got.Waiting.Message {
 			t.Fatalf("second queued: %+v", got.Waiting)
 		}
 		list := b.listDeployments(t, "")
-		byID := map[string]Deployment{}
+		byID := map[string]api.Deployment{}
 		for _, d := range list.Items {
 			byID[d.ID] = d
 		}
 		if w := byID[first.ID].Waiting; w == nil || w.Message != "queued behind 1 deployment (1 running, 0 queued before it)" {
 			t.Fatalf("first queued in the list: %+v", w)
 		}
-		if w := byID[prod.ID].Waiting; w == nil || w.Reason != WaitApproval || w.Role != "EnvironmentOwner:Production" ||
+		if w := byID[prod.ID].Waiting; w == nil || w.Reason != api.WaitApproval || w.Role != "EnvironmentOwner:Production" ||
 			w.Message != "approval by an EnvironmentOwner of Production (or an Admin)" || w.Until == nil || byID[prod.ID].Clusters[0].Waiting != w.Message {
 			t.Fatalf("waiting for approval in the list: %+v", w)
 		}
 		if w := byID[running.ID].Waiting; w != nil {
 			t.Fatalf("installing (no hold yet): %+v", w)
 		}
-		r := b.do("POST", "/api/v1/deployments/"+running.ID+"/pause", olga, PauseRequest{Reason: "lunch"})
+		r := b.do("POST", "/api/v1/deployments/"+running.ID+"/pause", olga, api.PauseRequest{Reason: "lunch"})
 		expect(t, "pause", r, http.StatusAccepted)
-		if r.json(t, &got); got.Waiting == nil || got.Waiting.Reason != WaitPaused || got.Waiting.Message != "paused by olga: lunch" {
+		if r.json(t, &got); got.Waiting == nil || got.Waiting.Reason != api.WaitPaused || got.Waiting.Message != "paused by olga: lunch" {
 			t.Fatalf("the pause's answer: %+v", got.Waiting)
 		}
 	})

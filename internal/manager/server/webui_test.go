@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/ui"
 )
 
@@ -66,11 +67,11 @@ func TestWebUI(t *testing.T) {
 			t.Fatalf("GET %s: %s %v", path, r.body, r.header)
 		}
 	}
-	if e := b.do("GET", "/api/v1/operators", "", nil).apiError(t); e.Code != CodeUnauthenticated {
+	if e := b.do("GET", "/api/v1/operators", "", nil).apiError(t); e.Code != api.CodeUnauthenticated {
 		t.Fatalf("the API without a token: %+v", e)
 	}
 	expect(t, "an API route", b.do("GET", "/api/v1/operators", b.viewer(), nil), http.StatusOK)
-	var h HealthResponse
+	var h api.HealthResponse
 	r = b.do("GET", "/health", "", nil)
 	if r.json(t, &h); r.status != http.StatusOK || h.Status != "ok" {
 		t.Fatalf("/health: %d %s", r.status, r.body)
@@ -86,7 +87,7 @@ func TestWebUIOffAndEmbedded(t *testing.T) {
 	off := setup(t, "sqlite")
 	r := off.do("GET", "/fleet", "", nil)
 	expect(t, "no UI", r, http.StatusNotFound)
-	if e := r.apiError(t); e.Code != CodeNotFound {
+	if e := r.apiError(t); e.Code != api.CodeNotFound {
 		t.Fatalf("no UI: %s", r.body)
 	}
 	b := setup(t, "sqlite", withUI(ui.New()))

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/approvals"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
 	"github.com/slipway-dev/slipway/internal/manager/health"
@@ -14,7 +15,6 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
 	"github.com/slipway-dev/slipway/internal/manager/operators/refresh"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/engine"
-	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/server"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/testenv"
@@ -67,7 +67,7 @@ func newRollout(t *testing.T, st store.Store, charts *operators.Charts, log *slo
 // Completed.
 func (r *rollout) deploy(operator, version string) *store.Deployment {
 	r.t.Helper()
-	req, err := request.Decode([]byte(`{"operator": "` + operator + `", "version": "` + version + `", "clusters": ["dev-1"], "strategy": "Direct"}`))
+	req, err := api.DecodeDeploymentRequest([]byte(`{"operator": "` + operator + `", "version": "` + version + `", "clusters": ["dev-1"], "strategy": "Direct"}`))
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestLoop_VersionPublishedLaterIsDeployed(t *testing.T) {
 	waitFor(t, "the loop to mark "+v[0].Version+" removed", func() bool {
 		return slices.Equal(versionsOf(t, st, op.ID), []string{v[1].Version})
 	})
-	req, err := request.Decode([]byte(`{"operator": "widgets", "version": "` + v[0].Version + `", "clusters": ["dev-1"], "strategy": "Direct"}`))
+	req, err := api.DecodeDeploymentRequest([]byte(`{"operator": "widgets", "version": "` + v[0].Version + `", "clusters": ["dev-1"], "strategy": "Direct"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
 	"github.com/slipway-dev/slipway/internal/manager/store"
@@ -98,7 +99,7 @@ func (p *plan) drop(version string) {
 	p.restored = slices.DeleteFunc(p.restored, not)
 }
 
-func (p *plan) fill(res *Result) {
+func (p *plan) fill(res *api.OperatorRefreshResult) {
 	res.Added = append(res.Added, p.added...)
 	res.Changed = append(res.Changed, p.changed...)
 	res.Restored = append(res.Restored, p.restored...)
@@ -111,7 +112,7 @@ const inspectConcurrency = 4
 // inspect fetches the plan's charts and extracts their CRDs. Moving to a new source, any failure
 // is the request's error; otherwise a version that cannot be read is reported in res.Failed and
 // left out of the plan.
-func (r *Refresher) inspect(ctx context.Context, t target, p *plan, res *Result) ([]operators.VersionCRDs, error) {
+func (r *Refresher) inspect(ctx context.Context, t target, p *plan, res *api.OperatorRefreshResult) ([]operators.VersionCRDs, error) {
 	out := make([]operators.VersionCRDs, len(p.fetch))
 	errs := make([]error, len(p.fetch))
 	sem := make(chan struct{}, inspectConcurrency)
@@ -134,7 +135,7 @@ func (r *Refresher) inspect(ctx context.Context, t target, p *plan, res *Result)
 		if t.change || !ok || ctx.Err() != nil {
 			return nil, err
 		}
-		res.Failed = append(res.Failed, Failure{Version: p.fetch[i].Version, Message: e.Error()})
+		res.Failed = append(res.Failed, api.RefreshFailure{Version: p.fetch[i].Version, Message: e.Error()})
 		p.drop(p.fetch[i].Version)
 		r.log.WarnContext(ctx, "refresh: A chart version could not be read; it is tried again at the next refresh",
 			"operatorName", res.Operator, "version", p.fetch[i].Version, "err", err)
@@ -226,7 +227,7 @@ func (r *Refresher) recordParams(op *store.Operator, t target, v operators.Valid
 const SystemActor = "system:operator-refresh"
 
 // audit records what a refresh of the loop changed (operator.refresh, as the API's refresh).
-func (r *Refresher) audit(ctx context.Context, op *store.Operator, res *Result) {
+func (r *Refresher) audit(ctx context.Context, op *store.Operator, res *api.OperatorRefreshResult) {
 	details, err := json.Marshal(map[string]any{"added": res.Added, "removed": res.Removed, "restored": res.Restored,
 		"changed": res.Changed, "failed": len(res.Failed)})
 	if err == nil {

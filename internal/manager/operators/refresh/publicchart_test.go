@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
@@ -62,14 +63,14 @@ func kyvernoChart(t *testing.T, v string) charttest.ChartFiles {
 	return files
 }
 
-// api is the manager's API over a real server with the refresh loop and the engine running.
-type api struct {
+// managerAPI is the manager's API over a real server with the refresh loop and the engine running.
+type managerAPI struct {
 	t      *testing.T
 	url    string
 	secret []byte
 }
 
-func (a *api) do(method, path, role string, body any, out any) int {
+func (a *managerAPI) do(method, path, role string, body any, out any) int {
 	a.t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -113,9 +114,9 @@ var kyvernoValues = map[string]any{"policyReportsCleanup": map[string]any{"enabl
 	"crds": map[string]any{"migration": map[string]any{"enabled": false}}}
 
 // deploy posts a Direct deployment of version to dev-1 and waits for it to end Completed.
-func (a *api) deploy(version string) {
+func (a *managerAPI) deploy(version string) {
 	a.t.Helper()
-	var d server.Deployment
+	var d api.Deployment
 	if s := a.do("POST", "/api/v1/deployments", "Operator", map[string]any{"operator": "kyverno", "version": version,
 		"clusters": []string{"dev-1"}, "strategy": "Direct", "values": kyvernoValues}, &d); s != http.StatusAccepted {
 		a.t.Fatalf("deploying kyverno %s: %d", version, s)
@@ -177,9 +178,9 @@ func TestAcceptance_PublicOperatorChart(t *testing.T) {
 	}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	a := &api{t: t, url: ts.URL, secret: secret}
+	a := &managerAPI{t: t, url: ts.URL, secret: secret}
 
-	var op server.Operator
+	var op api.Operator
 	if s := a.do("POST", "/api/v1/operators", "Operator", map[string]any{"name": "kyverno", "namespace": "kyverno",
 		"chart": map[string]string{"repository": repo.URL, "name": "kyverno"}}, &op); s != http.StatusCreated ||
 		!slices.Equal(op.Versions, []string{older.chart}) {
@@ -214,7 +215,7 @@ func TestAcceptance_PublicOperatorChart(t *testing.T) {
 		a.do("GET", "/api/v1/operators/kyverno", "Viewer", nil, &op)
 		return slices.Equal(op.Versions, []string{newer.chart, older.chart})
 	})
-	var rep server.ValidationReport
+	var rep api.ValidationReport
 	if s := a.do("POST", "/api/v1/crds/clusterpolicies.kyverno.io/validate", "Viewer",
 		map[string]any{"operator": "kyverno", "version": newer.chart, "clusters": []string{"dev-1"}}, &rep); s != http.StatusOK {
 		t.Fatalf("validate: %d", s)

@@ -6,44 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
-
-// Result is what one refresh found and stored.
-type Result struct {
-	Operator  string    `json:"operator"`
-	CheckedAt time.Time `json:"checkedAt"`
-	// NotModified: the chart repository answered that its index did not change (304).
-	NotModified bool `json:"notModified"`
-	// Added are the versions found and stored (with their CRDs), newest first.
-	Added []string `json:"added"`
-	// Removed are the versions marked removed by this refresh: gone from the source, or left
-	// out by the version filter. Deployments that used them keep their history.
-	Removed []string `json:"removed"`
-	// Restored are versions marked removed before that the source lists again.
-	Restored []string `json:"restored"`
-	// Changed are versions whose chart changed behind them (another digest): their CRDs are
-	// stored again.
-	Changed []string `json:"changed"`
-	// Failed are versions found whose chart could not be read: left out, tried again at the
-	// next refresh.
-	Failed []Failure `json:"failed"`
-	// Versions are the operator's available versions after the refresh, newest first.
-	Versions []string `json:"versions"`
-}
-
-// Failure is a version a refresh could not read.
-type Failure struct {
-	Version string `json:"version"`
-	Message string `json:"message"`
-}
-
-// changed reports whether the refresh stored anything.
-func (res *Result) changed() bool {
-	return len(res.Added)+len(res.Removed)+len(res.Restored)+len(res.Changed) > 0
-}
 
 // Options adjust an on-demand refresh or change.
 type Options struct {
@@ -102,11 +69,11 @@ var errDeleted = fmt.Errorf("it was deleted during the refresh: %w", store.ErrCo
 // Refresh re-reads op's chart source now and stores what changed. Another refresh of op in
 // flight (here or on another replica) is waited for up to opts.Wait; then the answer is an error
 // that is store.ErrConflict. A source that cannot be read is *invalid.Error, as at registration.
-func (r *Refresher) Refresh(ctx context.Context, op *store.Operator, opts Options) (*Result, error) {
+func (r *Refresher) Refresh(ctx context.Context, op *store.Operator, opts Options) (*api.OperatorRefreshResult, error) {
 	if op.DeletedAt != nil {
 		return nil, fmt.Errorf("operator %q was deleted: %w", op.Name, store.ErrConflict)
 	}
-	var res *Result
+	var res *api.OperatorRefreshResult
 	err := r.withLease(ctx, op, waitOf(opts), func(ctx context.Context) error {
 		t, err := r.targetWithAuth(ctx, op)
 		if err != nil {
@@ -124,7 +91,7 @@ func (r *Refresher) Refresh(ctx context.Context, op *store.Operator, opts Option
 // chart without a version, a filter that keeps none or a version whose chart does not load is
 // *invalid.Error naming the field, as at registration. On success the operator, its versions and
 // their CRDs change in one transaction.
-func (r *Refresher) Change(ctx context.Context, op *store.Operator, ch Change, opts Options) (*Result, *store.Operator, error) {
+func (r *Refresher) Change(ctx context.Context, op *store.Operator, ch Change, opts Options) (*api.OperatorRefreshResult, *store.Operator, error) {
 	if err := operators.ValidateRef(ch.Ref); err != nil {
 		return nil, nil, err
 	}
@@ -134,7 +101,7 @@ func (r *Refresher) Change(ctx context.Context, op *store.Operator, ch Change, o
 	if op.DeletedAt != nil {
 		return nil, nil, fmt.Errorf("operator %q was deleted: %w", op.Name, store.ErrConflict)
 	}
-	var res *Result
+	var res *api.OperatorRefreshResult
 	var updated *store.Operator
 	err := r.withLease(ctx, op, waitOf(opts), func(ctx context.Context) error {
 		var err error
@@ -172,7 +139,7 @@ func (r *Refresher) refreshDue(ctx context.Context, op *store.Operator) bool {
 			return err
 		}
 		res, _, err := r.run(ctx, cur, t, nil)
-		if err == nil && res.changed() {
+		if err == nil && storedAny(res) {
 			r.audit(ctx, cur, res)
 		}
 		return err
@@ -186,7 +153,7 @@ func (r *Refresher) refreshDue(ctx context.Context, op *store.Operator) bool {
 }
 
 // run is one refresh of op from t, under op's lease.
-func (r *Refresher) run(ctx context.Context, op *store.Operator, t target, extra func(context.Context, store.Tx) error) (*Result, *store.Operator, error) {
+func (r *Refresher) run(ctx context.Context, op *store.Operator, t target, extra func(context.Context, store.Tx) error) (*api.OperatorRefreshResult, *store.Operator, error) {
 	now := r.now()
 	prev, err := r.cfg.Store.OperatorRefreshGet(ctx, op.ID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -201,8 +168,8 @@ func (r *Refresher) run(ctx context.Context, op *store.Operator, t target, extra
 		// The source no longer has the chart: every version is gone.
 		polled, err = &operators.Polled{}, nil
 	}
-	res := &Result{Operator: op.Name, CheckedAt: now, Added: []string{}, Removed: []string{}, Restored: []string{},
-		Changed: []string{}, Failed: []Failure{}}
+	res := &api.OperatorRefreshResult{Operator: op.Name, CheckedAt: now, Added: []string{}, Removed: []string{}, Restored: []string{},
+		Changed: []string{}, Failed: []api.RefreshFailure{}}
 	if err != nil {
 		if !t.change {
 			r.record(ctx, op, t, prev, now, err)
@@ -235,7 +202,7 @@ func (r *Refresher) run(ctx context.Context, op *store.Operator, t target, extra
 	if res.Versions, err = r.availableNow(ctx, op.ID); err != nil {
 		return nil, nil, err
 	}
-	if res.changed() || len(res.Failed) > 0 {
+	if storedAny(res) || len(res.Failed) > 0 {
 		r.log.InfoContext(ctx, "refresh: Refreshed the operator's chart versions", "operatorName", op.Name,
 			"added", res.Added, "removed", res.Removed, "restored", res.Restored, "changed", res.Changed, "failed", len(res.Failed))
 	}
@@ -288,4 +255,9 @@ func (r *Refresher) availableNow(ctx context.Context, operatorID string) ([]stri
 		return nil, err
 	}
 	return available(vs), nil
+}
+
+// storedAny reports whether the refresh stored anything.
+func storedAny(res *api.OperatorRefreshResult) bool {
+	return len(res.Added)+len(res.Removed)+len(res.Restored)+len(res.Changed) > 0
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slipway-dev/slipway/internal/manager/analysis"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
@@ -16,7 +17,7 @@ import (
 // resolveAnalyses resolves the request's analyses into spec (stored templates copied: a later
 // edit does not change the deployment) and refuses a target cluster that has no Prometheus to
 // ask, naming it.
-func (e *Engine) resolveAnalyses(ctx context.Context, req *request.Request, spec *request.Spec) error {
+func (e *Engine) resolveAnalyses(ctx context.Context, req *api.DeploymentRequest, spec *request.Spec) error {
 	if len(req.Analyses) == 0 {
 		return nil
 	}

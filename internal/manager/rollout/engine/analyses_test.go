@@ -9,9 +9,9 @@ import (
 
 	"github.com/slipway-dev/slipway/internal/manager/analysis"
 	"github.com/slipway-dev/slipway/internal/manager/analysis/promtest"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
-	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
@@ -55,8 +55,8 @@ func TestAnalyses_PassAndFailAgainstRealPrometheus(t *testing.T) {
 	ctx := context.Background()
 	h.operator("ag", charttest.OperatorChart(chartName, "1.0.0", charttest.Compatible), charttest.OperatorChart(chartName, "1.0.1", charttest.Compatible))
 	h.operator("ab", charttest.OperatorChart(chartName, "1.0.0", charttest.Compatible), charttest.OperatorChart(chartName, "1.0.1", charttest.Compatible))
-	spec, err := analysis.Parse(analysis.Template{Name: "error-rate", Query: errorRateQuery, Interval: "PT1S", Count: 4,
-		SuccessCondition: analysis.Condition{Max: ptr(0.01)}})
+	spec, err := analysis.Parse(api.Analysis{Name: "error-rate", Query: errorRateQuery, Interval: "PT1S", Count: 4,
+		SuccessCondition: api.AnalysisCondition{Max: ptr(0.01)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestAnalyses_PassAndFailAgainstRealPrometheus(t *testing.T) {
 		return `{"operator": "` + op + `", "version": "1.0.1", "clusters": ["dev-1"], "strategy": "Rolling",
 			"rollingConfig": {"validationPeriod": "PT1S"}, "analyses": [{"template": "error-rate"}]}`
 	}
-	req, err := request.Decode([]byte(withAnalysis("ag")))
+	req, err := api.DecodeDeploymentRequest([]byte(withAnalysis("ag")))
 	if err != nil {
 		t.Fatal(err)
 	}

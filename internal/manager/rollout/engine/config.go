@@ -12,11 +12,11 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/slipway-dev/slipway/internal/manager/analysis"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/approvals"
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/notify"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
-	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
@@ -30,7 +30,7 @@ const (
 	DefaultBlueRetention    = 24 * time.Hour
 	DefaultInstallTimeout   = 5 * time.Minute
 	DefaultApprovalTTL      = 72 * time.Hour
-	DefaultBakeWindow       = request.DefaultBakeWindow
+	DefaultBakeWindow       = api.DefaultBakeWindow
 	// DefaultMaxParallelInstalls bounds one replica's Helm calls in flight: each holds its own
 	// clients, discovery and release data (about 8 MiB), so 20 Direct deployments to 100
 	// clusters each would otherwise hold 2,000 at once.
@@ -155,8 +155,8 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.BakeWindow == 0:
 		c.BakeWindow = DefaultBakeWindow
-	case c.BakeWindow > request.MaxPeriod:
-		return c, fmt.Errorf("engine: BakeWindow %s: at most %s", c.BakeWindow, request.MaxPeriod)
+	case c.BakeWindow > api.MaxPeriod:
+		return c, fmt.Errorf("engine: BakeWindow %s: at most %s", c.BakeWindow, api.MaxPeriod)
 	}
 	if !(c.TestHoldScale >= 0 && c.TestHoldScale <= 1) {
 		return c, fmt.Errorf("engine: TestHoldScale %v: want 0 < scale ≤ 1 (0: real time)", c.TestHoldScale)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/install"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
@@ -331,7 +332,7 @@ func (e *Engine) passStage(ctx context.Context, d *store.Deployment, plan *strat
 // complete ends a deployment whose stages all passed.
 func (e *Engine) complete(ctx context.Context, d *store.Deployment, plan *strategy.Plan) (time.Duration, error) {
 	var blueDelete *time.Time
-	if plan.Strategy == request.StrategyBlueGreen && d.SwitchedAt != nil {
+	if plan.Strategy == api.StrategyBlueGreen && d.SwitchedAt != nil {
 		t := e.now().Add(e.cfg.BlueRetention)
 		blueDelete = &t
 	}

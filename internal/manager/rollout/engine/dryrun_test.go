@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/approvals"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
-	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
@@ -42,9 +42,9 @@ func (h *harness) stored() stored {
 }
 
 // dryRun runs a dry run of body as alice.
-func (h *harness) dryRun(body string) (*DryRun, error) {
+func (h *harness) dryRun(body string) (*api.DryRun, error) {
 	h.t.Helper()
-	req, err := request.Decode([]byte(body))
+	req, err := api.DecodeDeploymentRequest([]byte(body))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestDryRun_SamePlanNothingStored(t *testing.T) {
 	if got := [][]string{dry.Stages[0].Clusters, dry.Stages[1].Clusters}; !slices.Equal(got[0], []string{"dry-dev"}) || !slices.Equal(got[1], []string{"dry-prod"}) {
 		t.Errorf("stages %v, want dry-dev then dry-prod (environment order)", got)
 	}
-	dev := dry.Clusters[slices.IndexFunc(dry.Clusters, func(c DryRunCluster) bool { return c.Name == "dry-dev" })]
+	dev := dry.Clusters[slices.IndexFunc(dry.Clusters, func(c api.DryRunCluster) bool { return c.Name == "dry-dev" })]
 	if dev.InstalledVersion != "1.0.0" || dev.RunsVersion || dev.Problem != "" || len(dev.CRDs) != 1 ||
 		dev.CRDs[0].Name != crd || dev.CRDs[0].Status != "breaking" || len(dev.CRDs[0].Changes) == 0 {
 		t.Errorf("dry-dev %+v", dev)
@@ -98,7 +98,7 @@ func TestDryRun_SamePlanNothingStored(t *testing.T) {
 			t.Errorf("approvals %v lack %s", kinds, want)
 		}
 	}
-	if !slices.ContainsFunc(dry.Events, func(e DryRunEvent) bool { return e.Type == "crd.breaking" && strings.Contains(e.Message, crd) }) {
+	if !slices.ContainsFunc(dry.Events, func(e api.DryRunEvent) bool { return e.Type == "crd.breaking" && strings.Contains(e.Message, crd) }) {
 		t.Errorf("events %+v, want crd.breaking", dry.Events)
 	}
 

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/designtest"
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
-	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry/spantest"
@@ -54,7 +54,7 @@ func submitAs(t *testing.T, h *harness, user, body string) (*store.Deployment, s
 	t.Helper()
 	ctx, span := telemetry.Tracer().Start(context.Background(), "POST /api/v1/deployments")
 	defer span.End()
-	req, err := request.Decode([]byte(body))
+	req, err := api.DecodeDeploymentRequest([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}

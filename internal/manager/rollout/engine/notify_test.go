@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
 	"github.com/slipway-dev/slipway/internal/manager/notifications"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
@@ -85,9 +86,9 @@ func TestNotifications_FromTheEngine(t *testing.T) {
 	hs := httptest.NewServer(rc)
 	t.Cleanup(hs.Close)
 	ctx := context.Background()
-	if _, err := svc.CreateChannel(ctx, &notifications.ChannelRequest{Name: "ops", Kind: notifications.KindWebhook,
-		Webhook: &notifications.WebhookSettings{URL: hs.URL + "/hook", Secret: notifySecret},
-		Routes:  []notifications.Route{{}}}, "alice"); err != nil {
+	if _, err := svc.CreateChannel(ctx, &api.ChannelRequest{Name: "ops", Kind: notifications.KindWebhook,
+		Webhook: &api.WebhookSettings{URL: hs.URL + "/hook", Secret: notifySecret},
+		Routes:  []api.ChannelRoute{{}}}, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	if err := svc.Start(ctx); err != nil {

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"go.opentelemetry.io/otel/trace"
 	"sort"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/approvals"
 	"github.com/slipway-dev/slipway/internal/manager/audit"
 	"github.com/slipway-dev/slipway/internal/manager/crds"
@@ -150,7 +152,7 @@ func (e *Engine) assess(ctx context.Context, deploySpan trace.Span, d *store.Dep
 		for n, change := range dropped {
 			breaking[n] = append(breaking[n], change)
 		}
-		if plan.Strategy == request.StrategyBlueGreen {
+		if plan.Strategy == api.StrategyBlueGreen {
 			if msg := e.blueProblem(ctx, op, spec, c, live[c.ClusterName]); msg != "" {
 				blue = append(blue, msg)
 				a.problems[c.ClusterName] = msg

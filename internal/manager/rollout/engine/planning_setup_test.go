@@ -11,8 +11,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
-	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
@@ -98,7 +98,7 @@ func crdChart(version, plural, kind string, level charttest.Level) charttest.Cha
 // submitErr submits a deployment request as alice and returns Submit's error.
 func (h *harness) submitErr(body string) error {
 	h.t.Helper()
-	req, err := request.Decode([]byte(body))
+	req, err := api.DecodeDeploymentRequest([]byte(body))
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
@@ -34,7 +35,7 @@ func conflict(format string, args ...any) error {
 // admits it within the concurrency limit, plans it against the clusters and deploys it. Bad
 // input is *invalid.Error naming the field; an operator already being deployed to one of the
 // clusters is a *ConflictError. The validation and the plan are prepare's, which DryRun shares.
-func (e *Engine) Submit(ctx context.Context, req *request.Request, requestedBy, requestID string) (*store.Deployment, error) {
+func (e *Engine) Submit(ctx context.Context, req *api.DeploymentRequest, requestedBy, requestID string) (*store.Deployment, error) {
 	p, err := e.prepare(ctx, req, requestedBy, requestID)
 	if err != nil {
 		return nil, err
@@ -63,7 +64,7 @@ type prepared struct {
 
 // prepare resolves req and plans it without writing anything: what Submit stores and DryRun
 // answers. Its errors are Submit's: *invalid.Error, *ConflictError, or a store's.
-func (e *Engine) prepare(ctx context.Context, req *request.Request, requestedBy, requestID string) (*prepared, error) {
+func (e *Engine) prepare(ctx context.Context, req *api.DeploymentRequest, requestedBy, requestID string) (*prepared, error) {
 	known, err := e.knownTargets(ctx)
 	if err != nil {
 		return nil, err
@@ -97,7 +98,7 @@ func (e *Engine) prepare(ctx context.Context, req *request.Request, requestedBy,
 	if err != nil {
 		return nil, err
 	}
-	if plan.Strategy == request.StrategyBlueGreen {
+	if plan.Strategy == api.StrategyBlueGreen {
 		if err := blueRequired(req, op, plan, live); err != nil {
 			return nil, err
 		}
@@ -132,7 +133,7 @@ func (e *Engine) deploymentOf(ctx context.Context, spec *request.Spec, op *store
 			ClusterName: t.Name, Environment: store.Environment(t.Environment), Stage: plan.StageOf(t.Name),
 			Status: store.ClusterPending, Namespace: loc.Namespace, Release: loc.Release,
 		}
-		if plan.Strategy == request.StrategyBlueGreen {
+		if plan.Strategy == api.StrategyBlueGreen {
 			green := greenOf(loc, op, plan)
 			c.BlueNamespace, c.BlueRelease = loc.Namespace, loc.Release
 			c.Namespace, c.Release = green.Namespace, green.Release
@@ -145,7 +146,7 @@ func (e *Engine) deploymentOf(ctx context.Context, spec *request.Spec, op *store
 // blueRequired refuses a BlueGreen deployment to a cluster where the store knows the operator
 // does not run (no live release): there is no blue to switch from. Planning checks the cluster
 // itself again (a release removed since, blueGreenConfig.blueNamespace).
-func blueRequired(req *request.Request, op *store.Operator, plan *strategy.Plan, live liveSet) error {
+func blueRequired(req *api.DeploymentRequest, op *store.Operator, plan *strategy.Plan, live liveSet) error {
 	for _, t := range plan.Targets {
 		if live[t.Name] != nil {
 			continue
@@ -289,7 +290,7 @@ func (e *Engine) stillLive(ctx context.Context, d *store.Deployment) error {
 func (e *Engine) Switch(ctx context.Context, id, by string) (*store.Deployment, error) {
 	d, err := e.request(ctx, id, func(d *store.Deployment) error {
 		switch {
-		case d.Strategy != string(request.StrategyBlueGreen):
+		case d.Strategy != string(api.StrategyBlueGreen):
 			return conflict("deployment %s is %s: only BlueGreen deployments switch", d.ID, d.Strategy)
 		case d.Status.Terminal() || d.Status == store.DeploymentRollingBack:
 			return conflict("deployment %s is %s: nothing to switch", d.ID, d.Status)

@@ -13,12 +13,12 @@ import (
 	"github.com/google/uuid"
 	"k8s.io/client-go/rest"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/approvals"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
-	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/store/sqlitestore"
 	"github.com/slipway-dev/slipway/internal/testenv"
@@ -178,7 +178,7 @@ func chartVersion(files charttest.ChartFiles) string {
 // submit posts a deployment request (the design's JSON) as alice.
 func (h *harness) submit(body string) *store.Deployment {
 	h.t.Helper()
-	req, err := request.Decode([]byte(body))
+	req, err := api.DecodeDeploymentRequest([]byte(body))
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -7,8 +7,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
-	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry/spantest"
@@ -28,7 +28,7 @@ func TestTrace_OneTracePerDeployment(t *testing.T) {
 	h.operator("traced", charttest.OperatorChart(chartName, "1.0.0", charttest.Compatible))
 
 	post, span := telemetry.Tracer().Start(context.Background(), "POST /api/v1/deployments")
-	req, err := request.Decode([]byte(`{"operator": "traced", "version": "1.0.0", "clusters": ["tr-1", "tr-2"],
+	req, err := api.DecodeDeploymentRequest([]byte(`{"operator": "traced", "version": "1.0.0", "clusters": ["tr-1", "tr-2"],
 		"strategy": "Rolling", "rollingConfig": {"validationPeriod": "PT3S"}}`))
 	if err != nil {
 		t.Fatal(err)

@@ -7,19 +7,10 @@ import (
 	"time"
 
 	"github.com/slipway-dev/slipway/internal/manager/analysis"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
-
-// Settings are a strategy and its config resolved: defaults applied, periods parsed. Exactly the
-// field of Strategy is set.
-type Settings struct {
-	Strategy  Strategy
-	Canary    *Canary
-	BlueGreen *BlueGreen
-	Rolling   *Rolling
-	Direct    *Direct
-}
 
 // Spec is a deployment request resolved once, at the edge or from the store, into what planning,
 // the engine and the API use: the operator and version, the target clusters (sorted by
@@ -30,7 +21,7 @@ type Spec struct {
 	Operator string
 	Version  string
 	Targets  []Target
-	Settings
+	api.Settings
 	// Config is the strategy's config object as the request gave it (Request.ConfigJSON,
 	// store.Deployment.Config): {} when it gave none.
 	Config json.RawMessage
@@ -57,7 +48,7 @@ type Defaults struct {
 // only; its periods, percentages, namespaces and clusterOrder) and the bake window, with def for
 // what it leaves out. The first problem found is returned as an *invalid.Error naming its JSON
 // path.
-func Resolve(req *Request, known []Target, def Defaults) (*Spec, error) {
+func Resolve(req *api.DeploymentRequest, known []Target, def Defaults) (*Spec, error) {
 	if req == nil {
 		return nil, &invalid.Error{Reason: "required", Message: "the request body is empty: send a JSON object"}
 	}
@@ -67,14 +58,14 @@ func Resolve(req *Request, known []Target, def Defaults) (*Spec, error) {
 	if err := name("version", req.Version); err != nil {
 		return nil, err
 	}
-	targets, err := req.Targets(known)
+	targets, err := Targets(req, known)
 	if err != nil {
 		return nil, err
 	}
 	if err := validateValues(req); err != nil {
 		return nil, err
 	}
-	settings, err := ResolveSettings(req)
+	settings, err := api.ResolveSettings(req)
 	if err != nil {
 		return nil, err
 	}
@@ -95,65 +86,11 @@ func Resolve(req *Request, known []Target, def Defaults) (*Spec, error) {
 	return spec, nil
 }
 
-// ResolveBakeWindow is the request's bakeWindow, or def when it gives none: an ISO 8601
-// duration from 0 (none) to MaxPeriod, kept to the millisecond as the store keeps it; errors
-// name "bakeWindow".
-func (r *Request) ResolveBakeWindow(def time.Duration) (time.Duration, error) {
-	d, err := period("bakeWindow", r.BakeWindow, def)
-	return d.Round(time.Millisecond), err
-}
-
-// ResolveSettings checks the strategy and resolves its config: a config of another strategy is a
-// conflict. It is the part of Resolve that needs no clusters (the CLI checks a request with it
-// before sending it); rollingConfig.clusterOrder is checked against the targets by Resolve.
-func ResolveSettings(r *Request) (Settings, error) {
-	s := Settings{Strategy: r.Strategy}
-	if r.Strategy == "" {
-		return s, &invalid.Error{Field: "strategy", Reason: "required", Message: "required: one of Canary, BlueGreen, Rolling, Direct"}
-	}
-	if !r.Strategy.Valid() {
-		return s, invalid.Reasoned("strategy", "invalid", nil, "must be one of Canary, BlueGreen, Rolling, Direct, not %q", clip(string(r.Strategy)))
-	}
-	for _, c := range []struct {
-		field   string
-		s       Strategy
-		present bool
-	}{
-		{"canaryConfig", StrategyCanary, r.CanaryConfig != nil},
-		{"blueGreenConfig", StrategyBlueGreen, r.BlueGreenConfig != nil},
-		{"rollingConfig", StrategyRolling, r.RollingConfig != nil},
-		{"directConfig", StrategyDirect, r.DirectConfig != nil},
-	} {
-		if c.present && c.s != r.Strategy {
-			return s, invalid.Reasoned(c.field, "conflict", nil, "belongs to strategy %s, but the strategy is %s", c.s, r.Strategy)
-		}
-	}
-	var err error
-	switch r.Strategy {
-	case StrategyCanary:
-		s.Canary, err = resolved(r.CanaryConfig.Resolve())
-	case StrategyBlueGreen:
-		s.BlueGreen, err = resolved(r.BlueGreenConfig.Resolve())
-	case StrategyRolling:
-		s.Rolling, err = resolved(r.RollingConfig.Resolve())
-	case StrategyDirect:
-		s.Direct, err = resolved(r.DirectConfig.Resolve())
-	}
-	return s, err
-}
-
-func resolved[T any](v T, err error) (*T, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &v, nil
-}
-
 // FromDeployment rebuilds the Spec of a stored deployment: its strategy config, values and
 // clusters, as Resolve made them when it was requested. It is the one reader of the request JSON
 // the store keeps, so every replica, every engine step and the API re-plan a deployment alike.
 func FromDeployment(d *store.Deployment) (*Spec, error) {
-	req := &Request{Operator: d.OperatorName, Version: d.Version, Strategy: Strategy(d.Strategy), Values: d.Values}
+	req := &api.DeploymentRequest{Operator: d.OperatorName, Version: d.Version, Strategy: api.Strategy(d.Strategy), Values: d.Values}
 	if err := req.SetConfigJSON(d.Config); err != nil {
 		return nil, fmt.Errorf("deployment %s: stored config: %w", d.ID, err)
 	}
@@ -162,7 +99,7 @@ func FromDeployment(d *store.Deployment) (*Spec, error) {
 			return nil, fmt.Errorf("deployment %s: stored valuesByEnvironment: %w", d.ID, err)
 		}
 	}
-	settings, err := ResolveSettings(req)
+	settings, err := api.ResolveSettings(req)
 	if err != nil {
 		return nil, fmt.Errorf("deployment %s: stored config: %w", d.ID, err)
 	}
@@ -186,7 +123,7 @@ func FromDeployment(d *store.Deployment) (*Spec, error) {
 	return spec, nil
 }
 
-func specOf(req *Request, targets []Target, settings Settings) (*Spec, error) {
+func specOf(req *api.DeploymentRequest, targets []Target, settings api.Settings) (*Spec, error) {
 	cfg, err := req.ConfigJSON()
 	if err != nil {
 		return nil, err
@@ -239,7 +176,7 @@ func (s *Spec) StoreInto(d *store.Deployment) error {
 // templates and copied, inline ones parsed, args bound; stages name Canary stages. Errors are
 // *invalid.Error naming the entry. Whether each target's Prometheus is configured is the
 // caller's to check (it needs the store).
-func (s *Spec) ResolveAnalyses(refs []analysis.Ref, templates analysis.TemplateSource) error {
+func (s *Spec) ResolveAnalyses(refs []api.AnalysisRef, templates analysis.TemplateSource) error {
 	stages := 0
 	if s.Canary != nil {
 		stages = len(s.Canary.Stages)

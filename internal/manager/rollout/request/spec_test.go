@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
@@ -17,8 +18,8 @@ var designFleet = []Target{
 
 // designStrategies are the design's four strategy examples ("Deployment Strategies"), verbatim;
 // designBody adds the operator, version and targets they leave out.
-var designStrategies = map[Strategy]string{
-	StrategyCanary: `{
+var designStrategies = map[api.Strategy]string{
+	api.StrategyCanary: `{
   "strategy": "Canary",
   "canaryConfig": {
     "initialPercentage": 10,
@@ -27,7 +28,7 @@ var designStrategies = map[Strategy]string{
     "successThreshold": 0.95
   }
 }`,
-	StrategyBlueGreen: `{
+	api.StrategyBlueGreen: `{
   "strategy": "BlueGreen",
   "blueGreenConfig": {
     "blueNamespace": "operators-blue",
@@ -36,7 +37,7 @@ var designStrategies = map[Strategy]string{
     "autoSwitch": true
   }
 }`,
-	StrategyRolling: `{
+	api.StrategyRolling: `{
   "strategy": "Rolling",
   "rollingConfig": {
     "clusterOrder": ["dev-1", "dev-2", "staging", "prod-us", "prod-eu"],
@@ -44,7 +45,7 @@ var designStrategies = map[Strategy]string{
     "pauseBetweenClusters": "PT2M"
   }
 }`,
-	StrategyDirect: `{
+	api.StrategyDirect: `{
   "strategy": "Direct",
   "directConfig": {
     "parallelClusters": 10,
@@ -75,16 +76,16 @@ func designBody(t *testing.T, example string) []byte {
 // applied), and the values per environment.
 func TestResolveDesignExamples(t *testing.T) {
 	t.Parallel()
-	want := map[Strategy]Settings{
-		StrategyCanary:    {Strategy: StrategyCanary, Canary: &Canary{10, 20, 5 * time.Minute, 0.95, []float64{10, 30, 100}}},
-		StrategyBlueGreen: {Strategy: StrategyBlueGreen, BlueGreen: &BlueGreen{"operators-blue", "operators-green", 10 * time.Minute, true}},
-		StrategyRolling: {Strategy: StrategyRolling, Rolling: &Rolling{[]string{"dev-1", "dev-2", "staging", "prod-us", "prod-eu"},
-			5 * time.Minute, 2 * time.Minute}},
-		StrategyDirect: {Strategy: StrategyDirect, Direct: &Direct{ParallelClusters: 10}},
+	want := map[api.Strategy]api.Settings{
+		api.StrategyCanary:    {Strategy: api.StrategyCanary, Canary: &api.CanarySettings{InitialPercentage: 10, IncrementPercentage: 20, EvaluationPeriod: 5 * time.Minute, SuccessThreshold: 0.95, Stages: []float64{10, 30, 100}}},
+		api.StrategyBlueGreen: {Strategy: api.StrategyBlueGreen, BlueGreen: &api.BlueGreenSettings{BlueNamespace: "operators-blue", GreenNamespace: "operators-green", ValidationPeriod: 10 * time.Minute, AutoSwitch: true}},
+		api.StrategyRolling: {Strategy: api.StrategyRolling, Rolling: &api.RollingSettings{ClusterOrder: []string{"dev-1", "dev-2", "staging", "prod-us", "prod-eu"},
+			ValidationPeriod: 5 * time.Minute, PauseBetweenClusters: 2 * time.Minute}},
+		api.StrategyDirect: {Strategy: api.StrategyDirect, Direct: &api.DirectSettings{ParallelClusters: 10}},
 	}
 	sorted := []Target{{"dev-1", "Dev"}, {"dev-2", "Dev"}, {"staging", "Staging"}, {"prod-eu", "Production"}, {"prod-us", "Production"}}
 	for s, example := range designStrategies {
-		req, err := Decode(designBody(t, example))
+		req, err := api.DecodeDeploymentRequest(designBody(t, example))
 		if err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
@@ -128,7 +129,7 @@ func TestSpecRoundTrip(t *testing.T) {
 		bodies = append(bodies, string(designBody(t, ex)))
 	}
 	for _, body := range bodies {
-		req, err := Decode([]byte(body))
+		req, err := api.DecodeDeploymentRequest([]byte(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -198,7 +199,7 @@ func TestResolveBakeWindow(t *testing.T) {
 		{`,"bakeWindow":"PT0.0004S"`, time.Hour, 0},
 		{`,"bakeWindow":"PT1.2345S"`, 0, 1235 * time.Millisecond},
 	} {
-		req, err := Decode([]byte(`{"operator":"op","version":"1","clusters":["dev-1"],"strategy":"Direct"` + tc.field + `}`))
+		req, err := api.DecodeDeploymentRequest([]byte(`{"operator":"op","version":"1","clusters":["dev-1"],"strategy":"Direct"` + tc.field + `}`))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 func TestConfigJSONRoundTrip(t *testing.T) {
@@ -16,7 +18,7 @@ func TestConfigJSONRoundTrip(t *testing.T) {
 		direct(`"parallelClusters":2,"skipHealthChecks":true`),
 		`{"operator":"op","version":"1","clusters":["dev-1"],"strategy":"Direct"}`,
 	} {
-		req, err := Decode([]byte(body))
+		req, err := api.DecodeDeploymentRequest([]byte(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,8 +32,8 @@ func TestConfigJSONRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		// An omitted config comes back as an empty one: the same settings.
-		if req.DirectConfig == nil && req.Strategy == StrategyDirect {
-			if string(raw) != "{}" || *back.DirectConfig != (DirectConfig{}) {
+		if req.DirectConfig == nil && req.Strategy == api.StrategyDirect {
+			if string(raw) != "{}" || *back.DirectConfig != (api.DirectConfig{}) {
 				t.Errorf("no config: %s, %+v", raw, back.DirectConfig)
 			}
 			continue
@@ -40,14 +42,14 @@ func TestConfigJSONRoundTrip(t *testing.T) {
 			t.Errorf("%s: config %s came back as %+v", body, raw, back)
 		}
 	}
-	r := &Request{Strategy: StrategyCanary}
+	r := &api.DeploymentRequest{Strategy: api.StrategyCanary}
 	if err := r.SetConfigJSON(json.RawMessage(`{"initialPercent":1}`)); err == nil {
 		t.Error("an unknown field in a stored config was accepted")
 	}
-	if err := (&Request{Strategy: "x"}).SetConfigJSON(json.RawMessage(`{}`)); err == nil {
+	if err := (&api.DeploymentRequest{Strategy: "x"}).SetConfigJSON(json.RawMessage(`{}`)); err == nil {
 		t.Error("an unknown strategy was accepted")
 	}
-	if _, err := (&Request{Strategy: "x"}).ConfigJSON(); err == nil {
+	if _, err := (&api.DeploymentRequest{Strategy: "x"}).ConfigJSON(); err == nil {
 		t.Error("an unknown strategy was accepted")
 	}
 }

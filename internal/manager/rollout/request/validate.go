@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 )
 
@@ -45,11 +46,11 @@ const (
 	maxNameLength = 253
 )
 
-// Targets resolves the request's clusters against known: the named clusters, or every known
+// Targets resolves r's clusters against known: the named clusters, or every known
 // cluster of the named environments, sorted by environment then name. Errors: both or neither
 // of clusters and environments, an empty list, an unknown or repeated name, an unknown
 // environment or one without clusters.
-func (r *Request) Targets(known []Target) ([]Target, error) {
+func Targets(r *api.DeploymentRequest, known []Target) ([]Target, error) {
 	switch {
 	case r.Clusters != nil && r.Environments != nil:
 		return nil, invalid.Reasoned("environments", "conflict", nil, "give clusters or environments, not both")
@@ -127,7 +128,7 @@ func name(field, v string) error {
 	return nil
 }
 
-func validateValues(r *Request) error {
+func validateValues(r *api.DeploymentRequest) error {
 	if err := object("values", r.Values); err != nil {
 		return err
 	}

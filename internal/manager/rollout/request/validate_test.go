@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 )
 
@@ -34,7 +35,7 @@ const designCanary = `{
 
 func TestDesignRequest(t *testing.T) {
 	t.Parallel()
-	req, err := Decode([]byte(designCanary))
+	req, err := api.DecodeDeploymentRequest([]byte(designCanary))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestDesignRequest(t *testing.T) {
 	if !reflect.DeepEqual(spec.Targets, want) {
 		t.Errorf("targets = %v, want %v", spec.Targets, want)
 	}
-	if c := spec.Canary; c == nil || !reflect.DeepEqual(*c, Canary{10, 20, 5 * time.Minute, 0.95, []float64{10, 30, 100}}) {
+	if c := spec.Canary; c == nil || !reflect.DeepEqual(*c, api.CanarySettings{InitialPercentage: 10, IncrementPercentage: 20, EvaluationPeriod: 5 * time.Minute, SuccessThreshold: 0.95, Stages: []float64{10, 30, 100}}) {
 		t.Errorf("canary = %+v", c)
 	}
 	// The request encodes back to the same JSON (field names as the design writes them).
@@ -78,7 +79,7 @@ func TestStrategyConfigsAsDesignWritesThem(t *testing.T) {
 		`{"operator":"op","version":"2.0.0","environments":["Dev"],"strategy":"Canary",
 		  "canaryConfig":{"initialPercentage":25,"incrementPercentage":25,"evaluationPeriod":"PT2S","successThreshold":0.9}}`,
 	} {
-		req, err := Decode([]byte(body))
+		req, err := api.DecodeDeploymentRequest([]byte(body))
 		if err != nil {
 			t.Fatalf("%s: %v", body, err)
 		}
@@ -90,28 +91,28 @@ func TestStrategyConfigsAsDesignWritesThem(t *testing.T) {
 
 func TestResolveDefaults(t *testing.T) {
 	t.Parallel()
-	settings := func(r *Request) Settings {
+	settings := func(r *api.DeploymentRequest) api.Settings {
 		t.Helper()
-		s, err := ResolveSettings(r)
+		s, err := api.ResolveSettings(r)
 		if err != nil {
 			t.Fatalf("%+v: %v", r, err)
 		}
 		return s
 	}
-	c := settings(&Request{Strategy: StrategyCanary}).Canary
-	if !reflect.DeepEqual(*c, Canary{10, 20, 5 * time.Minute, 0.95, []float64{10, 30, 100}}) {
+	c := settings(&api.DeploymentRequest{Strategy: api.StrategyCanary}).Canary
+	if !reflect.DeepEqual(*c, api.CanarySettings{InitialPercentage: 10, IncrementPercentage: 20, EvaluationPeriod: 5 * time.Minute, SuccessThreshold: 0.95, Stages: []float64{10, 30, 100}}) {
 		t.Errorf("canary defaults = %+v", c)
 	}
-	c = settings(&Request{Strategy: StrategyCanary, CanaryConfig: &CanaryConfig{SuccessThreshold: ptr(1.0)}}).Canary
+	c = settings(&api.DeploymentRequest{Strategy: api.StrategyCanary, CanaryConfig: &api.CanaryConfig{SuccessThreshold: ptr(1.0)}}).Canary
 	if c.SuccessThreshold != 1 || c.InitialPercentage != 10 {
 		t.Errorf("successThreshold 1 = %+v", c)
 	}
-	c = settings(&Request{Strategy: StrategyCanary, CanaryConfig: &CanaryConfig{SuccessThreshold: ptr(100.0)}}).Canary
+	c = settings(&api.DeploymentRequest{Strategy: api.StrategyCanary, CanaryConfig: &api.CanaryConfig{SuccessThreshold: ptr(100.0)}}).Canary
 	if c.SuccessThreshold != 1 {
 		t.Errorf("successThreshold 100 = %+v", c)
 	}
-	bg := *settings(&Request{Strategy: StrategyBlueGreen}).BlueGreen
-	if bg != (BlueGreen{ValidationPeriod: 5 * time.Minute, AutoSwitch: true}) {
+	bg := *settings(&api.DeploymentRequest{Strategy: api.StrategyBlueGreen}).BlueGreen
+	if bg != (api.BlueGreenSettings{ValidationPeriod: 5 * time.Minute, AutoSwitch: true}) {
 		t.Errorf("blueGreen defaults = %+v", bg)
 	}
 	blue, green, err := bg.Namespaces("cert-manager")
@@ -123,20 +124,20 @@ func TestResolveDefaults(t *testing.T) {
 	if _, green, err := bg.Namespaces(long); err != nil || len(green) > 63 || !strings.HasSuffix(green, "-green") {
 		t.Errorf("namespaces of a 63-character blue = %q, %v", green, err)
 	}
-	if _, _, err := (BlueGreen{GreenNamespace: "ops"}).Namespaces("ops"); fieldOf(err) != "blueGreenConfig.greenNamespace" {
+	if _, _, err := (api.BlueGreenSettings{GreenNamespace: "ops"}).Namespaces("ops"); fieldOf(err) != "blueGreenConfig.greenNamespace" {
 		t.Errorf("green = operator namespace: %v", err)
 	}
-	r := settings(&Request{Strategy: StrategyRolling}).Rolling
+	r := settings(&api.DeploymentRequest{Strategy: api.StrategyRolling}).Rolling
 	if r.ValidationPeriod != 5*time.Minute || r.PauseBetweenClusters != 0 || r.ClusterOrder != nil {
 		t.Errorf("rolling defaults = %+v", r)
 	}
-	if d := settings(&Request{Strategy: StrategyDirect}).Direct; *d != (Direct{}) {
+	if d := settings(&api.DeploymentRequest{Strategy: api.StrategyDirect}).Direct; *d != (api.DirectSettings{}) {
 		t.Errorf("direct defaults = %+v", d)
 	}
 }
 
 // resolveErr is Resolve's error.
-func resolveErr(req *Request, known []Target) error {
+func resolveErr(req *api.DeploymentRequest, known []Target) error {
 	_, err := Resolve(req, known, Defaults{})
 	return err
 }
@@ -255,7 +256,7 @@ func TestValidate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			req, err := Decode([]byte(tc.body))
+			req, err := api.DecodeDeploymentRequest([]byte(tc.body))
 			if err == nil {
 				err = resolveErr(req, fleet)
 			}
@@ -293,7 +294,7 @@ func TestCanaryStages(t *testing.T) {
 		{`"stages":[100]`, []float64{100}},
 		{`"initialPercentage":100,"stages":[100]`, []float64{100}},
 	} {
-		req, err := Decode([]byte(canary(tc.cfg)))
+		req, err := api.DecodeDeploymentRequest([]byte(canary(tc.cfg)))
 		var spec *Spec
 		if err == nil {
 			spec, err = Resolve(req, fleet, Defaults{})
@@ -333,15 +334,15 @@ func TestResolveNil(t *testing.T) {
 	if e, ok := invalid.As(resolveErr(nil, fleet)); !ok || e.Reason != "required" {
 		t.Errorf("Resolve(nil) = %v", e)
 	}
-	if _, err := Decode(make([]byte, MaxBody+1)); fieldOf(err) != "" {
+	if _, err := api.DecodeDeploymentRequest(make([]byte, api.MaxBody+1)); fieldOf(err) != "" {
 		t.Errorf("oversized body: %v", err)
 	}
 }
 
 func TestTargetsByEnvironment(t *testing.T) {
 	t.Parallel()
-	req := &Request{Environments: []string{"Production", "Dev"}}
-	got, err := req.Targets(fleet)
+	req := &api.DeploymentRequest{Environments: []string{"Production", "Dev"}}
+	got, err := Targets(req, fleet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +351,7 @@ func TestTargetsByEnvironment(t *testing.T) {
 		t.Errorf("targets = %v, want %v", got, want)
 	}
 	// An environment without clusters is an error, not an empty deployment.
-	_, err = (&Request{Environments: []string{"Staging"}}).Targets([]Target{{"dev-1", "Dev"}})
+	_, err = Targets(&api.DeploymentRequest{Environments: []string{"Staging"}}, []Target{{"dev-1", "Dev"}})
 	if e, ok := invalid.As(err); !ok || e.Field != "environments[0]" || e.Reason != "notFound" {
 		t.Errorf("empty environment: %v", err)
 	}

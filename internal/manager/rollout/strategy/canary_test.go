@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 )
 
@@ -45,7 +46,7 @@ func designRequest(t testing.TB, known []Target) *request.Spec {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := request.Decode(b)
+	req, err := api.DecodeDeploymentRequest(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestCanary_DesignJSONPlansThreeStages(t *testing.T) {
 }
 
 // DesignEvaluation is the design's evaluationPeriod, PT5M.
-const DesignEvaluation = request.DefaultEvaluationPeriod
+const DesignEvaluation = api.DefaultEvaluationPeriod
 
 // TestCanary_StageSizes: for every fleet of 1 to 40 clusters over the environments, the
 // design's JSON and a stages list plan one stage per percentage whose count ceil(p·N/100) grows,

@@ -3,6 +3,7 @@ package strategy
 import (
 	"testing"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 )
@@ -28,7 +29,7 @@ func FuzzDecodeValidatePlan(f *testing.F) {
 	}
 	fleet := append(append([]Target(nil), ten...), Target{Name: "edge", Environment: "Dev"}, Target{Name: "unknown-env", Environment: "Lab"})
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := request.Decode(body)
+		req, err := api.DecodeDeploymentRequest(body)
 		var spec *request.Spec
 		if err == nil {
 			spec, err = request.Resolve(req, fleet, request.Defaults{})

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 	"github.com/slipway-dev/slipway/internal/manager/store"
@@ -67,7 +68,7 @@ func (s *Stage) Passed(healthy int) bool {
 
 // Plan is the stages of a deployment, in order.
 type Plan struct {
-	Strategy request.Strategy
+	Strategy api.Strategy
 	// Targets sorted by environment then name.
 	Targets []Target
 	Stages  []Stage
@@ -111,13 +112,13 @@ func NewPlan(spec *request.Spec, opts *Options) (*Plan, error) {
 	p := &Plan{Strategy: spec.Strategy, Targets: sorted}
 	var err error
 	switch s := spec.Settings; {
-	case s.Strategy == request.StrategyCanary && s.Canary != nil:
+	case s.Strategy == api.StrategyCanary && s.Canary != nil:
 		p.canary(s.Canary)
-	case s.Strategy == request.StrategyRolling && s.Rolling != nil:
+	case s.Strategy == api.StrategyRolling && s.Rolling != nil:
 		err = p.rolling(s.Rolling)
-	case s.Strategy == request.StrategyDirect && s.Direct != nil:
+	case s.Strategy == api.StrategyDirect && s.Direct != nil:
 		p.direct(s.Direct)
-	case s.Strategy == request.StrategyBlueGreen && s.BlueGreen != nil:
+	case s.Strategy == api.StrategyBlueGreen && s.BlueGreen != nil:
 		err = p.blueGreen(s.BlueGreen, opts)
 	default:
 		err = invalid.Reasoned("strategy", "invalid", nil, "no resolved settings for strategy %q", s.Strategy)
@@ -192,7 +193,7 @@ func (p *Plan) StageOf(cluster string) int {
 // as they are. It reports whether the stages changed; stageOf must give every target a stage,
 // the indexes 0..k-1 each used.
 func (p *Plan) Restage(stageOf map[string]int) (bool, error) {
-	if p.Strategy != request.StrategyCanary || len(p.Stages) == 0 {
+	if p.Strategy != api.StrategyCanary || len(p.Stages) == 0 {
 		return false, nil
 	}
 	same, last := true, -1

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 )
@@ -38,7 +39,7 @@ func describe(s Stage) string {
 		env = "*"
 	}
 	out := fmt.Sprintf("%s %s %s ×%d %v%% %s/%s ≥%v", s.Kind, env, strings.Join(s.Clusters, ","), s.Parallel,
-		s.Percentage, request.FormatDuration(s.Hold), request.FormatDuration(s.Pause), s.SuccessThreshold)
+		s.Percentage, api.FormatDuration(s.Hold), api.FormatDuration(s.Pause), s.SuccessThreshold)
 	if s.Namespace != "" {
 		out += " ns=" + s.Namespace
 	}
@@ -190,7 +191,7 @@ func plan(t testing.TB, body string, targets []Target, opts *Options) (*request.
 		ns = append(ns, tg.Name)
 	}
 	clusters, _ := json.Marshal(ns)
-	req, err := request.Decode([]byte(`{"operator":"op","version":"2.0.0","clusters":` + string(clusters) + `,` + body + `}`))
+	req, err := api.DecodeDeploymentRequest([]byte(`{"operator":"op","version":"2.0.0","clusters":` + string(clusters) + `,` + body + `}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func checkPlan(t testing.TB, req *request.Spec, targets []Target, p *Plan) {
 			t.Fatalf("stage %d: hold %v pause %v threshold %v", i, s.Hold, s.Pause, s.SuccessThreshold)
 		}
 		if s.Kind == StageSwitch {
-			if i != len(p.Stages)-1 || len(s.Clusters) != len(targets) || p.Strategy != request.StrategyBlueGreen {
+			if i != len(p.Stages)-1 || len(s.Clusters) != len(targets) || p.Strategy != api.StrategyBlueGreen {
 				t.Fatalf("switch stage %d of %d over %d clusters", i, len(p.Stages), len(s.Clusters))
 			}
 			continue
@@ -240,10 +241,10 @@ func checkPlan(t testing.TB, req *request.Spec, targets []Target, p *Plan) {
 		for _, c := range s.Clusters {
 			installed[c]++
 			mixed = mixed || env[c] != env[s.Clusters[0]]
-			if e := env[c]; (p.Strategy == request.StrategyRolling || p.Strategy == request.StrategyBlueGreen) && e != s.Environment {
+			if e := env[c]; (p.Strategy == api.StrategyRolling || p.Strategy == api.StrategyBlueGreen) && e != s.Environment {
 				t.Fatalf("stage %d (%s) holds %s of %s", i, s.Environment, c, e)
 			}
-			if p.Strategy == request.StrategyCanary || p.Strategy == request.StrategyBlueGreen {
+			if p.Strategy == api.StrategyCanary || p.Strategy == api.StrategyBlueGreen {
 				if r := request.EnvironmentRank(env[c]); r < lastRank {
 					t.Fatalf("stage %d: %s (%s) after a later environment", i, c, env[c])
 				} else {
@@ -254,7 +255,7 @@ func checkPlan(t testing.TB, req *request.Spec, targets []Target, p *Plan) {
 		if want := env[s.Clusters[0]]; mixed && s.Environment != "" || !mixed && s.Environment != want {
 			t.Fatalf("stage %d: environment %q over %v", i, s.Environment, s.Clusters)
 		}
-		if p.Strategy == request.StrategyCanary {
+		if p.Strategy == api.StrategyCanary {
 			for j, c := range s.Clusters {
 				if k := len(installed) - len(s.Clusters) + j; p.Targets[k].Name != c {
 					t.Fatalf("stage %d: %s where the sorted targets have %s", i, c, p.Targets[k].Name)
@@ -314,19 +315,19 @@ func TestPlanDurations(t *testing.T) {
 
 func TestNewPlanErrors(t *testing.T) {
 	t.Parallel()
-	direct := request.Settings{Strategy: request.StrategyDirect, Direct: &request.Direct{}}
+	direct := api.Settings{Strategy: api.StrategyDirect, Direct: &api.DirectSettings{}}
 	for _, tc := range []struct {
 		name     string
-		settings request.Settings
+		settings api.Settings
 		targets  []Target
 		field    string
 	}{
 		{"no targets", direct, nil, "clusters"},
 		{"target twice", direct, []Target{{Name: "a", Environment: "Dev"}, {Name: "a", Environment: "Dev"}}, "clusters"},
-		{"unknown strategy", request.Settings{Strategy: "Big"}, one, "strategy"},
-		{"settings of another strategy", request.Settings{Strategy: request.StrategyCanary, Direct: &request.Direct{}}, one, "strategy"},
-		{"clusterOrder outside targets", request.Settings{Strategy: request.StrategyRolling, Rolling: &request.Rolling{ClusterOrder: []string{"x"}}}, one, "rollingConfig.clusterOrder[0]"},
-		{"green is blue", request.Settings{Strategy: request.StrategyBlueGreen, BlueGreen: &request.BlueGreen{GreenNamespace: "ops"}}, one, "blueGreenConfig.greenNamespace"},
+		{"unknown strategy", api.Settings{Strategy: "Big"}, one, "strategy"},
+		{"settings of another strategy", api.Settings{Strategy: api.StrategyCanary, Direct: &api.DirectSettings{}}, one, "strategy"},
+		{"clusterOrder outside targets", api.Settings{Strategy: api.StrategyRolling, Rolling: &api.RollingSettings{ClusterOrder: []string{"x"}}}, one, "rollingConfig.clusterOrder[0]"},
+		{"green is blue", api.Settings{Strategy: api.StrategyBlueGreen, BlueGreen: &api.BlueGreenSettings{GreenNamespace: "ops"}}, one, "blueGreenConfig.greenNamespace"},
 	} {
 		_, err := NewPlan(&request.Spec{Targets: tc.targets, Settings: tc.settings}, &Options{OperatorNamespace: "ops"})
 		if e, ok := invalid.As(err); !ok || e.Field != tc.field {
@@ -344,8 +345,8 @@ func BenchmarkNewPlan(b *testing.B) {
 		targets = append(targets, t)
 		names = append(names, t.Name)
 	}
-	req := &request.Request{Operator: "op", Version: "1", Clusters: names, Strategy: request.StrategyCanary,
-		CanaryConfig: &request.CanaryConfig{InitialPercentage: ptr(1.0), IncrementPercentage: ptr(1.0)}}
+	req := &api.DeploymentRequest{Operator: "op", Version: "1", Clusters: names, Strategy: api.StrategyCanary,
+		CanaryConfig: &api.CanaryConfig{InitialPercentage: ptr(1.0), IncrementPercentage: ptr(1.0)}}
 	for b.Loop() {
 		spec, err := request.Resolve(req, targets, request.Defaults{})
 		if err != nil {

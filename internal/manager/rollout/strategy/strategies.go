@@ -3,6 +3,7 @@ package strategy
 import (
 	"math"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
 )
 
@@ -10,7 +11,7 @@ import (
 // ends at ceil(p_k·N/100) clusters, at least one; a stage that would add no cluster is merged
 // into the next one (it disappears: its percentage is reached with the next stage's clusters).
 // Stages may span environments: the design's 30 % stage is "Dev + Staging".
-func (p *Plan) canary(c *request.Canary) {
+func (p *Plan) canary(c *api.CanarySettings) {
 	n := len(p.Targets)
 	start := 0
 	for _, end := range canaryCuts(c.Stages, n) {
@@ -44,7 +45,7 @@ func canaryCuts(pcts []float64, n int) []int {
 	return cuts
 }
 
-func (p *Plan) rolling(r *request.Rolling) error {
+func (p *Plan) rolling(r *api.RollingSettings) error {
 	order, err := request.ClusterOrder(r.ClusterOrder, p.Targets)
 	if err != nil {
 		return err
@@ -63,7 +64,7 @@ func (p *Plan) rolling(r *request.Rolling) error {
 	return nil
 }
 
-func (p *Plan) direct(d *request.Direct) {
+func (p *Plan) direct(d *api.DirectSettings) {
 	parallel := len(p.Targets)
 	if d.ParallelClusters > 0 && d.ParallelClusters < parallel {
 		parallel = d.ParallelClusters
@@ -74,7 +75,7 @@ func (p *Plan) direct(d *request.Direct) {
 	})
 }
 
-func (p *Plan) blueGreen(bg *request.BlueGreen, opts *Options) error {
+func (p *Plan) blueGreen(bg *api.BlueGreenSettings, opts *Options) error {
 	var err error
 	if p.BlueNamespace, p.GreenNamespace, err = bg.Namespaces(opts.OperatorNamespace); err != nil {
 		return err

@@ -12,8 +12,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/managertest"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 )
 
 // The deployment page's other buttons in the real browser: Reject (from the Approvals inbox),
@@ -73,7 +73,7 @@ func restoreSeed(t *testing.T, m *managertest.Manager, id string) {
 	t.Helper()
 	d := m.Deployment(t, id)
 	finished := slices.Contains([]string{"Completed", "RolledBack", "Failed", "Cancelled"}, d.Status)
-	installed := slices.ContainsFunc(d.Clusters, func(c server.DeploymentCluster) bool {
+	installed := slices.ContainsFunc(d.Clusters, func(c api.DeploymentCluster) bool {
 		return c.HelmRevision > 0 && c.Status != "rolledBack" && c.Status != "skipped"
 	})
 	if d.Status == "RolledBack" || (finished && !installed) {
@@ -84,7 +84,7 @@ func restoreSeed(t *testing.T, m *managertest.Manager, id string) {
 			map[string]string{"reason": "the browser test restores the seed version"}, http.StatusAccepted)
 	}
 	// WaitStatus would stop at the Cancelled or Completed it starts from.
-	d = m.WaitFor(t, id, "the rollback's end", 3*time.Minute, func(d server.Deployment) bool {
+	d = m.WaitFor(t, id, "the rollback's end", 3*time.Minute, func(d api.Deployment) bool {
 		return d.Status == "RolledBack" || d.Status == "Failed"
 	})
 	if d.Status != "RolledBack" {
@@ -208,7 +208,7 @@ func TestActions_CancelARunningRolling(t *testing.T) {
 	}
 	otto.notReloaded()
 	d := m.Deployment(t, dep.ID)
-	byName := map[string]server.DeploymentCluster{}
+	byName := map[string]api.DeploymentCluster{}
 	for _, c := range d.Clusters {
 		byName[c.Name] = c
 	}
@@ -275,7 +275,7 @@ func TestActions_BlueGreenSwitch(t *testing.T) {
 	if d.Status != "Completed" || d.SwitchedAt == nil {
 		t.Errorf("the API says %s, switched at %v: want Completed and switched", d.Status, d.SwitchedAt)
 	}
-	if !slices.ContainsFunc(m.Events(t, dep.ID), func(e server.DeploymentEvent) bool {
+	if !slices.ContainsFunc(m.Events(t, dep.ID), func(e api.DeploymentEvent) bool {
 		return e.Type == "switch.requested" && strings.Contains(e.Message, "requested by "+managertest.Alice)
 	}) {
 		t.Error("no switch.requested event by alice in the deployment's history")

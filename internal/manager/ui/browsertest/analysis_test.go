@@ -14,11 +14,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/slipway-dev/slipway/internal/manager/analysis"
 	"github.com/slipway-dev/slipway/internal/manager/analysis/promtest"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/managertest"
-	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
@@ -66,14 +64,14 @@ func TestAnalysis_DeploymentPageShowsRuns(t *testing.T) {
 	prom := promtest.Start(t, promtest.Options{Targets: []promtest.Target{ctrl.Target}})
 	bound := strings.ReplaceAll(reconcileErrors, "{{namespace}}", m.Operator)
 	waitForData(t, prom.URL, bound)
-	m.Must(t, http.MethodPut, "/api/v1/clusters/dev-1/prometheus", managertest.Alice, server.PrometheusRequest{URL: prom.URL}, http.StatusOK)
+	m.Must(t, http.MethodPut, "/api/v1/clusters/dev-1/prometheus", managertest.Alice, api.PrometheusRequest{URL: prom.URL}, http.StatusOK)
 
 	limit := 0.01
-	d := m.Deploy(t, managertest.Alice, request.Request{Operator: m.Operator, Version: managertest.SeedVersion, Clusters: []string{"dev-1"},
-		Strategy: request.StrategyRolling, RollingConfig: &request.RollingConfig{ValidationPeriod: "PT1S"},
-		Analyses: []analysis.Ref{{Inline: &analysis.Template{Name: "reconcile-errors", Query: reconcileErrors,
-			SuccessCondition: analysis.Condition{Max: &limit}, Interval: "PT1S", Count: 2}}}})
-	d = m.WaitFor(t, d.ID, "Completed or waiting for approval", 3*time.Minute, func(d server.Deployment) bool {
+	d := m.Deploy(t, managertest.Alice, api.DeploymentRequest{Operator: m.Operator, Version: managertest.SeedVersion, Clusters: []string{"dev-1"},
+		Strategy: api.StrategyRolling, RollingConfig: &api.RollingConfig{ValidationPeriod: "PT1S"},
+		Analyses: []api.AnalysisRef{{Inline: &api.Analysis{Name: "reconcile-errors", Query: reconcileErrors,
+			SuccessCondition: api.AnalysisCondition{Max: &limit}, Interval: "PT1S", Count: 2}}}})
+	d = m.WaitFor(t, d.ID, "Completed or waiting for approval", 3*time.Minute, func(d api.Deployment) bool {
 		return d.Status == "Completed" || d.Status == "WaitingApproval"
 	})
 	if d.Status == "WaitingApproval" {

@@ -14,8 +14,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/managertest"
-	"github.com/slipway-dev/slipway/internal/manager/server"
 )
 
 // evaluationPeriod is the Canary's hold per stage, typed into the form: long enough to watch a
@@ -202,7 +202,7 @@ func approveInInbox(t *testing.T, m *managertest.Manager, id string, n int) {
 // deploymentCount is how many deployments the manager has stored.
 func deploymentCount(t *testing.T, m *managertest.Manager) int {
 	t.Helper()
-	var list server.DeploymentList
+	var list api.DeploymentList
 	m.Must(t, "GET", "/api/v1/deployments?limit=1000", managertest.Alice, nil, http.StatusOK).JSON(t, &list)
 	return len(list.Items)
 }

@@ -1,8 +1,10 @@
-package request
+package api_test
 
 import (
 	"testing"
 	"time"
+
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 func TestParseDuration(t *testing.T) {
@@ -28,7 +30,7 @@ func TestParseDuration(t *testing.T) {
 		{"-PT5M", -5 * time.Minute},
 		{"+PT2S", 2 * time.Second},
 	} {
-		got, err := ParseDuration(tc.in)
+		got, err := api.ParseDuration(tc.in)
 		if err != nil || got != tc.want {
 			t.Errorf("ParseDuration(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
 		}
@@ -42,7 +44,7 @@ func TestParseDurationErrors(t *testing.T) {
 		"PT5M5M", "PT5S5M", "P1DT", "PT1HT5M", "PT1..5S", "PT.S", "PT1.2.3S", "PTM",
 		"PT99999999999999999999S", "PT9223372036854775807H", "P9999999999999D", "P99999999W", "PT5M ", " PT5M",
 	} {
-		if d, err := ParseDuration(in); err == nil {
+		if d, err := api.ParseDuration(in); err == nil {
 			t.Errorf("ParseDuration(%q) = %v, want an error", in, d)
 		}
 	}
@@ -61,11 +63,11 @@ func TestFormatDuration(t *testing.T) {
 		{-2 * time.Second, "-PT2S"},
 		{time.Nanosecond, "PT0.000000001S"},
 	} {
-		got := FormatDuration(tc.in)
+		got := api.FormatDuration(tc.in)
 		if got != tc.want {
 			t.Errorf("FormatDuration(%v) = %q, want %q", tc.in, got, tc.want)
 		}
-		back, err := ParseDuration(got)
+		back, err := api.ParseDuration(got)
 		if err != nil || back != tc.in {
 			t.Errorf("ParseDuration(FormatDuration(%v)) = %v, %v", tc.in, back, err)
 		}
@@ -78,13 +80,13 @@ func FuzzParseDuration(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := ParseDuration(s)
+		d, err := api.ParseDuration(s)
 		if err != nil {
 			return
 		}
-		back, err := ParseDuration(FormatDuration(d))
+		back, err := api.ParseDuration(api.FormatDuration(d))
 		if err != nil || back != d {
-			t.Fatalf("%q = %v formats as %q, which parses as %v, %v", s, d, FormatDuration(d), back, err)
+			t.Fatalf("%q = %v formats as %q, which parses as %v, %v", s, d, api.FormatDuration(d), back, err)
 		}
 	})
 }

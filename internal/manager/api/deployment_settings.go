@@ -1,4 +1,4 @@
-package request
+package api
 
 import (
 	"fmt"
@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/validation"
-
+	"github.com/slipway-dev/slipway/internal/isoduration"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 )
 
 // Defaults for omitted fields of the strategy configs.
@@ -78,8 +78,8 @@ type DirectConfig struct {
 	SkipHealthChecks bool `json:"skipHealthChecks,omitempty"`
 }
 
-// Canary is a resolved canaryConfig: defaults applied, SuccessThreshold a fraction in (0, 1].
-type Canary struct {
+// CanarySettings is a resolved canaryConfig: defaults applied, SuccessThreshold a fraction in (0, 1].
+type CanarySettings struct {
 	InitialPercentage   float64
 	IncrementPercentage float64
 	EvaluationPeriod    time.Duration
@@ -90,32 +90,32 @@ type Canary struct {
 	Stages []float64
 }
 
-// BlueGreen is a resolved blueGreenConfig; namespaces left empty mean the defaults, which need
+// BlueGreenSettings is a resolved blueGreenConfig; namespaces left empty mean the defaults, which need
 // the operator's namespace (Namespaces).
-type BlueGreen struct {
+type BlueGreenSettings struct {
 	BlueNamespace    string
 	GreenNamespace   string
 	ValidationPeriod time.Duration
 	AutoSwitch       bool
 }
 
-// Rolling is a resolved rollingConfig.
-type Rolling struct {
+// RollingSettings is a resolved rollingConfig.
+type RollingSettings struct {
 	ClusterOrder         []string
 	ValidationPeriod     time.Duration
 	PauseBetweenClusters time.Duration
 }
 
-// Direct is a resolved directConfig; ParallelClusters 0 means all at once.
-type Direct struct {
+// DirectSettings is a resolved directConfig; ParallelClusters 0 means all at once.
+type DirectSettings struct {
 	ParallelClusters int
 	SkipHealthChecks bool
 }
 
 // Resolve applies the defaults and checks the fields; c may be nil (all defaults). Errors name
 // "canaryConfig.<field>".
-func (c *CanaryConfig) Resolve() (Canary, error) {
-	out := Canary{DefaultInitialPercentage, DefaultIncrementPercentage, DefaultEvaluationPeriod, DefaultSuccessThreshold, nil}
+func (c *CanaryConfig) Resolve() (CanarySettings, error) {
+	out := CanarySettings{DefaultInitialPercentage, DefaultIncrementPercentage, DefaultEvaluationPeriod, DefaultSuccessThreshold, nil}
 	if c == nil {
 		out.Stages = designStages(out.InitialPercentage, out.IncrementPercentage)
 		return out, nil
@@ -209,8 +209,8 @@ func (c *CanaryConfig) listedStages() ([]float64, error) {
 
 // Resolve applies the defaults and checks the fields; c may be nil. Errors name
 // "blueGreenConfig.<field>".
-func (c *BlueGreenConfig) Resolve() (BlueGreen, error) {
-	out := BlueGreen{ValidationPeriod: DefaultValidationPeriod, AutoSwitch: true}
+func (c *BlueGreenConfig) Resolve() (BlueGreenSettings, error) {
+	out := BlueGreenSettings{ValidationPeriod: DefaultValidationPeriod, AutoSwitch: true}
 	if c == nil {
 		return out, nil
 	}
@@ -218,7 +218,7 @@ func (c *BlueGreenConfig) Resolve() (BlueGreen, error) {
 		if ns.v == "" {
 			continue
 		}
-		if errs := validation.IsDNS1123Label(ns.v); len(errs) > 0 {
+		if errs := content.IsDNS1123Label(ns.v); len(errs) > 0 {
 			return out, invalid.Reasoned(ns.field, "format", nil, "%q is not a DNS-1123 label: %s", clip(ns.v), strings.Join(errs, "; "))
 		}
 	}
@@ -240,19 +240,19 @@ func (c *BlueGreenConfig) Resolve() (BlueGreen, error) {
 // defaults to operatorNamespace, green to blue + "-green" (cut to 63 characters). An error
 // (*invalid.Error on "blueGreenConfig.greenNamespace") if they end up equal or green is not a
 // DNS-1123 label.
-func (b BlueGreen) Namespaces(operatorNamespace string) (blue, green string, err error) {
+func (b BlueGreenSettings) Namespaces(operatorNamespace string) (blue, green string, err error) {
 	blue, green = b.BlueNamespace, b.GreenNamespace
 	if blue == "" {
 		blue = operatorNamespace
 	}
 	if green == "" {
 		base := blue
-		if len(base)+len(DefaultGreenSuffix) > validation.DNS1123LabelMaxLength {
-			base = strings.TrimRight(base[:validation.DNS1123LabelMaxLength-len(DefaultGreenSuffix)], "-")
+		if len(base)+len(DefaultGreenSuffix) > content.DNS1123LabelMaxLength {
+			base = strings.TrimRight(base[:content.DNS1123LabelMaxLength-len(DefaultGreenSuffix)], "-")
 		}
 		green = base + DefaultGreenSuffix
 	}
-	if errs := validation.IsDNS1123Label(green); len(errs) > 0 {
+	if errs := content.IsDNS1123Label(green); len(errs) > 0 {
 		return blue, green, invalid.Reasoned("blueGreenConfig.greenNamespace", "format", nil, "%q is not a DNS-1123 label: %s", clip(green), strings.Join(errs, "; "))
 	}
 	if blue == green {
@@ -263,8 +263,8 @@ func (b BlueGreen) Namespaces(operatorNamespace string) (blue, green string, err
 
 // Resolve applies the defaults and checks the periods; c may be nil. ClusterOrder is checked
 // against the targets by Resolve. Errors name "rollingConfig.<field>".
-func (c *RollingConfig) Resolve() (Rolling, error) {
-	out := Rolling{ValidationPeriod: DefaultValidationPeriod}
+func (c *RollingConfig) Resolve() (RollingSettings, error) {
+	out := RollingSettings{ValidationPeriod: DefaultValidationPeriod}
 	if c == nil {
 		return out, nil
 	}
@@ -281,11 +281,11 @@ func (c *RollingConfig) Resolve() (Rolling, error) {
 
 // Resolve applies the defaults and checks the fields; c may be nil. Errors name
 // "directConfig.<field>".
-func (c *DirectConfig) Resolve() (Direct, error) {
+func (c *DirectConfig) Resolve() (DirectSettings, error) {
 	if c == nil {
-		return Direct{}, nil
+		return DirectSettings{}, nil
 	}
-	out := Direct{SkipHealthChecks: c.SkipHealthChecks}
+	out := DirectSettings{SkipHealthChecks: c.SkipHealthChecks}
 	if p := c.ParallelClusters; p != nil {
 		if *p < 1 || *p > MaxParallelClusters {
 			return out, invalid.Reasoned("directConfig.parallelClusters", "range", nil, "must be between 1 and %d, not %d", MaxParallelClusters, *p)
@@ -320,4 +320,97 @@ func period(field, s string, def time.Duration) (time.Duration, error) {
 		return 0, invalid.Reasoned(field, "range", nil, "must be at most %s (%s), not %s", FormatDuration(MaxPeriod), MaxPeriod, clip(s))
 	}
 	return d, nil
+}
+
+// Settings are a strategy and its config resolved: defaults applied, periods parsed. Exactly the
+// field of Strategy is set.
+type Settings struct {
+	Strategy  Strategy
+	Canary    *CanarySettings
+	BlueGreen *BlueGreenSettings
+	Rolling   *RollingSettings
+	Direct    *DirectSettings
+}
+
+// ResolveBakeWindow is the request's bakeWindow, or def when it gives none: an ISO 8601
+// duration from 0 (none) to MaxPeriod, kept to the millisecond as the store keeps it; errors
+// name "bakeWindow".
+func (r *DeploymentRequest) ResolveBakeWindow(def time.Duration) (time.Duration, error) {
+	d, err := period("bakeWindow", r.BakeWindow, def)
+	return d.Round(time.Millisecond), err
+}
+
+// ResolveSettings checks the strategy and resolves its config: a config of another strategy is a
+// conflict. It is the part of Resolve that needs no clusters (the CLI checks a request with it
+// before sending it); rollingConfig.clusterOrder is checked against the targets by Resolve.
+func ResolveSettings(r *DeploymentRequest) (Settings, error) {
+	s := Settings{Strategy: r.Strategy}
+	if r.Strategy == "" {
+		return s, &invalid.Error{Field: "strategy", Reason: "required", Message: "required: one of Canary, BlueGreen, Rolling, Direct"}
+	}
+	if !r.Strategy.Valid() {
+		return s, invalid.Reasoned("strategy", "invalid", nil, "must be one of Canary, BlueGreen, Rolling, Direct, not %q", clip(string(r.Strategy)))
+	}
+	for _, c := range []struct {
+		field   string
+		s       Strategy
+		present bool
+	}{
+		{"canaryConfig", StrategyCanary, r.CanaryConfig != nil},
+		{"blueGreenConfig", StrategyBlueGreen, r.BlueGreenConfig != nil},
+		{"rollingConfig", StrategyRolling, r.RollingConfig != nil},
+		{"directConfig", StrategyDirect, r.DirectConfig != nil},
+	} {
+		if c.present && c.s != r.Strategy {
+			return s, invalid.Reasoned(c.field, "conflict", nil, "belongs to strategy %s, but the strategy is %s", c.s, r.Strategy)
+		}
+	}
+	var err error
+	switch r.Strategy {
+	case StrategyCanary:
+		s.Canary, err = resolved(r.CanaryConfig.Resolve())
+	case StrategyBlueGreen:
+		s.BlueGreen, err = resolved(r.BlueGreenConfig.Resolve())
+	case StrategyRolling:
+		s.Rolling, err = resolved(r.RollingConfig.Resolve())
+	case StrategyDirect:
+		s.Direct, err = resolved(r.DirectConfig.Resolve())
+	}
+	return s, err
+}
+
+func resolved[T any](v T, err error) (*T, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// MaxPeriod bounds every period of a request (evaluationPeriod, validationPeriod,
+// pauseBetweenClusters, bakeWindow): a deployment that holds a stage for more than a day is a
+// mistake.
+const MaxPeriod = 24 * time.Hour
+
+// ParseDuration reads an ISO 8601 duration as the design writes them ("PT5M", "PT30S",
+// "PT1H30M", "P1D", "PT0.5S", "P1W"): isoduration.Parse. The bound (MaxPeriod) is the caller's.
+func ParseDuration(s string) (time.Duration, error) { return isoduration.Parse(s) }
+
+// FormatDuration writes d as an ISO 8601 duration that ParseDuration reads back: isoduration.Format.
+func FormatDuration(d time.Duration) string { return isoduration.Format(d) }
+
+// clip shortens a value quoted in an error message (as package request does).
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

@@ -1,11 +1,9 @@
-package server
+package api
 
 import (
 	"encoding/json"
 	"time"
 )
-
-// The API's JSON types. Field names are part of the contract: scripts rely on them.
 
 // HealthResponse is GET /health.
 type HealthResponse struct {

@@ -1,13 +1,9 @@
-package server
+package api
 
 import (
 	"encoding/json"
 	"time"
 )
-
-// The JSON types of deployments, approvals and operator health (issue 12). The request body of
-// POST /api/v1/deployments is request.Request (the design's JSON as it is); operator health is
-// health.OperatorHealth (one cluster: health.ClusterOperatorHealth).
 
 // Deployment is a deployment with the status of each of its clusters.
 type Deployment struct {
@@ -188,3 +184,133 @@ type ApprovalList struct {
 	Items    []DeploymentApproval `json:"items"`
 	Continue string               `json:"continue,omitempty"`
 }
+
+// Waiting reasons.
+const (
+	WaitEvaluation = "evaluationPeriod"
+	WaitPause      = "pauseBetweenClusters"
+	WaitApproval   = "approval"
+	WaitPaused     = "paused"
+	WaitSwitch     = "switch"
+	WaitQueued     = "queued"
+)
+
+// Waiting is what a deployment waits for.
+type Waiting struct {
+	Reason  string     `json:"reason" enum:"evaluationPeriod,pauseBetweenClusters,approval,paused,switch,queued"`
+	Message string     `json:"message" description:"for people: \"evaluation period, 3 m 10 s left\", \"approval by an Admin\", \"paused by alice\""`
+	Until   *time.Time `json:"until,omitempty" description:"when the wait ends (a hold or pause); for an approval, when it expires"`
+	Role    string     `json:"role,omitempty" description:"the role an approval needs (Admin, EnvironmentOwner:Production)"`
+}
+
+// DryRun is the answer of POST /api/v1/deployments?dryRun=true: what the request would do,
+// from the same validation (prepare) and the same planning (assess) as a real one, with nothing
+// stored and nothing changed in any cluster.
+type DryRun struct {
+	DryRun   bool            `json:"dryRun" description:"always true: nothing was stored"`
+	Operator string          `json:"operator"`
+	Version  string          `json:"version"`
+	Strategy string          `json:"strategy"`
+	Config   json.RawMessage `json:"config" description:"the strategy's config as the request gave it"`
+	// BakeWindow is the deployment's bake window (ISO 8601): the request's bakeWindow, or the
+	// manager's --bake-window.
+	BakeWindow string `json:"bakeWindow" description:"how long after it completes the deployment is still watched as its clusters' change (ISO 8601; PT0S: none): the request's bakeWindow, or the manager's --bake-window"`
+	// Stages are the plan's stages, in order, each with its clusters.
+	Stages []DryRunStage `json:"stages"`
+	// Clusters are the targets with what planning finds on each.
+	Clusters []DryRunCluster `json:"clusters"`
+	// AlreadyRunning names the targets that run the requested version now.
+	AlreadyRunning []string `json:"alreadyRunning" description:"targets that run the requested version now"`
+	// Approvals are the approvals the deployment would ask for (none when planning would fail).
+	Approvals []DryRunApproval `json:"approvals"`
+	// WouldFail is the reason planning would fail the deployment with, before installing
+	// anything ("" when it would go on).
+	WouldFail string `json:"wouldFail,omitempty" description:"planning would fail the deployment with this reason; empty when it would go on"`
+	// Events are the events planning would record (crd.breaking, crd.approved, ...).
+	Events []DryRunEvent `json:"events"`
+}
+
+// DryRunStage is one stage of the plan.
+type DryRunStage struct {
+	Index       int      `json:"index"`
+	Kind        string   `json:"kind" description:"install, or switch (BlueGreen)"`
+	Environment string   `json:"environment,omitempty"`
+	Clusters    []string `json:"clusters"`
+	Parallel    int      `json:"parallel" description:"clusters worked on at once"`
+	Percentage  float64  `json:"percentage" description:"share of the deployment's clusters done once this stage is"`
+	// Hold and PauseAfter are ISO 8601 durations.
+	Hold             string  `json:"hold" description:"how long the stage is watched before it is judged (ISO 8601)"`
+	SuccessThreshold float64 `json:"successThreshold" description:"fraction of the stage's clusters that must be healthy"`
+	HealthChecks     bool    `json:"healthChecks"`
+	PauseAfter       string  `json:"pauseAfter,omitempty" description:"wait before the next stage (ISO 8601)"`
+	WaitForSwitch    bool    `json:"waitForSwitch,omitempty" description:"the switch waits for POST /deployments/{id}/switch"`
+}
+
+// DryRunCluster is one target as planning finds it.
+type DryRunCluster struct {
+	Name          string `json:"name"`
+	Environment   string `json:"environment"`
+	Stage         int    `json:"stage"`
+	Namespace     string `json:"namespace"`
+	Release       string `json:"release"`
+	BlueNamespace string `json:"blueNamespace,omitempty"`
+	BlueRelease   string `json:"blueRelease,omitempty"`
+	// InstalledVersion is the version the manager deployed there and that runs now ("" none).
+	InstalledVersion string `json:"installedVersion,omitempty"`
+	RunsVersion      bool   `json:"runsVersion" description:"the cluster runs the requested version now"`
+	// Problem is why planning refuses the cluster ("" when it does not).
+	Problem string `json:"problem,omitempty"`
+	// CRDs compares each of the chart's CRDs with the one the cluster stores (not checked when
+	// the cluster has a problem).
+	CRDs []DryRunCRD `json:"crds"`
+}
+
+// DryRunCRD is one of the chart's CRDs against what a cluster stores.
+type DryRunCRD struct {
+	Name     string         `json:"name"`
+	Status   string         `json:"status" enum:"new,unchanged,compatible,breaking" description:"new: the cluster has no such CRD; breaking: a change refuses objects the old definition accepted"`
+	Approved bool           `json:"approved,omitempty" description:"the breaking change was approved through POST /crds/{name}/approve"`
+	Changes  []SchemaChange `json:"changes"`
+}
+
+// DryRunApproval is an approval the deployment would ask for.
+type DryRunApproval struct {
+	Kind         string `json:"kind"`
+	RequiredRole string `json:"requiredRole"`
+	Required     int    `json:"required"`
+	Reason       string `json:"reason"`
+}
+
+// DryRunEvent is an event planning would record.
+type DryRunEvent struct {
+	Type    string `json:"type"`
+	Cluster string `json:"cluster,omitempty"`
+	Message string `json:"message"`
+}
+
+// The values of Deployment.Status, in lifecycle order: Queued (over the concurrency limit) or
+// WaitingApproval before Planning; Planning → Deploying → Validating → Completed; RollingBack →
+// RolledBack or Failed; Failed; Cancelled (DELETE /deployments/{id}). The store keeps the same
+// words (store.DeploymentStatus; a server test checks that both lists agree).
+const (
+	DeploymentQueued          = "Queued"
+	DeploymentWaitingApproval = "WaitingApproval"
+	DeploymentPlanning        = "Planning"
+	DeploymentDeploying       = "Deploying"
+	DeploymentValidating      = "Validating"
+	DeploymentCompleted       = "Completed"
+	DeploymentRollingBack     = "RollingBack"
+	DeploymentRolledBack      = "RolledBack"
+	DeploymentFailed          = "Failed"
+	DeploymentCancelled       = "Cancelled"
+)
+
+// DeploymentStatuses are every deployment status, in lifecycle order.
+var DeploymentStatuses = []string{
+	DeploymentQueued, DeploymentWaitingApproval, DeploymentPlanning, DeploymentDeploying,
+	DeploymentValidating, DeploymentCompleted, DeploymentRollingBack, DeploymentRolledBack,
+	DeploymentFailed, DeploymentCancelled,
+}
+
+// Environments are a cluster's environments, in promotion order (Cluster.Environment).
+var Environments = []string{"Dev", "Staging", "Production"}

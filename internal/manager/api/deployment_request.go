@@ -1,4 +1,4 @@
-package request
+package api
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/slipway-dev/slipway/internal/manager/analysis"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 )
 
@@ -36,11 +35,11 @@ func (s Strategy) Valid() bool {
 	return false
 }
 
-// Request is the body of POST /api/v1/deployments. Targets are Clusters (by name) or
+// DeploymentRequest is the body of POST /api/v1/deployments. Targets are Clusters (by name) or
 // Environments (every registered cluster in them), never both. Values are Helm values (a JSON
 // object); ValuesByEnvironment overrides them per environment (see ValuesFor). Exactly the config
 // of Strategy may be present; an omitted one takes the defaults its Resolve method documents.
-type Request struct {
+type DeploymentRequest struct {
 	Operator            string                     `json:"operator"`
 	Version             string                     `json:"version"`
 	Clusters            []string                   `json:"clusters,omitempty"`
@@ -57,16 +56,16 @@ type Request struct {
 	// default (--bake-window).
 	BakeWindow string `json:"bakeWindow,omitempty" description:"how long after it completes the deployment is still watched as its clusters' change (ISO 8601 such as PT15M; PT0S: none); left out: the manager's --bake-window"`
 	// Analyses are PromQL analyses run in each stage's hold (stored templates or inline).
-	Analyses []analysis.Ref `json:"analyses,omitempty"`
+	Analyses []AnalysisRef `json:"analyses,omitempty"`
 }
 
 // MaxBody is the largest request body Decode reads (values included).
 const MaxBody = 1 << 20
 
-// Decode reads a request body strictly: one JSON object, no unknown fields, nothing after it. A
+// DecodeDeploymentRequest reads a request body strictly: one JSON object, no unknown fields, nothing after it. A
 // bad body is an *invalid.Error naming the field where it can (the JSON path of a wrong type, the
 // unknown field). Decode does not validate: call Validate.
-func Decode(body []byte) (*Request, error) {
+func DecodeDeploymentRequest(body []byte) (*DeploymentRequest, error) {
 	if len(body) > MaxBody {
 		return nil, &invalid.Error{Reason: "tooLarge", Message: fmt.Sprintf("the request body is larger than %d bytes", MaxBody)}
 	}
@@ -75,7 +74,7 @@ func Decode(body []byte) (*Request, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	var r Request
+	var r DeploymentRequest
 	if err := dec.Decode(&r); err != nil {
 		return nil, decodeError(err, body)
 	}
@@ -129,7 +128,7 @@ func unknownFieldPath(body []byte, name string) string {
 	if json.Unmarshal(body, &top) != nil {
 		return name
 	}
-	request := fieldsOf(reflect.TypeFor[Request]())
+	request := fieldsOf(reflect.TypeFor[DeploymentRequest]())
 	for _, key := range sortedKeys(top) {
 		if key == name && !knownField(request, key) {
 			return name
@@ -143,7 +142,7 @@ func unknownFieldPath(body []byte, name string) string {
 		if json.Unmarshal(top[key], &inner) != nil {
 			continue
 		}
-		f, _ := reflect.TypeFor[Request]().FieldByNameFunc(func(n string) bool { return strings.EqualFold(n, key) })
+		f, _ := reflect.TypeFor[DeploymentRequest]().FieldByNameFunc(func(n string) bool { return strings.EqualFold(n, key) })
 		if f.Type == nil {
 			continue
 		}
@@ -175,4 +174,64 @@ func knownField(fields []string, key string) bool {
 		}
 	}
 	return false
+}
+
+// ConfigJSON is the config of r.Strategy as JSON, as the store keeps it (store.Deployment.Config):
+// the object the request gave, or {} when it gave none. With SetConfigJSON it rebuilds the request
+// from a stored deployment, so the engine can re-plan it on any replica (plans are deterministic).
+func (r *DeploymentRequest) ConfigJSON() (json.RawMessage, error) {
+	var v any
+	switch r.Strategy {
+	case StrategyCanary:
+		v = r.CanaryConfig
+	case StrategyBlueGreen:
+		v = r.BlueGreenConfig
+	case StrategyRolling:
+		v = r.RollingConfig
+	case StrategyDirect:
+		v = r.DirectConfig
+	default:
+		return nil, fmt.Errorf("unknown strategy %q", r.Strategy)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if string(b) == "null" {
+		b = []byte("{}")
+	}
+	return b, nil
+}
+
+// SetConfigJSON sets the config of r.Strategy from raw (ConfigJSON's output; empty or null is no
+// config), strictly, and clears the others.
+func (r *DeploymentRequest) SetConfigJSON(raw json.RawMessage) error {
+	r.CanaryConfig, r.BlueGreenConfig, r.RollingConfig, r.DirectConfig = nil, nil, nil, nil
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var v any
+	switch r.Strategy {
+	case StrategyCanary:
+		r.CanaryConfig = &CanaryConfig{}
+		v = r.CanaryConfig
+	case StrategyBlueGreen:
+		r.BlueGreenConfig = &BlueGreenConfig{}
+		v = r.BlueGreenConfig
+	case StrategyRolling:
+		r.RollingConfig = &RollingConfig{}
+		v = r.RollingConfig
+	case StrategyDirect:
+		r.DirectConfig = &DirectConfig{}
+		v = r.DirectConfig
+	default:
+		return fmt.Errorf("unknown strategy %q", r.Strategy)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%s config: %w", r.Strategy, err)
+	}
+	return nil
 }
