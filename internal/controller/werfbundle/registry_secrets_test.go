@@ -54,6 +54,10 @@ func TestWerfBundle_UnusableRegistrySecretsSayWhichAndWhy(t *testing.T) {
 			r.Reason != werfbundle.ReasonRegistryRetrying || !strings.Contains(r.Message, c.want) {
 			t.Errorf("%s: Ready = %+v, want False, %s, saying %q", c.b.Name, r, werfbundle.ReasonRegistryRetrying, c.want)
 		}
+		// The hint points at the Secret the message names, which is not always spec.registry.secretRef.
+		if msg := got.Status.LastErrorMessage; !strings.HasSuffix(msg, "; fix the Secret this message names") {
+			t.Errorf("%s: message %q does not end with the hint to fix the Secret it names", c.b.Name, msg)
+		}
 		if jobs := f.jobs(c.b); len(jobs) != 0 {
 			t.Errorf("%s: %d Jobs without usable registry Secrets", c.b.Name, len(jobs))
 		}

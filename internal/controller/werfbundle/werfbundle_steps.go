@@ -192,7 +192,7 @@ func (r *Reconciler) pollFailed(s *scope, err error) error {
 func hint(reason string) string {
 	switch reason {
 	case ReasonCredentialsInvalid:
-		return "; fix the Secret named in spec.registry.secretRef"
+		return "; fix the Secret this message names"
 	case ReasonRegistryAuthFailed:
 		return "; check the credentials in spec.registry.secretRef and their pull rights"
 	case ReasonRegistryNotFound:
