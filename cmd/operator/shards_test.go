@@ -184,6 +184,23 @@ func (w *shardWorld) settle(tb testing.TB, n int, what string, period time.Durat
 	}
 }
 
+// adopted sums slipway_werfbundle_shard_jobs_adopted_total{path} over the running shards.
+func (w *shardWorld) adopted(tb testing.TB, path string) float64 {
+	sum := 0.0
+	for name, p := range w.shards {
+		if !p.Running() {
+			continue
+		}
+		v, err := p.MetricSum(w.ctx, "slipway_werfbundle_shard_jobs_adopted_total", map[string]string{"path": path})
+		if err != nil {
+			tb.Fatalf("scraping %s: %v", name, err)
+		}
+		sum += v
+	}
+	tb.Logf("Jobs adopted by the running shards through %s: %.0f", path, sum)
+	return sum
+}
+
 func isKilled(err error) bool {
 	return err != nil && (err.Error() == "signal: killed" || err.Error() == "signal: terminated")
 }
@@ -200,7 +217,9 @@ func TestOperator_ShardsHandOverWithoutASecondJob(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const n = 60
-	w := newShardWorld(ctx, t, env, "shards")
+	// The status delay outlasts the test: no status names a Job until a shard stops cleanly, so
+	// the handovers after the SIGKILL go through the create that meets AlreadyExists.
+	w := newShardWorld(ctx, t, env, "shards", "--werfbundle-status-delay=1h")
 	w.bundles(t, n, 5)
 	for _, name := range []string{"s0", "s1", "s2"} {
 		w.start(t, name, 3)
@@ -213,16 +232,29 @@ func TestOperator_ShardsHandOverWithoutASecondJob(t *testing.T) {
 	}
 	t.Logf("SIGKILLed the leader %s: its bundles on the others in %s (Lease %s)", leader,
 		w.settle(t, n, "the killed shard's bundles are on the others with their Jobs", 250*time.Millisecond), leaseDuration)
+	// The killed shard wrote no status (the status delay outlasts the test until a clean stop):
+	// its successors found its Jobs by creating them again and meeting AlreadyExists.
+	if got := w.adopted(t, "create"); got == 0 {
+		t.Errorf("no shard adopted a Job through AlreadyExists after the kill")
+	}
 
 	w.start(t, "s3", 3)
 	t.Logf("s3 joined: its share moved in %s", w.settle(t, n, "the joining shard holds its share with its Jobs", 250*time.Millisecond))
 
 	for i, old := range w.live() {
 		next := fmt.Sprintf("r%d", i)
+		begin := time.Now()
 		w.start(t, next, 3).WaitReady(ctx, t)
+		ready := time.Now()
 		if err := w.shards[old].Stop(ctx); err != nil {
 			t.Fatalf("stopping %s: %v", old, err)
 		}
+		t.Logf("%s ready in %s, %s stopped in %s", next, ready.Sub(begin), old, time.Since(ready))
 		t.Logf("rolled %s to %s in %s", old, next, w.settle(t, n, fmt.Sprintf("the bundles of %s are on their shards", old), 250*time.Millisecond))
+	}
+	// A clean stop writes the statuses it deferred: the shards that took over after the roll
+	// found the Jobs those statuses name in the API server.
+	if got := w.adopted(t, "list"); got == 0 {
+		t.Errorf("no shard adopted a Job its bundle's status named after the rolling restart")
 	}
 }

@@ -77,7 +77,7 @@ func addShardRunnables(mgr ctrl.Manager, sh *Sharding, ring string, opts Options
 		return err
 	}
 	return mgr.Add(&shard.Assigner{Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Client: direct, GVK: gvk, Label: sh.Label,
-		Namespace: opts.Namespace, Ring: ring, Every: opts.RetryPeriod / 2})
+		Namespace: opts.Namespace, Ring: ring, Every: opts.RetryPeriod / 2, Workers: assignWorkers})
 }
 
 // everyReplica runs a runnable on every replica, leader or not.
@@ -95,3 +95,7 @@ func onEveryReplica(r manager.Runnable) bool {
 	_, asks := r.(manager.LeaderElectionRunnable)
 	return !asks
 }
+
+// assignWorkers patch shard labels in parallel: each patch waits on the API server's round trip,
+// and a shard's first share (or a dead shard's) is thousands of them at once.
+const assignWorkers = 16

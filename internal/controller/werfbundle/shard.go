@@ -9,8 +9,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/operator"
@@ -26,6 +28,16 @@ const ShardLabel = werfv1.ShardLabel
 // jobAdoptionWait is how long a reconcile that relabelled Jobs moved from another shard waits for
 // the cache to show them (their watch events requeue it sooner).
 const jobAdoptionWait = 2 * time.Second
+
+// jobsAdopted counts the Jobs a shard took over from the shard a bundle was on before: path
+// "create" when its Job create met the other's Job (AlreadyExists), "list" when the status named a
+// Job its cache lacked.
+var jobsAdopted = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "slipway_werfbundle_shard_jobs_adopted_total",
+	Help: "Jobs a shard took over from the shard their bundle was on before, by how it found them.",
+}, []string{"path"})
+
+func init() { metrics.Registry.MustRegister(jobsAdopted) }
 
 // sharding is what the operator needs to shard WerfBundles.
 var sharding = &operator.Sharding{Object: &werfv1.WerfBundle{}, Label: ShardLabel}
@@ -107,6 +119,7 @@ func (sj *shardJobs) adopt(ctx context.Context, b *werfv1.WerfBundle, targetNS s
 			if err := sj.relabel(ctx, &list.Items[i], shard); err != nil {
 				return false, err
 			}
+			jobsAdopted.WithLabelValues("list").Inc()
 			moved = true
 		}
 	}
@@ -153,6 +166,7 @@ func (r *Reconciler) existing(ctx context.Context, b *werfv1.WerfBundle, job *ba
 		if err := r.shard.relabel(ctx, m, s); err != nil {
 			return err
 		}
+		jobsAdopted.WithLabelValues("create").Inc()
 		job.Labels[ShardLabel] = s
 	}
 	return nil
