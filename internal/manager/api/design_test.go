@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,12 +9,11 @@ import (
 	"time"
 
 	"github.com/slipway-dev/slipway/internal/manager/api"
-	"github.com/slipway-dev/slipway/internal/manager/designtest"
 )
 
-// The design's example bodies (operator-manager-spec.md), kept as testdata: the Canary one and
-// the health answer where their packages' tests keep them, the other strategies here.
-var designHealth = filepath.Join("..", "server", "testdata", "design-operator-health.json")
+// The design's example request bodies (operator-manager-spec.md), kept as testdata: the Canary
+// one where package strategy's tests keep it, the other strategies here. The design's health
+// answer is decoded into the wire types by the server's TestDesignOperatorHealthJSON.
 
 // TestDesign_DeploymentRequests: each strategy's example decodes strictly (no unknown field)
 // into DeploymentRequest and resolves to the settings it spells out.
@@ -62,43 +60,4 @@ func show(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// TestDesign_OperatorHealth: the design's health answer decodes strictly into OperatorHealth and
-// ClusterOperatorHealth (one cluster's entry), and written back keeps every key and JSON type.
-func TestDesign_OperatorHealth(t *testing.T) {
-	data, err := os.ReadFile(designHealth)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var oh api.OperatorHealth
-	strict(t, data, &oh)
-	if oh.OperatorName != "cert-manager" || len(oh.Clusters) != 1 || oh.Clusters[0].ControllerPods != 3 ||
-		oh.Clusters[0].WebhookStatus != "Available" || oh.Clusters[0].LastChecked.IsZero() {
-		t.Fatalf("decoded: %+v", oh)
-	}
-	if diff := designtest.Types(designtest.Load(t, designHealth), designtest.Generic(t, oh)); len(diff) != 0 {
-		t.Fatalf("written back, the answer differs from the design: %v", diff)
-	}
-	design := designtest.Load(t, designHealth).(map[string]any)
-	entry := design["clusters"].([]any)[0].(map[string]any)
-	entry["operatorName"] = design["operatorName"]
-	raw, err := json.Marshal(entry)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var one api.ClusterOperatorHealth
-	strict(t, raw, &one)
-	if diff := designtest.Types(designtest.Generic(t, raw), designtest.Generic(t, one)); len(diff) != 0 {
-		t.Fatalf("written back, one cluster's entry differs from the design: %v", diff)
-	}
-}
-
-func strict(t *testing.T, data []byte, v any) {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		t.Fatalf("%s does not decode into %T: %v", data, v, err)
-	}
 }

@@ -217,3 +217,37 @@ type RateWindow struct {
 	// Reset: the counters restarted within the window (a new process): counted from zero.
 	Reset bool `json:"reset,omitempty"`
 }
+
+// The health values (HealthState): a cluster's is its worst part, an operator's its worst
+// cluster; HealthUnknown is an operator's before its first check and the metrics part's when
+// they were not read.
+const (
+	Healthy       HealthState = "Healthy"
+	Degraded      HealthState = "Degraded"
+	Unhealthy     HealthState = "Unhealthy"
+	HealthUnknown HealthState = "Unknown"
+)
+
+// The verdicts of one aspect that may not have been checked (Verdict).
+const (
+	VerdictPassed     Verdict = "Passed"
+	VerdictFailed     Verdict = "Failed"
+	VerdictNotChecked Verdict = "NotChecked"
+)
+
+// The webhook states (WebhookState).
+const (
+	WebhookAvailable     WebhookState = "Available"
+	WebhookUnavailable   WebhookState = "Unavailable"
+	WebhookNotConfigured WebhookState = "NotConfigured"
+	WebhookUnknown       WebhookState = "Unknown"
+)
+
+// The reconciliation states (ReconciliationState).
+const (
+	ReconciliationActive      ReconciliationState = "Active"
+	ReconciliationFailing     ReconciliationState = "Failing"
+	ReconciliationStale       ReconciliationState = "Stale"
+	ReconciliationNoResources ReconciliationState = "NoResources"
+	ReconciliationUnknown     ReconciliationState = "Unknown"
+)

@@ -94,7 +94,7 @@ func (m *Manager) Must(tb testing.TB, method, path, user string, body any, want 
 	return r
 }
 
-// Deploy posts a deployment request (a request.Request, a map or JSON text) as user: 202.
+// Deploy posts a deployment request (an api.DeploymentRequest, a map or JSON text) as user: 202.
 func (m *Manager) Deploy(tb testing.TB, user string, req any) api.Deployment {
 	tb.Helper()
 	var dep api.Deployment

@@ -23,7 +23,7 @@ var deploymentStatuses = func() []string {
 	return out
 }()
 
-// createDeployment decodes the design's body as it is (request.Decode: strict, errors with the
+// createDeployment decodes the design's body as it is (api.DecodeDeploymentRequest: strict, errors with the
 // JSON path), and hands it to the engine, which validates it against the registered clusters and
 // versions and stores it Queued: 202 with the deployment. With dryRun=true it answers the plan
 // instead (dryRunDeployment).

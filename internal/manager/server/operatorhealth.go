@@ -14,7 +14,7 @@ import (
 
 // healthUnknown is the overall health of an operator that has no health check recorded yet
 // (it was never deployed, or the first check has not run): neither a pass nor a failure.
-const healthUnknown health.Health = "Unknown"
+const healthUnknown = health.Unknown
 
 // getOperatorHealth is the latest health of an operator on every cluster it was checked on: the
 // design's shape (api.OperatorHealth); overallHealth Unknown with no clusters before any check.

@@ -51,19 +51,19 @@ func designClusterEntry(t *testing.T) any {
 	return entry
 }
 
-// TestDesignOperatorHealthJSON decodes the design's example into the response type (every key a
-// field of it) and encodes it back: each of the design's keys is there with the same JSON type
+// TestDesignOperatorHealthJSON decodes the design's example into the wire type (api.OperatorHealth:
+// every key a field of it) and encodes it back: each of the design's keys is there with the same JSON type
 // (controllerPods a number, webhookStatus and crdReconciliation strings…) and the same value.
 func TestDesignOperatorHealthJSON(t *testing.T) {
 	data, err := os.ReadFile(designHealthFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var oh health.OperatorHealth
+	var oh api.OperatorHealth
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&oh); err != nil {
-		t.Fatalf("the design's example does not decode into health.OperatorHealth: %v", err)
+		t.Fatalf("the design's example does not decode into api.OperatorHealth: %v", err)
 	}
 	design, back := designtest.Generic(t, data), designtest.Generic(t, oh)
 	if diff := designtest.Types(design, back); len(diff) != 0 {
@@ -88,12 +88,12 @@ func TestDesignOperatorHealthJSON(t *testing.T) {
 		}
 	}
 	walk("$", design, back)
-	if c := oh.Clusters[0]; c.ControllerPods != 3 || c.WebhookStatus != health.WebhookAvailable ||
-		c.CRDReconciliation != health.ReconciliationActive || !c.LastChecked.Equal(time.Date(2025, 11, 23, 12, 0, 0, 0, time.UTC)) {
+	if c := oh.Clusters[0]; c.ControllerPods != 3 || c.WebhookStatus != "Available" ||
+		c.CRDReconciliation != "Active" || !c.LastChecked.Equal(time.Date(2025, 11, 23, 12, 0, 0, 0, time.UTC)) {
 		t.Fatalf("decoded %+v", c)
 	}
 	// One cluster's answer is the design's entry with operatorName.
-	one := designtest.Generic(t, health.ClusterOperatorHealth{OperatorName: oh.OperatorName, ClusterHealth: oh.Clusters[0]})
+	one := designtest.Generic(t, api.ClusterOperatorHealth{OperatorName: oh.OperatorName, OperatorHealthCheck: oh.Clusters[0]})
 	if diff := designtest.Types(designClusterEntry(t), one); len(diff) != 0 {
 		t.Fatalf("one cluster's answer: %v", diff)
 	}
@@ -131,7 +131,7 @@ func testOperatorHealth(t *testing.T, engine string) {
 	if e := r.apiError(t); e.Details["kind"] != "cluster" {
 		t.Fatalf("unknown cluster: %s", r.body)
 	}
-	var oh health.OperatorHealth
+	var oh api.OperatorHealth
 	raw := get("/api/v1/operators/widgets/health", &oh)
 	if oh.OperatorName != "widgets" || oh.OverallHealth != "Unknown" || oh.Clusters == nil || len(oh.Clusters) != 0 {
 		t.Fatalf("before any check: %+v", oh)
@@ -169,13 +169,13 @@ func testOperatorHealth(t *testing.T, engine string) {
 	b.recordHealth(d.ID, "stage-1", health.Degraded, checked, legacy)
 
 	raw = get("/api/v1/operators/widgets/health", &oh)
-	if oh.OverallHealth != health.Unhealthy || len(oh.Clusters) != 3 {
+	if oh.OverallHealth != api.Unhealthy || len(oh.Clusters) != 3 {
 		t.Fatalf("overall: %+v", oh)
 	}
 	if diff := designtest.Types(designtest.Load(t, designHealthFile), raw); len(diff) != 0 {
 		t.Fatalf("the answer differs from the design's example in type: %v", diff)
 	}
-	byName := map[string]health.ClusterHealth{}
+	byName := map[string]api.OperatorHealthCheck{}
 	for _, c := range oh.Clusters {
 		byName[c.ClusterName] = c
 	}
@@ -191,8 +191,8 @@ func testOperatorHealth(t *testing.T, engine string) {
 			t.Errorf("%s:\n got %s\nwant %s", want.ClusterName, g, w)
 		}
 	}
-	if s := byName["stage-1"]; s.Health != health.Degraded || s.ControllerPods != 1 || s.Pods.Total != 2 ||
-		s.WebhookStatus != health.WebhookNotConfigured || s.CRDReconciliation != health.ReconciliationNoResources {
+	if s := byName["stage-1"]; s.Health != api.Degraded || s.ControllerPods != 1 || s.Pods.Total != 2 ||
+		s.WebhookStatus != api.WebhookNotConfigured || s.CRDReconciliation != api.ReconciliationNoResources {
 		t.Errorf("the check stored in the older shape: %+v", s)
 	}
 	// The design's keys, then the details beside them.
@@ -205,16 +205,16 @@ func testOperatorHealth(t *testing.T, engine string) {
 	}
 
 	// One cluster: the design's entry with operatorName.
-	var one health.ClusterOperatorHealth
+	var one api.ClusterOperatorHealth
 	raw = get("/api/v1/clusters/dev-1/operators/widgets/health", &one)
-	if one.OperatorName != "widgets" || one.ClusterName != "dev-1" || one.Health != health.Healthy || one.ControllerPods != 2 || one.Pods.Ready != 2 {
+	if one.OperatorName != "widgets" || one.ClusterName != "dev-1" || one.Health != api.Healthy || one.ControllerPods != 2 || one.Pods.Ready != 2 {
 		t.Fatalf("dev-1: %+v", one)
 	}
 	if diff := designtest.Types(designClusterEntry(t), raw); len(diff) != 0 {
 		t.Fatalf("one cluster's answer differs from the design's entry in type: %v", diff)
 	}
 	get("/api/v1/clusters/prod-1/operators/widgets/health", &one)
-	if one.Health != health.Unhealthy || one.ControllerPods != 0 || one.Pods.CrashLooping != 1 {
+	if one.Health != api.Unhealthy || one.ControllerPods != 0 || one.Pods.CrashLooping != 1 {
 		t.Fatalf("prod-1: %+v", one)
 	}
 }
@@ -263,7 +263,7 @@ func testOperatorHealthFromACluster(t *testing.T, engine string) {
 	if n := b.rollouts.HealthRound(ctx); n != 1 {
 		t.Fatalf("the health round checked %d releases, want 1", n)
 	}
-	var oh health.OperatorHealth
+	var oh api.OperatorHealth
 	r := b.do("GET", "/api/v1/operators/widgets/health", b.viewer(), nil)
 	expect(t, "operator health", r, http.StatusOK)
 	r.json(t, &oh)
@@ -274,8 +274,8 @@ func testOperatorHealthFromACluster(t *testing.T, engine string) {
 		t.Fatalf("clusters: %s", r.body)
 	}
 	c := oh.Clusters[0]
-	if oh.OverallHealth != health.Healthy || c.ClusterName != "dev-1" || c.Health != health.Healthy || c.ControllerPods != 1 ||
-		c.WebhookStatus != health.WebhookAvailable || c.CRDReconciliation != health.ReconciliationActive ||
+	if oh.OverallHealth != api.Healthy || c.ClusterName != "dev-1" || c.Health != api.Healthy || c.ControllerPods != 1 ||
+		c.WebhookStatus != api.WebhookAvailable || c.CRDReconciliation != api.ReconciliationActive ||
 		c.Pods.Total != 1 || c.Webhooks.Healthy != 1 || c.CRDs.Resources != 1 || time.Since(c.LastChecked) > time.Minute {
 		t.Fatalf("the check of a running release: %s", r.body)
 	}
@@ -285,10 +285,10 @@ func testOperatorHealthFromACluster(t *testing.T, engine string) {
 	if diff := designtest.Types(designClusterEntry(t), designtest.Generic(t, r.body)); len(diff) != 0 {
 		t.Fatalf("one cluster's answer differs from the design's entry in type: %v\n%s", diff, r.body)
 	}
-	var one health.ClusterOperatorHealth
+	var one api.ClusterOperatorHealth
 	r.json(t, &one)
-	if one.OperatorName != "widgets" || one.ClusterName != "dev-1" || one.ControllerPods != 1 || one.WebhookStatus != health.WebhookAvailable ||
-		one.CRDReconciliation != health.ReconciliationActive || !one.LastChecked.Equal(c.LastChecked) {
+	if one.OperatorName != "widgets" || one.ClusterName != "dev-1" || one.ControllerPods != 1 || one.WebhookStatus != api.WebhookAvailable ||
+		one.CRDReconciliation != api.ReconciliationActive || !one.LastChecked.Equal(c.LastChecked) {
 		t.Fatalf("one cluster: %s", r.body)
 	}
 }
