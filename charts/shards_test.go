@@ -8,11 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// TestChart_ShardsMakeEachWerfBundleReplicaAShard: shards: 1 (the default) keeps the WerfBundle
-// Deployment as before (replicas, one leader); shards: N runs N replicas of it, each told it is a
-// shard (--shards=N) and named by its pod; no other Deployment changes; shards with a single
+// TestChart_ShardsMakeEachReplicaAShard: shards: 1 (the default) keeps the WerfBundle and WebApp
+// Deployments as before (replicas, one leader); shards: N runs N replicas of each, each told it is
+// a shard (--shards=N) and named by its pod; Catalyst's does not change; shards with a single
 // Deployment is refused.
-func TestChart_ShardsMakeEachWerfBundleReplicaAShard(t *testing.T) {
+func TestChart_ShardsMakeEachReplicaAShard(t *testing.T) {
 	for _, tc := range []struct {
 		values   string
 		replicas int32
@@ -28,15 +28,15 @@ func TestChart_ShardsMakeEachWerfBundleReplicaAShard(t *testing.T) {
 			podName := slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
 				return e.Name == "POD_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name"
 			})
-			if d.Name != "slipway-werfbundle" {
+			if d.Name == "slipway-catalyst" {
 				if hasShards || *d.Spec.Replicas != 3 {
 					t.Errorf("values %q: %s has %d replicas and --shards %t, want 3 and none", tc.values, d.Name, *d.Spec.Replicas, hasShards)
 				}
 				continue
 			}
 			if *d.Spec.Replicas != tc.replicas || !slices.Contains(c.Args, tc.arg) || !podName {
-				t.Errorf("values %q: slipway-werfbundle has %d replicas, args %v, POD_NAME %t; want %d, %s and the pod's name",
-					tc.values, *d.Spec.Replicas, c.Args, podName, tc.replicas, tc.arg)
+				t.Errorf("values %q: %s has %d replicas, args %v, POD_NAME %t; want %d, %s and the pod's name",
+					tc.values, d.Name, *d.Spec.Replicas, c.Args, podName, tc.replicas, tc.arg)
 			}
 		}
 	}

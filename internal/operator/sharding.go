@@ -25,6 +25,9 @@ type Sharding struct {
 	Object client.Object
 	// Label names an object's shard, written by the assigner.
 	Label string
+	// Owned are the kinds the system makes for its objects (not Jobs) and labels with their
+	// shard: each shard caches only its own.
+	Owned []client.Object
 }
 
 // Sharded reports whether the replicas are shards (--shards > 1).
@@ -46,7 +49,7 @@ func shardingOf(selected []Controller, opts Options) (*Sharding, error) {
 		return nil, errors.New("--shards > 1 needs --shard-name (or $POD_NAME) to name this replica's shard")
 	}
 	if len(selected) != 1 || selected[0].Shard == nil {
-		return nil, fmt.Errorf("--shards > 1 hosts one shardable controller alone (--controllers=werfbundle); selected: %v", controllerNames(selected))
+		return nil, fmt.Errorf("--shards > 1 hosts one shardable controller alone (--controllers=werfbundle or --controllers=webapp); selected: %v", controllerNames(selected))
 	}
 	return selected[0].Shard, nil
 }
@@ -58,6 +61,11 @@ func shardCache(o cache.Options, sh *Sharding, member string) cache.Options {
 	jobs := o.ByObject[jobObject]
 	jobs.Label = labels.SelectorFromSet(labels.Merge(labels.Set{ManagedByLabel: ManagedByValue}, mine))
 	o.ByObject[jobObject] = jobs
+	for _, obj := range sh.Owned {
+		byObj := o.ByObject[obj]
+		byObj.Label = labels.SelectorFromSet(mine)
+		o.ByObject[obj] = byObj
+	}
 	return o
 }
 

@@ -55,6 +55,15 @@ func standardLabels(app *webappv1.WebApp) map[string]string {
 	return l
 }
 
+// shardLabels carries the WebApp's shard (operator --shards) to its Deployment and Service, so
+// the shard caches them; outside the spec hash and off the pods, so a move rolls nothing out.
+func shardLabels(app *webappv1.WebApp) map[string]string {
+	if s := app.Labels[webappv1.ShardLabel]; s != "" {
+		return map[string]string{webappv1.ShardLabel: s}
+	}
+	return nil
+}
+
 func replicasOf(app *webappv1.WebApp) int32 {
 	if app.Spec.Replicas != nil {
 		return *app.Spec.Replicas
@@ -141,6 +150,7 @@ func desiredDeployment(app *webappv1.WebApp, progressDeadline int32) (*appsv1ac.
 	}
 	d.WithAnnotations(map[string]string{AnnotationSpecHash: hash})
 	d.Spec.WithReplicas(replicasOf(app))
+	d.WithLabels(shardLabels(app))
 	return d, nil
 }
 
@@ -164,6 +174,7 @@ func desiredService(app *webappv1.WebApp) (*corev1ac.ServiceApplyConfiguration, 
 		return nil, err
 	}
 	s.WithAnnotations(map[string]string{AnnotationSpecHash: hash})
+	s.WithLabels(shardLabels(app))
 	return s, nil
 }
 

@@ -46,6 +46,7 @@ func Controller() operator.Controller {
 		// WebApp reads no Job: an operator running it beside Catalyst alone caches Jobs in the
 		// build namespace only.
 		JobNamespaces: func() []string { return nil },
+		Shard:         sharding,
 	}
 }
 
@@ -55,6 +56,9 @@ func (cfg *Config) setup(mgr ctrl.Manager, opts operator.Options) error {
 		Recorder:         opts.EventRecorder(mgr, "webapp-controller"),
 		ResyncPeriod:     cfg.ResyncPeriod,
 		ProgressDeadline: cfg.ProgressDeadline,
+	}
+	if opts.Sharded() {
+		r.ownedReader = mgr.GetAPIReader()
 	}
 	return r.SetupWithManager(mgr, controller.Options{
 		MaxConcurrentReconciles: cfg.Concurrency,

@@ -53,6 +53,10 @@ type Reconciler struct {
 	// ProgressDeadline is the Deployments' progressDeadlineSeconds.
 	ProgressDeadline time.Duration
 
+	// ownedReader, set on a shard (operator --shards), reads a Deployment or Service the shard's
+	// cache lacks from the API server (see readOwned).
+	ownedReader client.Reader
+
 	writes cachelag.Writes
 }
 
@@ -145,10 +149,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 func (r *Reconciler) read(ctx context.Context, s *scope) error {
 	key := client.ObjectKeyFromObject(s.app)
 	s.liveDeployment, s.liveService = &appsv1.Deployment{}, &corev1.Service{}
-	if err := r.Get(ctx, key, s.liveDeployment); client.IgnoreNotFound(err) != nil {
+	if err := r.readOwned(ctx, key, s.liveDeployment); err != nil {
 		return fmt.Errorf("reading Deployment %s: %w", key.Name, err)
 	}
-	if err := r.Get(ctx, key, s.liveService); client.IgnoreNotFound(err) != nil {
+	if err := r.readOwned(ctx, key, s.liveService); err != nil {
 		return fmt.Errorf("reading Service %s: %w", key.Name, err)
 	}
 	return nil
