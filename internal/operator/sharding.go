@@ -85,7 +85,9 @@ func addShardRunnables(mgr ctrl.Manager, sh *Sharding, ring string, opts Options
 		return err
 	}
 	return mgr.Add(&shard.Assigner{Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Client: direct, GVK: gvk, Label: sh.Label,
-		Namespace: opts.Namespace, Ring: ring, Every: opts.RetryPeriod / 2, Workers: assignWorkers})
+		Namespace: opts.Namespace, Ring: ring, Every: opts.RetryPeriod / 2, Workers: assignWorkers,
+		// At a start, wait up to a Lease duration for the --shards members to be there.
+		Expect: opts.Shards, Settle: opts.LeaseDuration})
 }
 
 // everyReplica runs a runnable on every replica, leader or not.

@@ -42,6 +42,11 @@ type Assigner struct {
 	BeforeMove func(ctx context.Context, obj *metav1.PartialObjectMetadata, to string) error
 	// Workers patch labels in parallel (4 when zero).
 	Workers int
+	// Expect, when set, is how many members the assigner waits for at its start, at most Settle,
+	// before it assigns anything: shards starting together are not first given everything that
+	// the later ones then take back.
+	Expect int
+	Settle time.Duration
 
 	mu      sync.Mutex
 	members []string
@@ -109,6 +114,9 @@ func (a *Assigner) Start(ctx context.Context) error {
 		return ctx.Err()
 	}
 	ctrl.LoggerFrom(ctx).WithName("shard").Info("Started the shard assigner", "ring", a.Ring, "kind", a.GVK.Kind)
+	if err := a.awaitMembers(ctx); err != nil {
+		return nil
+	}
 	a.Resync(ctx)
 	for range max(a.Workers, 4) {
 		go a.work(ctx)
@@ -127,6 +135,25 @@ func (a *Assigner) Start(ctx context.Context) error {
 			a.Resync(ctx)
 		}
 	}
+}
+
+// awaitMembers waits until Expect members are live or Settle has passed; an error only when ctx
+// ended.
+func (a *Assigner) awaitMembers(ctx context.Context) error {
+	deadline := time.Now().Add(a.Settle)
+	for a.Expect > 1 && time.Now().Before(deadline) {
+		var leases coordinationv1.LeaseList
+		if err := a.reader.List(ctx, &leases, client.InNamespace(a.Namespace), client.MatchingLabels{RingLabel: a.Ring}); err == nil &&
+			len(a.live(leases.Items, time.Now())) >= a.Expect {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 func (a *Assigner) meta() *metav1.PartialObjectMetadata {
@@ -150,7 +177,8 @@ func (a *Assigner) Resync(ctx context.Context) {
 	a.mu.Unlock()
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(a.GVK)
-	if err := a.reader.List(ctx, list); err != nil {
+	// Read in place (no copy of every object each tick): only the labels are read.
+	if err := a.reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the sharded objects", "ring", a.Ring)
 		return
 	}
