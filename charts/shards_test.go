@@ -11,7 +11,7 @@ import (
 // TestChart_ShardsMakeEachReplicaAShard: shards: 1 (the default) keeps the WerfBundle and WebApp
 // Deployments as before (replicas, one leader); shards: N runs N replicas of each, each told it is
 // a shard (--shards=N) and named by its pod; Catalyst's does not change; shards with a single
-// Deployment is refused.
+// Deployment or without leader election is refused.
 func TestChart_ShardsMakeEachReplicaAShard(t *testing.T) {
 	for _, tc := range []struct {
 		values   string
@@ -42,5 +42,8 @@ func TestChart_ShardsMakeEachReplicaAShard(t *testing.T) {
 	}
 	if _, err := renderErr(t, "singleDeployment: true\nshards: 2"); err == nil || !strings.Contains(err.Error(), "singleDeployment: false") {
 		t.Errorf("shards with singleDeployment rendered (err %v), want a refusal naming singleDeployment", err)
+	}
+	if _, err := renderErr(t, "leaderElection: {enabled: false}\nshards: 2"); err == nil || !strings.Contains(err.Error(), "leaderElection.enabled") {
+		t.Errorf("shards without leader election rendered (err %v), want a refusal naming leaderElection.enabled", err)
 	}
 }

@@ -48,6 +48,9 @@ func shardingOf(selected []Controller, opts Options) (*Sharding, error) {
 	if opts.ShardName == "" {
 		return nil, errors.New("--shards > 1 needs --shard-name (or $POD_NAME) to name this replica's shard")
 	}
+	if !opts.LeaderElect {
+		return nil, errors.New("--shards > 1 needs --leader-elect: the leader alone assigns the objects to the shards")
+	}
 	if len(selected) != 1 || selected[0].Shard == nil {
 		return nil, fmt.Errorf("--shards > 1 hosts one shardable controller alone (--controllers=werfbundle or --controllers=webapp); selected: %v", controllerNames(selected))
 	}

@@ -18,11 +18,12 @@ func TestShardingOf_RefusesWhatCannotBeSharded(t *testing.T) {
 		want     *Sharding
 		err      string
 	}{
-		{"one replica: no sharding", []Controller{sharded}, Options{Shards: 1, ShardName: "p"}, nil, ""},
-		{"sharded", []Controller{sharded}, Options{Shards: 3, ShardName: "p"}, sh, ""},
-		{"no name", []Controller{sharded}, Options{Shards: 3}, nil, "--shard-name"},
-		{"not shardable", []Controller{plain}, Options{Shards: 3, ShardName: "p"}, nil, "one shardable controller alone"},
-		{"two systems", []Controller{sharded, plain}, Options{Shards: 3, ShardName: "p"}, nil, "one shardable controller alone"},
+		{"one replica: no sharding", []Controller{sharded}, Options{Shards: 1, ShardName: "p", LeaderElect: true}, nil, ""},
+		{"sharded", []Controller{sharded}, Options{Shards: 3, ShardName: "p", LeaderElect: true}, sh, ""},
+		{"no name", []Controller{sharded}, Options{Shards: 3, LeaderElect: true}, nil, "--shard-name"},
+		{"no leader election", []Controller{sharded}, Options{Shards: 3, ShardName: "p"}, nil, "--leader-elect"},
+		{"not shardable", []Controller{plain}, Options{Shards: 3, ShardName: "p", LeaderElect: true}, nil, "one shardable controller alone"},
+		{"two systems", []Controller{sharded, plain}, Options{Shards: 3, ShardName: "p", LeaderElect: true}, nil, "one shardable controller alone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := shardingOf(tc.selected, tc.opts)
