@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,6 +40,9 @@ type shardWorld struct {
 	shards     map[string]*operatorproc.Process
 	// unsharded is set when the processes run with --shards=1: no bundle gets a shard label.
 	unsharded bool
+	// jobUIDs is the UID of each bundle's first Job as first seen: a Job deleted and made again
+	// under the same name would be a second run, which a count of Jobs does not show.
+	jobUIDs map[string]types.UID
 }
 
 func newShardWorld(ctx context.Context, tb testing.TB, cp *testenv.Env, prefix string, flags ...string) *shardWorld {
@@ -55,7 +59,7 @@ func newShardWorld(ctx context.Context, tb testing.TB, cp *testenv.Env, prefix s
 	reg := registrytest.StartDistribution(tb)
 	registrytest.PushBundle(tb, reg.Host, prefix+"/app", "1.0.0")
 	return &shardWorld{ctx: ctx, c: c, kubeconfig: kubeconfig, bin: operatorproc.Binary(tb), repo: reg.Repository(prefix + "/app"),
-		prefix: prefix, flags: flags, shards: map[string]*operatorproc.Process{}}
+		prefix: prefix, flags: flags, shards: map[string]*operatorproc.Process{}, jobUIDs: map[string]types.UID{}}
 }
 
 // bundles creates n WerfBundles, perNS to a namespace.
@@ -146,6 +150,13 @@ func (w *shardWorld) state(n int) (settled bool, twice []string, err error) {
 		js := byBundle[k]
 		if len(js) > 1 {
 			twice = append(twice, k)
+		}
+		if len(js) == 1 {
+			if first, ok := w.jobUIDs[k]; !ok {
+				w.jobUIDs[k] = js[0].UID
+			} else if first != js[0].UID {
+				twice = append(twice, k+" (its Job was made again)")
+			}
 		}
 		on, want := b.Labels[werfbundle.ShardLabel], shard.Pick(shard.Key(&b), live)
 		if w.unsharded {
@@ -257,4 +268,16 @@ func TestOperator_ShardsHandOverWithoutASecondJob(t *testing.T) {
 	if got := w.adopted(t, "list"); got == 0 {
 		t.Errorf("no shard adopted a Job its bundle's status named after the rolling restart")
 	}
+
+	// A bundle deleted is still cleaned up by its shard (a move is checked against the API server,
+	// a deletion is not mistaken for one): its Job goes (no garbage collector runs here).
+	gone := &werfv1.WerfBundle{ObjectMeta: metav1.ObjectMeta{Namespace: "shards-0", Name: "app-0"}}
+	if err := w.c.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Until(ctx, t, "the deleted bundle's Job is deleted", func() bool {
+		var jobs batchv1.JobList
+		err := w.c.List(ctx, &jobs, client.MatchingLabels{werfbundle.LabelBundleNamespace: "shards-0", werfbundle.LabelBundleName: "app-0"})
+		return err == nil && len(jobs.Items) == 0
+	})
 }
