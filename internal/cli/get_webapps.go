@@ -13,13 +13,14 @@ import (
 )
 
 // webAppKind is WebApp for the in-cluster verbs: REPLICAS is available/desired, URL the
-// Service's in-cluster address.
+// Service's in-cluster address, SHARD the operator shard that holds it (with --shards > 1; "-"
+// otherwise).
 var webAppKind = &kubeKind{
 	name: "webapp", plural: "webapps", title: "WebApp", resource: "webapps",
 	gvk:     webappv1.GroupVersion.WithKind("WebApp"),
 	newObj:  func() client.Object { return &webappv1.WebApp{} },
 	newList: func() client.ObjectList { return &webappv1.WebAppList{} },
-	headers: []string{"image", "replicas", "url", "age"},
+	headers: []string{"image", "replicas", "url", "shard", "age"},
 	row: func(p *output.Printer, o client.Object) []string {
 		w := o.(*webappv1.WebApp)
 		desired := int32(1)
@@ -27,7 +28,7 @@ var webAppKind = &kubeKind{
 			desired = *w.Spec.Replicas
 		}
 		return []string{w.Spec.Image, fmt.Sprintf("%d/%d", w.Status.AvailableReplicas, desired), orDash(w.Status.URL),
-			ageCell(p, w.CreationTimestamp)}
+			orDash(w.Labels[webappv1.ShardLabel]), ageCell(p, w.CreationTimestamp)}
 	},
 	conditions: func(o client.Object) []metav1.Condition { return o.(*webappv1.WebApp).Status.Conditions },
 }

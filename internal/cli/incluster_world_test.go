@@ -165,7 +165,8 @@ func (w *world) createBundles() {
 }
 
 func (w *world) createWebApps() {
-	w.create(&webappv1.WebApp{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: nsA},
+	// As the operator's shard assigner labels a WebApp (--shards > 1): get shows the shard.
+	w.create(&webappv1.WebApp{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: nsA, Labels: map[string]string{webappv1.ShardLabel: "slipway-webapp-1"}},
 		Spec: webappv1.WebAppSpec{Image: "nginx:1.27", Replicas: ptr.To[int32](2)}})
 	w.create(&webappv1.WebApp{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: nsB},
 		Spec: webappv1.WebAppSpec{Image: "ghcr.io/acme/api:2.1.0", Port: 8080}})
