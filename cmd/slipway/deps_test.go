@@ -29,6 +29,32 @@ func TestDeps_OnlyAClient(t *testing.T) {
 	}
 }
 
+// heavyKube are the Kubernetes client packages the CLI's in-cluster verbs do without (a prefix
+// covers its subpackages): controller-runtime's client (through its metrics, Prometheus's client
+// and client-go's leader election, informers and listers) and client-go's typed clientset. They
+// kept the binary above 30 MB; the verbs use client-go's dynamic client and a core/v1 REST client
+// for pod logs (internal/cli/kube.go). The clientset's scheme stays: cli-runtime's kube flags
+// need it.
+var heavyKube = []string{"sigs.k8s.io/controller-runtime/pkg/client", "k8s.io/client-go/kubernetes",
+	"k8s.io/client-go/informers", "k8s.io/client-go/listers", "github.com/prometheus/"}
+
+// TestDeps_NoHeavyKubeClient: slipway links none of heavyKube. It lists every one that came back.
+func TestDeps_NoHeavyKubeClient(t *testing.T) {
+	var forbidden []string
+	for _, p := range deps(t, module+"/cmd/slipway") {
+		if p == "k8s.io/client-go/kubernetes/scheme" {
+			continue
+		}
+		if slices.ContainsFunc(heavyKube, func(h string) bool { return p == h || strings.HasPrefix(p, strings.TrimSuffix(h, "/")+"/") }) {
+			forbidden = append(forbidden, p)
+		}
+	}
+	if len(forbidden) > 0 {
+		t.Fatalf("slipway links Kubernetes client packages that make it big (use the dynamic client of internal/cli/kube.go):\n  %s",
+			strings.Join(forbidden, "\n  "))
+	}
+}
+
 // TestDeps_APIIsALeaf: the wire contract imports the standard library and small leaf packages
 // only, so that whatever imports it (the CLI) stays small.
 func TestDeps_APIIsALeaf(t *testing.T) {

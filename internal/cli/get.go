@@ -2,9 +2,7 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -14,13 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/slipway-dev/slipway/internal/cli/output"
 	"github.com/slipway-dev/slipway/internal/operator/conditions"
-	"github.com/slipway-dev/slipway/internal/scheme"
 )
 
 // groupCluster is the in-cluster verbs' group in slipway --help.
@@ -69,46 +63,6 @@ func (f *Factory) addKubeFlags(cmd *cobra.Command) {
 	_ = cmd.RegisterFlagCompletionFunc("namespace", f.completeNamespaces)
 }
 
-// kubeConn is what an in-cluster verb talks to the cluster with.
-type kubeConn struct {
-	c client.WithWatch
-	// cs reads pod logs.
-	cs kubernetes.Interface
-	// namespace is -n, else the kubeconfig context's, else "default".
-	namespace string
-}
-
-// kubeConn connects to the cluster of the kubeconfig flags.
-func (f *Factory) kubeConn() (*kubeConn, error) {
-	errNone := errors.New("no kubeconfig: set KUBECONFIG or pass --kubeconfig, as for kubectl")
-	// An empty kubeconfig would mean kubectl's last resort, localhost:8080, outside a pod.
-	if raw, err := f.KubeConfig.ToRawKubeConfigLoader().RawConfig(); err == nil && len(raw.Contexts) == 0 &&
-		os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
-		return nil, errNone
-	}
-	cfg, err := f.KubeConfig.ToRESTConfig()
-	if err != nil {
-		if clientcmd.IsEmptyConfig(err) {
-			return nil, errNone
-		}
-		return nil, fmt.Errorf("reading the kubeconfig: %w", err)
-	}
-	cfg.UserAgent = "slipway/" + versionString()
-	ns, _, err := f.KubeConfig.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return nil, fmt.Errorf("reading the kubeconfig's namespace: %w", err)
-	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the cluster: %w", err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the cluster: %w", err)
-	}
-	return &kubeConn{c: c, cs: cs, namespace: ns}, nil
-}
-
 // kubeKind describes one kind the in-cluster verbs read: its names, its table and how to list it.
 type kubeKind struct {
 	// name is the singular lower-case name ("werfbundle"), plural the plural ("werfbundles"),
@@ -117,15 +71,14 @@ type kubeKind struct {
 	// resource is the API's plural resource name ("environments" for previews).
 	resource string
 	gvk      schema.GroupVersionKind
-	newObj   func() client.Object
-	newList  func() client.ObjectList
+	newObj   func() kubeObject
 	// headers and row are the kind's own columns, between NAME and READY/STATUS.
 	headers []string
-	row     func(p *output.Printer, o client.Object) []string
+	row     func(p *output.Printer, o kubeObject) []string
 	// conditions are the object's status.conditions.
-	conditions func(o client.Object) []metav1.Condition
+	conditions func(o kubeObject) []metav1.Condition
 	// keep, when set, filters what is listed (previews are development Environments).
-	keep func(o client.Object) bool
+	keep func(o kubeObject) bool
 }
 
 // kubeErr says what an API error means for a kind: a kind the cluster does not serve, an
@@ -146,27 +99,21 @@ func (k *kubeKind) kubeErr(err error, namespace, name string) error {
 }
 
 // get reads one object of the kind.
-func (k *kubeKind) get(ctx context.Context, kc *kubeConn, namespace, name string) (client.Object, error) {
-	o := k.newObj()
-	err := kc.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, o)
+func (k *kubeKind) get(ctx context.Context, kc *kubeConn, namespace, name string) (kubeObject, error) {
+	o, err := kc.getObject(ctx, k, namespace, name)
 	return o, k.kubeErr(err, namespace, name)
 }
 
 // list reads the kind's objects in namespace ("" all), sorted by namespace and name.
-func (k *kubeKind) list(ctx context.Context, kc *kubeConn, namespace string) ([]client.Object, error) {
-	l := k.newList()
-	if err := kc.c.List(ctx, l, client.InNamespace(namespace)); err != nil {
+func (k *kubeKind) list(ctx context.Context, kc *kubeConn, namespace string) ([]kubeObject, error) {
+	objs, err := kc.listObjects(ctx, k, namespace)
+	if err != nil {
 		return nil, k.kubeErr(err, namespace, "")
 	}
-	objs, err := meta.ExtractList(l)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]client.Object, 0, len(objs))
+	out := make([]kubeObject, 0, len(objs))
 	for _, o := range objs {
-		co := o.(client.Object)
-		if k.keep == nil || k.keep(co) {
-			out = append(out, co)
+		if k.keep == nil || k.keep(o) {
+			out = append(out, o)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -227,7 +174,7 @@ func kubeGetRun(ctx context.Context, opts *GetOptions) error {
 		if k.keep != nil && !k.keep(o) {
 			return fmt.Errorf("%s %s in namespace %s is not a %s", k.title, opts.Name, kc.namespace, k.name)
 		}
-		return printKubeObjects(f, k, []client.Object{o}, false, true)
+		return printKubeObjects(f, k, []kubeObject{o}, false, true)
 	}
 	ns := kc.namespace
 	if opts.AllNamespaces {
@@ -250,7 +197,7 @@ func kubeGetRun(ctx context.Context, opts *GetOptions) error {
 
 // printKubeObjects prints objects as the kind's table, or as JSON or YAML the way kubectl does (one
 // object, or a List; managed fields left out).
-func printKubeObjects(f *Factory, k *kubeKind, objs []client.Object, allNamespaces, single bool) error {
+func printKubeObjects(f *Factory, k *kubeKind, objs []kubeObject, allNamespaces, single bool) error {
 	var v any
 	if f.OutputFormat() != output.FormatTable {
 		items := make([]any, len(objs))
@@ -276,7 +223,7 @@ func printKubeObjects(f *Factory, k *kubeKind, objs []client.Object, allNamespac
 }
 
 // kubeTableRow is one object's cells.
-func kubeTableRow(p *output.Printer, k *kubeKind, o client.Object, allNamespaces bool) []string {
+func kubeTableRow(p *output.Printer, k *kubeKind, o kubeObject, allNamespaces bool) []string {
 	var cells []string
 	if allNamespaces {
 		cells = append(cells, o.GetNamespace())
@@ -289,8 +236,8 @@ func kubeTableRow(p *output.Printer, k *kubeKind, o client.Object, allNamespaces
 
 // kubeOutput is the object as JSON and YAML show it: its apiVersion and kind set, its managed
 // fields left out (kubectl's default).
-func kubeOutput(k *kubeKind, o client.Object) runtime.Object {
-	c := o.DeepCopyObject().(client.Object)
+func kubeOutput(k *kubeKind, o kubeObject) runtime.Object {
+	c := o.DeepCopyObject().(kubeObject)
 	c.SetManagedFields(nil)
 	c.GetObjectKind().SetGroupVersionKind(k.gvk)
 	return c
@@ -366,13 +313,13 @@ func (f *Factory) completeNamespaces(*cobra.Command, []string, string) ([]cobra.
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 	defer cancel()
-	l, err := kc.cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	l, err := kc.dyn.Resource(namespacesResource).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	var out []cobra.Completion
 	for _, ns := range l.Items {
-		out = append(out, ns.Name)
+		out = append(out, ns.GetName())
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/cli/output"
@@ -18,10 +17,9 @@ import (
 var previewKind = &kubeKind{
 	name: "preview", plural: "previews", title: "Environment", resource: "environments",
 	gvk:     catalystv1.GroupVersion.WithKind("Environment"),
-	newObj:  func() client.Object { return &catalystv1.Environment{} },
-	newList: func() client.ObjectList { return &catalystv1.EnvironmentList{} },
+	newObj:  func() kubeObject { return &catalystv1.Environment{} },
 	headers: []string{"pull request", "url", "phase", "age"},
-	row: func(p *output.Printer, o client.Object) []string {
+	row: func(p *output.Printer, o kubeObject) []string {
 		e := o.(*catalystv1.Environment)
 		pr := "-"
 		if n := e.Spec.Source.PRNumber; n > 0 {
@@ -29,8 +27,8 @@ var previewKind = &kubeKind{
 		}
 		return []string{pr, orDash(e.Status.URL), orDash(string(e.Status.Phase)), ageCell(p, e.CreationTimestamp)}
 	},
-	conditions: func(o client.Object) []metav1.Condition { return o.(*catalystv1.Environment).Status.Conditions },
-	keep:       func(o client.Object) bool { return isPreview(o.(*catalystv1.Environment)) },
+	conditions: func(o kubeObject) []metav1.Condition { return o.(*catalystv1.Environment).Status.Conditions },
+	keep:       func(o kubeObject) bool { return isPreview(o.(*catalystv1.Environment)) },
 }
 
 // isPreview reports whether an Environment is a preview (type development, the default).

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	webappv1 "github.com/slipway-dev/slipway/api/webapp/v1"
 	"github.com/slipway-dev/slipway/internal/cli/output"
@@ -18,10 +17,9 @@ import (
 var webAppKind = &kubeKind{
 	name: "webapp", plural: "webapps", title: "WebApp", resource: "webapps",
 	gvk:     webappv1.GroupVersion.WithKind("WebApp"),
-	newObj:  func() client.Object { return &webappv1.WebApp{} },
-	newList: func() client.ObjectList { return &webappv1.WebAppList{} },
+	newObj:  func() kubeObject { return &webappv1.WebApp{} },
 	headers: []string{"image", "replicas", "url", "shard", "age"},
-	row: func(p *output.Printer, o client.Object) []string {
+	row: func(p *output.Printer, o kubeObject) []string {
 		w := o.(*webappv1.WebApp)
 		desired := int32(1)
 		if w.Spec.Replicas != nil {
@@ -30,7 +28,7 @@ var webAppKind = &kubeKind{
 		return []string{w.Spec.Image, fmt.Sprintf("%d/%d", w.Status.AvailableReplicas, desired), orDash(w.Status.URL),
 			orDash(w.Labels[webappv1.ShardLabel]), ageCell(p, w.CreationTimestamp)}
 	},
-	conditions: func(o client.Object) []metav1.Condition { return o.(*webappv1.WebApp).Status.Conditions },
+	conditions: func(o kubeObject) []metav1.Condition { return o.(*webappv1.WebApp).Status.Conditions },
 }
 
 // NewCmdGetWebApps is `slipway get webapps [NAME]`.

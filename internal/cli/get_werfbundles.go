@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/cli/output"
@@ -18,10 +17,9 @@ import (
 var werfBundleKind = &kubeKind{
 	name: "werfbundle", plural: "werfbundles", title: "WerfBundle", resource: "werfbundles",
 	gvk:     werfv1.GroupVersion.WithKind("WerfBundle"),
-	newObj:  func() client.Object { return &werfv1.WerfBundle{} },
-	newList: func() client.ObjectList { return &werfv1.WerfBundleList{} },
+	newObj:  func() kubeObject { return &werfv1.WerfBundle{} },
 	headers: []string{"deployed", "latest", "suspended", "shard", "age"},
-	row: func(p *output.Printer, o client.Object) []string {
+	row: func(p *output.Printer, o kubeObject) []string {
 		b := o.(*werfv1.WerfBundle)
 		latest := ""
 		if r := b.Status.Registry; r != nil {
@@ -29,7 +27,7 @@ var werfBundleKind = &kubeKind{
 		}
 		return []string{orDash(b.Status.LastAppliedTag), orDash(latest), strconv.FormatBool(b.Spec.Suspend), orDash(b.Labels[werfv1.ShardLabel]), ageCell(p, b.CreationTimestamp)}
 	},
-	conditions: func(o client.Object) []metav1.Condition { return o.(*werfv1.WerfBundle).Status.Conditions },
+	conditions: func(o kubeObject) []metav1.Condition { return o.(*werfv1.WerfBundle).Status.Conditions },
 }
 
 // NewCmdGetWerfBundles is `slipway get werfbundles [NAME]`.

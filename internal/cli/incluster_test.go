@@ -16,6 +16,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -49,6 +50,7 @@ func TestInCluster(t *testing.T) {
 		{"PreviewDelete", w.testPreviewDelete},
 		{"Binary", w.testBinary},
 		{"LogsFollow", w.testLogsFollow},
+		{"CompleteAndNotServed", w.testCompleteAndNotServed},
 	} {
 		if !t.Run(step.name, step.run) {
 			t.Fatalf("step %s failed: the later steps start from its state", step.name)
@@ -445,4 +447,31 @@ func (w *world) testLogsFollow(t *testing.T) {
 	}
 	contains(t, "follow", r.err, "► Log of Job team-a/"+b.Status.ActiveJob+" (running)",
 		"error: Job team-a/"+b.Status.ActiveJob+" still runs after --timeout 4s")
+}
+
+// testCompleteAndNotServed: -n and a NAME complete from the cluster (namespaces, the kind's names);
+// a kind the cluster does not serve says the CRDs are missing. Last step: it deletes the WebApp CRD.
+func (w *world) testCompleteAndNotServed(t *testing.T) {
+	t.Setenv("KUBECONFIG", w.env.Kubeconfig) // __complete completes its last argument: no --kubeconfig after it
+	r := w.run(runOpts{noKubeconfig: true}, "__complete", "get", "wb", "-n", "")
+	expect(t, r, 0)
+	contains(t, "namespaces completed", r.out, "\n"+nsA+"\n", "\n"+nsB+"\n")
+	r = w.run(runOpts{noKubeconfig: true}, "__complete", "get", "wb", "-n", nsA, "")
+	expect(t, r, 0)
+	contains(t, "bundle names completed", r.out, "app\n", "paused\n")
+
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "webapps.webapp.slipway.dev"}}
+	if err := w.c.Delete(w.ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	// Discovery drops the kind once the CRD is gone, a moment after the delete.
+	const want = "error: the cluster does not serve WebApps (webapp.slipway.dev/v1): are slipway's CRDs installed? (kubectl get crd webapps.webapp.slipway.dev)\n"
+	deadline := time.Now().Add(30 * time.Second)
+	for r = w.run(runOpts{}, "get", "webapps", "-A"); r.err != want && time.Now().Before(deadline); r = w.run(runOpts{}, "get", "webapps", "-A") {
+		time.Sleep(200 * time.Millisecond)
+	}
+	expect(t, r, 1)
+	if r.err != want {
+		t.Errorf("get webapps without the WebApp CRD: stderr %q, want %q", r.err, want)
+	}
 }

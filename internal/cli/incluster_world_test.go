@@ -111,7 +111,7 @@ func (w *world) startOperator() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	werfR := &werfbundle.Reconciler{OperatorNamespace: opNS, Logs: werfbundle.PodLogs{Clientset: cs},
+	werfR := &werfbundle.Reconciler{OperatorNamespace: opNS, Logs: werfbundle.PodLogs{REST: cs.CoreV1().RESTClient()},
 		DecoratePod: func(kind werfbundle.JobKind, tpl *corev1.PodTemplateSpec) {
 			w.outcomes.decorate(tpl)
 			w.node.Bind(&tpl.Spec)

@@ -11,7 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/apimachinery/pkg/types"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/joblog"
@@ -101,7 +101,7 @@ func logsWerfBundleRun(ctx context.Context, opts *LogsWerfBundleOptions) error {
 	if job == "" {
 		return fmt.Errorf("werfbundle %s/%s has run no Job yet (%s)", b.Namespace, b.Name, werfBundleReadyLine(b))
 	}
-	err = streamJobLog(ctx, f, kc, client.ObjectKey{Namespace: target, Name: job}, state, opts)
+	err = streamJobLog(ctx, f, kc, types.NamespacedName{Namespace: target, Name: job}, state, opts)
 	if (errors.Is(err, joblog.ErrNoPods) || apierrors.IsNotFound(err)) && state == "finished" && b.Status.LastJobLog != "" {
 		return printStoredLog(ctx, f, kc, b, job, opts)
 	}
@@ -115,15 +115,15 @@ func werfBundleReadyLine(b *werfv1.WerfBundle) string {
 }
 
 // streamJobLog copies the log of the Job's last pod to standard output.
-func streamJobLog(ctx context.Context, f *Factory, kc *kubeConn, key client.ObjectKey, state string, opts *LogsWerfBundleOptions) error {
+func streamJobLog(ctx context.Context, f *Factory, kc *kubeConn, key types.NamespacedName, state string, opts *LogsWerfBundleOptions) error {
 	j := &batchv1.Job{}
-	if err := kc.c.Get(ctx, key, j); err != nil {
+	if err := getInto(ctx, kc.dyn.Resource(jobsResource), key.Namespace, key.Name, j); err != nil {
 		if apierrors.IsForbidden(err) {
 			return &AuthError{Err: err}
 		}
 		return fmt.Errorf("Job %s/%s: %w", key.Namespace, key.Name, err)
 	}
-	pod, err := joblog.LastPod(ctx, kc.c, j)
+	pod, err := joblog.LastPod(ctx, kc, j)
 	if err != nil {
 		return fmt.Errorf("Job %s/%s: %w", key.Namespace, key.Name, err)
 	}
@@ -138,7 +138,7 @@ func streamJobLog(ctx context.Context, f *Factory, kc *kubeConn, key client.Obje
 	if opts.Tail >= 0 {
 		lo.TailLines = &opts.Tail
 	}
-	rc, err := kc.cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, lo).Stream(ctx)
+	rc, err := kc.logs.Stream(ctx, pod.Namespace, pod.Name, lo)
 	if err != nil {
 		if apierrors.IsForbidden(err) {
 			return &AuthError{Err: err}
@@ -165,7 +165,7 @@ func hasContainer(pod *corev1.Pod, name string) bool {
 // printStoredLog prints the log the operator stored for the bundle's last finished Job.
 func printStoredLog(ctx context.Context, f *Factory, kc *kubeConn, b *werfv1.WerfBundle, job string, opts *LogsWerfBundleOptions) error {
 	cm := &corev1.ConfigMap{}
-	err := kc.c.Get(ctx, client.ObjectKey{Namespace: opts.OperatorNamespace, Name: b.Status.LastJobLog}, cm)
+	err := getInto(ctx, kc.dyn.Resource(configMapsResource), opts.OperatorNamespace, b.Status.LastJobLog, cm)
 	switch {
 	case apierrors.IsNotFound(err):
 		return fmt.Errorf("the pods of Job %s are gone, and its stored log %s is not in namespace %s (logs are kept logRetentionDays; --operator-namespace names the operator's namespace)",

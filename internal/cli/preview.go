@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1 "github.com/slipway-dev/slipway/api/catalyst/v1alpha1"
 )
@@ -180,7 +179,7 @@ func previewDeleteRun(ctx context.Context, opts *PreviewDeleteOptions) error {
 	log := kubeLog{f.IOStreams.ErrOut}
 	log.step("Deleting preview %s/%s", e.Namespace, e.Name)
 	uid := e.UID
-	if err := kc.c.Delete(ctx, e, client.Preconditions{UID: &uid}); err != nil {
+	if err := kc.deleteObject(ctx, k, e); err != nil {
 		return k.kubeErr(err, e.Namespace, e.Name)
 	}
 	if !opts.Wait {
@@ -195,7 +194,7 @@ func previewDeleteRun(ctx context.Context, opts *PreviewDeleteOptions) error {
 func waitPreviewGone(ctx context.Context, f *Factory, kc *kubeConn, namespace, name string, uid types.UID) error {
 	log := kubeLog{f.IOStreams.ErrOut}
 	said := ""
-	err := previewKind.waitObject(ctx, kc, client.ObjectKey{Namespace: namespace, Name: name}, func(o client.Object) (bool, error) {
+	err := previewKind.waitObject(ctx, kc, types.NamespacedName{Namespace: namespace, Name: name}, func(o kubeObject) (bool, error) {
 		if o == nil || o.GetUID() != uid {
 			return true, nil
 		}

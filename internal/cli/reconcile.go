@@ -10,8 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // NewCmdReconcile is `slipway reconcile KIND NAME`.
@@ -50,11 +50,10 @@ func (l kubeLog) done(format string, args ...any) { fmt.Fprintf(l.w, "✔ "+form
 // waitObject reads the object at key until check says it is done (or fails), watching it in
 // between (kubectl wait's way, resuming from the last version read). check sees nil once the
 // object is gone. When ctx ends first, it returns ctx's error.
-func (k *kubeKind) waitObject(ctx context.Context, kc *kubeConn, key client.ObjectKey, check func(client.Object) (bool, error)) error {
+func (k *kubeKind) waitObject(ctx context.Context, kc *kubeConn, key types.NamespacedName, check func(kubeObject) (bool, error)) error {
 	sel := fields.OneTermEqualSelector("metadata.name", key.Name).String()
 	for {
-		o := k.newObj()
-		err := kc.c.Get(ctx, key, o)
+		o, err := kc.getObject(ctx, k, key.Namespace, key.Name)
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -70,8 +69,7 @@ func (k *kubeKind) waitObject(ctx context.Context, kc *kubeConn, key client.Obje
 		if o != nil {
 			rv = o.GetResourceVersion()
 		}
-		w, err := kc.c.Watch(ctx, k.newList(), client.InNamespace(key.Namespace),
-			&client.ListOptions{Raw: &metav1.ListOptions{FieldSelector: sel, ResourceVersion: rv}})
+		w, err := kc.watchObjects(ctx, k, key.Namespace, metav1.ListOptions{FieldSelector: sel, ResourceVersion: rv})
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -89,7 +87,7 @@ func (k *kubeKind) waitObject(ctx context.Context, kc *kubeConn, key client.Obje
 
 // drainWatch feeds a watch's objects to check until it is done, the watch ends (false, nil) or
 // ctx does.
-func drainWatch(ctx context.Context, w watch.Interface, check func(client.Object) (bool, error)) (bool, error) {
+func drainWatch(ctx context.Context, w watch.Interface, check func(kubeObject) (bool, error)) (bool, error) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -98,10 +96,10 @@ func drainWatch(ctx context.Context, w watch.Interface, check func(client.Object
 			if !ok {
 				return false, nil
 			}
-			var o client.Object
+			var o kubeObject
 			switch ev.Type {
 			case watch.Added, watch.Modified:
-				o, ok = ev.Object.(client.Object)
+				o, ok = ev.Object.(kubeObject)
 				if !ok {
 					continue
 				}
@@ -121,13 +119,13 @@ func drainWatch(ctx context.Context, w watch.Interface, check func(client.Object
 // waitResult follows an object of the kind until result says it succeeded or failed, printing
 // each new pending message; then prints the object on standard output and returns nil, the
 // failure, or (at --timeout) a PendingError with the last pending message.
-func waitResult(ctx context.Context, f *Factory, kc *kubeConn, k *kubeKind, key client.ObjectKey,
-	result func(client.Object) (waitState, string)) error {
+func waitResult(ctx context.Context, f *Factory, kc *kubeConn, k *kubeKind, key types.NamespacedName,
+	result func(kubeObject) (waitState, string)) error {
 	log := kubeLog{f.IOStreams.ErrOut}
-	var last client.Object
+	var last kubeObject
 	var state waitState
 	var msg, said string
-	err := k.waitObject(ctx, kc, key, func(o client.Object) (bool, error) {
+	err := k.waitObject(ctx, kc, key, func(o kubeObject) (bool, error) {
 		if o == nil {
 			return false, fmt.Errorf("%s %s was deleted in namespace %s", k.name, key.Name, key.Namespace)
 		}
@@ -147,7 +145,7 @@ func waitResult(ctx context.Context, f *Factory, kc *kubeConn, k *kubeKind, key 
 		msg = "nothing read from the cluster yet"
 	}
 	if last != nil {
-		if perr := printKubeObjects(f, k, []client.Object{last}, false, true); perr != nil {
+		if perr := printKubeObjects(f, k, []kubeObject{last}, false, true); perr != nil {
 			return perr
 		}
 	}

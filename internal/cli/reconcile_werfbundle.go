@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/apimachinery/pkg/types"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/operator/conditions"
@@ -76,10 +76,10 @@ func reconcileWerfBundleRun(ctx context.Context, opts *ReconcileWerfBundleOption
 		b.Annotations = map[string]string{}
 	}
 	b.Annotations[werfv1.ReconcileNowAnnotation] = requested
-	if err := kc.c.Patch(ctx, b, client.MergeFrom(before)); err != nil {
+	if err := kc.patchObject(ctx, k, before, b); err != nil {
 		return k.kubeErr(err, b.Namespace, b.Name)
 	}
-	return waitResult(ctx, f, kc, k, client.ObjectKeyFromObject(b), func(o client.Object) (waitState, string) {
+	return waitResult(ctx, f, kc, k, types.NamespacedName{Namespace: b.Namespace, Name: b.Name}, func(o kubeObject) (waitState, string) {
 		b := o.(*werfv1.WerfBundle)
 		if b.Spec.Suspend {
 			return stateFailed, "suspended while waiting: the request is acted on once it is resumed"

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/apimachinery/pkg/types"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 )
@@ -82,7 +82,7 @@ func setWerfBundleSuspend(ctx context.Context, opts *SuspendWerfBundleOptions, s
 	log.step("%s WerfBundle %s/%s", verb, b.Namespace, b.Name)
 	before := b.DeepCopy()
 	b.Spec.Suspend = suspend
-	if err := kc.c.Patch(ctx, b, client.MergeFrom(before)); err != nil {
+	if err := kc.patchObject(ctx, k, before, b); err != nil {
 		return k.kubeErr(err, b.Namespace, b.Name)
 	}
 	if suspend || !opts.Wait {
@@ -90,7 +90,7 @@ func setWerfBundleSuspend(ctx context.Context, opts *SuspendWerfBundleOptions, s
 		return nil
 	}
 	gen := b.Generation
-	return waitResult(ctx, f, kc, k, client.ObjectKeyFromObject(b), func(o client.Object) (waitState, string) {
+	return waitResult(ctx, f, kc, k, types.NamespacedName{Namespace: b.Namespace, Name: b.Name}, func(o kubeObject) (waitState, string) {
 		b := o.(*werfv1.WerfBundle)
 		if b.Spec.Suspend {
 			return stateFailed, "suspended again while waiting"

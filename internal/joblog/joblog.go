@@ -13,9 +13,9 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Reader reads the end of a container's log. The production reader asks the API server
@@ -24,8 +24,31 @@ type Reader interface {
 	Tail(ctx context.Context, namespace, pod, container string, maxBytes int64) (string, error)
 }
 
-// PodLogs reads logs through the API server.
-type PodLogs struct{ Clientset kubernetes.Interface }
+// PodLogs reads logs through the API server. REST is a core/v1 REST client: a typed clientset's
+// CoreV1().RESTClient() in the controllers, NewPodLogs's in the CLI, which links no clientset.
+type PodLogs struct{ REST rest.Interface }
+
+// NewPodLogs reads logs with a core/v1 REST client of cfg.
+func NewPodLogs(cfg *rest.Config) (PodLogs, error) {
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &corev1.SchemeGroupVersion
+	c.APIPath = "/api"
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	if c.UserAgent == "" {
+		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	rc, err := rest.RESTClientFor(c)
+	if err != nil {
+		return PodLogs{}, err
+	}
+	return PodLogs{REST: rc}, nil
+}
+
+// Stream opens the log of a pod's container (pods/log), as kubectl logs reads it.
+func (p PodLogs) Stream(ctx context.Context, namespace, pod string, opts *corev1.PodLogOptions) (io.ReadCloser, error) {
+	return p.REST.Get().Namespace(namespace).Resource("pods").Name(pod).SubResource("log").
+		VersionedParams(opts, scheme.ParameterCodec).Stream(ctx)
+}
 
 // CutNote starts what Tail returns when the log was longer than maxBytes: the start was cut.
 const CutNote = "[the start of this log was cut]\n"
@@ -44,10 +67,7 @@ func (p PodLogs) Tail(ctx context.Context, namespace, pod, container string, max
 	if maxBytes <= 0 {
 		return "", nil
 	}
-	req := p.Clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{
-		Container: container, TailLines: ptr.To(maxBytes + 1),
-	})
-	rc, err := req.Stream(ctx)
+	rc, err := p.Stream(ctx, namespace, pod, &corev1.PodLogOptions{Container: container, TailLines: ptr.To(maxBytes + 1)})
 	if err != nil {
 		return "", err
 	}
@@ -60,15 +80,22 @@ func (p PodLogs) Tail(ctx context.Context, namespace, pod, container string, max
 // ErrNoPods says the Job's pods are gone (deleted, or never created).
 var ErrNoPods = errors.New("the Job's pods are gone")
 
+// PodLister lists a namespace's pods that carry every one of labels. The controllers list with
+// their controller-runtime client (package joblog/ctrlpods), the CLI with its own light one: the
+// package itself links no client, so that the CLI need not link controller-runtime's.
+type PodLister interface {
+	ListPods(ctx context.Context, namespace string, labels map[string]string) ([]corev1.Pod, error)
+}
+
 // LastPod returns the Job's most recently created pod.
-func LastPod(ctx context.Context, c client.Reader, j *batchv1.Job) (*corev1.Pod, error) {
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{batchv1.JobNameLabel: j.Name}); err != nil {
+func LastPod(ctx context.Context, c PodLister, j *batchv1.Job) (*corev1.Pod, error) {
+	pods, err := c.ListPods(ctx, j.Namespace, map[string]string{batchv1.JobNameLabel: j.Name})
+	if err != nil {
 		return nil, fmt.Errorf("listing the Job's pods: %w", err)
 	}
 	var last *corev1.Pod
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for i := range pods {
+		p := &pods[i]
 		if last == nil || last.CreationTimestamp.Before(&p.CreationTimestamp) {
 			last = p
 		}

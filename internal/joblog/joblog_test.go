@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/slipway-dev/slipway/internal/joblog"
+	"github.com/slipway-dev/slipway/internal/joblog/ctrlpods"
 	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
@@ -22,7 +23,7 @@ func TestLastPod_IsTheNewestPodOfTheJob(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "build", Namespace: "default"}}
-	if _, err := joblog.LastPod(ctx, env.Client, job); !errors.Is(err, joblog.ErrNoPods) {
+	if _, err := joblog.LastPod(ctx, ctrlpods.Pods(env.Client), job); !errors.Is(err, joblog.ErrNoPods) {
 		t.Fatalf("no pods: err = %v, want ErrNoPods", err)
 	}
 	for _, name := range []string{"build-first", "build-second"} {
@@ -42,7 +43,7 @@ func TestLastPod_IsTheNewestPodOfTheJob(t *testing.T) {
 	if err := env.Client.Create(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	last, err := joblog.LastPod(ctx, env.Client, job)
+	last, err := joblog.LastPod(ctx, ctrlpods.Pods(env.Client), job)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Finished reports whether the Job ended (a Complete or Failed condition) and whether it
@@ -38,8 +38,9 @@ func FailureMessage(j *batchv1.Job) string {
 
 // OutcomeChanged reports whether an update of a Job changed its outcome (see Finished), for the
 // predicates of controllers that act when their Jobs end and not on the progress in between
-// (active and ready counts, which the Job controller updates several times per pod).
-func OutcomeChanged(old, new client.Object) bool {
+// (active and ready counts, which the Job controller updates several times per pod). It takes
+// runtime.Object, not controller-runtime's client.Object, so that the package links no client.
+func OutcomeChanged(old, new runtime.Object) bool {
 	o, ok1 := old.(*batchv1.Job)
 	n, ok2 := new.(*batchv1.Job)
 	if !ok1 || !ok2 {

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/slipway-dev/slipway/internal/joblog"
 	"github.com/slipway-dev/slipway/internal/joblog/joblogtest"
@@ -33,11 +32,11 @@ func werfLog(n int, last string) string {
 func TestPodLogs_TailKeepsTheLastLine(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cs, err := kubernetes.NewForConfig(env.Config)
+	// NewPodLogs: the CLI's way (the controllers pass their clientset's core/v1 REST client).
+	logs, err := joblog.NewPodLogs(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := joblog.PodLogs{Clientset: cs}
 
 	const maxBytes = 64 << 10
 	longLine := strings.Repeat("0123456789abcdef", 10<<10) // 160 KiB, one line

@@ -206,7 +206,7 @@ func (r *EnvironmentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionStarted))).
 		Watches(&catalystv1alpha1.Project{}, handler.EnqueueRequestsFromMapFunc(r.projectToEnvironments),
 			builder.WithPredicates(projectChanged)).
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(ownerOf), owned(joblog.OutcomeChanged)).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(ownerOf), owned(func(o, n client.Object) bool { return joblog.OutcomeChanged(o, n) })).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(ownerOf), owned(never)).
 		Watches(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(ownerOf), owned(specChanged)).
 		Watches(&corev1.LimitRange{}, handler.EnqueueRequestsFromMapFunc(ownerOf), owned(specChanged)).

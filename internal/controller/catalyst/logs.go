@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/slipway-dev/slipway/internal/joblog"
+	"github.com/slipway-dev/slipway/internal/joblog/ctrlpods"
 )
 
 // LogReader reads the end of a container's log (see package joblog).
@@ -30,7 +31,7 @@ const (
 // failed: fetch, build or push; from its termination message when the log cannot be read), or a
 // note saying why there is none.
 func buildLogTail(ctx context.Context, c client.Reader, logs LogReader, j *batchv1.Job) string {
-	last, err := joblog.LastPod(ctx, c, j)
+	last, err := joblog.LastPod(ctx, ctrlpods.Pods(c), j)
 	if err != nil {
 		return fmt.Sprintf("(log unavailable: %v)", err)
 	}

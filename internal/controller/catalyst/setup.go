@@ -203,7 +203,7 @@ func (cfg *Config) setup(ctx context.Context, mgr ctrl.Manager, opts operator.Op
 		Deployer:             deployer,
 		DeployerClusterRole:  cfg.DeployerRole,
 		DeployerNamespace:    cfg.DeployerNamespace,
-		Logs:                 PodLogs{Clientset: cs},
+		Logs:                 PodLogs{REST: cs.CoreV1().RESTClient()},
 		Limiter:              registry.NewLimiter(cfg.RegistryInFlight),
 		PreviewDomain:        cfg.PreviewDomain,
 		IngressNamespace:     cfg.IngressNamespace,

@@ -16,6 +16,7 @@ import (
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/joblog"
+	"github.com/slipway-dev/slipway/internal/joblog/ctrlpods"
 )
 
 // LogReader reads the end of a container's log (see package joblog).
@@ -39,7 +40,7 @@ const (
 // termination message (joblog.ContainerTail).
 func (r *Reconciler) jobOutput(ctx context.Context, j *batchv1.Job) (exit int32, tail string, logErr error) {
 	exit = -1
-	last, err := joblog.LastPod(ctx, r.APIReader, j)
+	last, err := joblog.LastPod(ctx, ctrlpods.Pods(r.APIReader), j)
 	if err != nil {
 		return exit, "", err
 	}

@@ -39,7 +39,7 @@ func TestWerfBundle_FailedDeployKeepsTheLogsLastLine(t *testing.T) {
 	}
 	f.outcomes.failTag("1.0.0")
 	r := f.reconciler()
-	r.Logs = werfbundle.PodLogs{Clientset: cs}
+	r.Logs = werfbundle.PodLogs{REST: cs.CoreV1().RESTClient()}
 	r.DecoratePod = func(kind werfbundle.JobKind, tpl *corev1.PodTemplateSpec) {
 		f.outcomes.decorate(kind, tpl)
 		node.Bind(&tpl.Spec)

@@ -73,7 +73,7 @@ func (cfg *Config) setup(ctx context.Context, mgr ctrl.Manager, opts operator.Op
 		APIReader:         mgr.GetAPIReader(),
 		Recorder:          opts.EventRecorder(mgr, "werfbundle-controller"),
 		Limiter:           registry.NewLimiter(cfg.MaxInFlight),
-		Logs:              PodLogs{Clientset: cs},
+		Logs:              PodLogs{REST: cs.CoreV1().RESTClient()},
 		OperatorNamespace: opts.Namespace,
 		WerfImage:         cfg.WerfImage,
 		JobDeadline:       cfg.JobDeadline,
