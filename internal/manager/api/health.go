@@ -3,9 +3,9 @@ package api
 import "time"
 
 // Operator health (GET /api/v1/operators/{name}/health and /clusters/{cluster}/operators/{name}/health):
-// the health checker's results as the API shows them. Package health produces them with its own
-// types (which also carry what only the checker needs); the server converts them at the edge
-// (server.healthOut), and a server test checks that nothing is lost on the way.
+// the health checker's results. Package health builds these types and the rollout engine stores
+// them as they are (store.OperatorHealth.Result is an OperatorHealthCheck as JSON), so the answer
+// is the check itself, with no copy of its types to convert from.
 
 // OperatorHealth is the response of GET /api/v1/operators/{name}/health: the design's shape
 // (operator-manager-spec.md, "Health Check Endpoint"), key for key and type for type.
@@ -110,7 +110,7 @@ type WebhookResult struct {
 }
 
 // ReconciliationStatus is the reconciliation part, over the custom resources of every CRD of the target,
-// judged on what the operator does (see Checker.judge): a resource counts against the operator
+// judged on what the operator does (see package health): a resource counts against the operator
 // when the operator is not reconciling it (Stale) or when it was Ready in the baseline and is not
 // now (OperatorFailures.NewlyFailing); a resource Ready=False while reconciled is its tenant's
 // (TenantFailures) and never counts against the operator.
@@ -251,3 +251,35 @@ const (
 	ReconciliationNoResources ReconciliationState = "NoResources"
 	ReconciliationUnknown     ReconciliationState = "Unknown"
 )
+
+// State is the webhooks part in one word: Unavailable when a webhook failed, Unknown when the
+// webhooks could not all be looked for, NotConfigured when there are none, Available otherwise.
+func (s WebhooksStatus) State() WebhookState {
+	switch {
+	case s.Health == Unhealthy:
+		return WebhookUnavailable
+	case s.Health != Healthy:
+		return WebhookUnknown
+	case s.Total == 0:
+		return WebhookNotConfigured
+	}
+	return WebhookAvailable
+}
+
+// State is the reconciliation part in one word: Failing when a resource fails newly under the
+// operator (Ready in the baseline, Ready=False now: the operator's failure; the tenants' failures
+// leave it Active), Stale when the operator does not reconcile one, Unknown when a CRD or its
+// resources could not be read, NoResources when there are none, Active otherwise.
+func (s ReconciliationStatus) State() ReconciliationState {
+	switch {
+	case s.OperatorFailures.NewlyFailing > 0:
+		return ReconciliationFailing
+	case s.Stale > 0:
+		return ReconciliationStale
+	case s.Health != Healthy:
+		return ReconciliationUnknown
+	case s.Resources == 0:
+		return ReconciliationNoResources
+	}
+	return ReconciliationActive
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // Where a baseline comes from (Baseline.Source).
@@ -37,7 +39,7 @@ type Baseline struct {
 	// it: a release a rollback restored is judged on its own reconciles since it was restored
 	// (Metrics is then that moment's snapshot), against the same window before the deployment
 	// the deployment's checks used, not one that holds the failed version's errors.
-	BeforeWindow *RateWindow `json:"beforeWindow,omitempty"`
+	BeforeWindow *api.RateWindow `json:"beforeWindow,omitempty"`
 
 	index map[string]*BaselineResource
 }
@@ -72,11 +74,11 @@ func (b *Baseline) resource(uid string) *BaselineResource {
 }
 
 // Summary is the baseline as the health detail shows it.
-func (b *Baseline) Summary() *BaselineSummary {
+func (b *Baseline) Summary() *api.BaselineSummary {
 	if b == nil {
 		return nil
 	}
-	s := &BaselineSummary{CapturedAt: b.CapturedAt, Source: b.Source, DeploymentID: b.DeploymentID, Metrics: b.Metrics != nil}
+	s := &api.BaselineSummary{CapturedAt: b.CapturedAt, Source: b.Source, DeploymentID: b.DeploymentID, Metrics: b.Metrics != nil}
 	for _, rs := range b.Resources {
 		s.Resources += len(rs)
 		for _, r := range rs {
@@ -86,18 +88,6 @@ func (b *Baseline) Summary() *BaselineSummary {
 		}
 	}
 	return s
-}
-
-// BaselineSummary is the baseline a check compared with: when and from what it was captured,
-// how many resources it held and how many of them were failing then.
-type BaselineSummary struct {
-	CapturedAt   time.Time `json:"capturedAt"`
-	Source       string    `json:"source" enum:"deployment-start,last-healthy"`
-	DeploymentID string    `json:"deploymentId,omitempty"`
-	Resources    int       `json:"resources"`
-	Failing      int       `json:"failing"`
-	// Metrics is whether it holds a metrics snapshot.
-	Metrics bool `json:"metrics"`
 }
 
 // EncodeBaseline is the baseline as stored: gzipped JSON (500 resources take a few kB).

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/health/healthtest"
 )
 
@@ -31,7 +32,7 @@ func TestCRDBaseline(t *testing.T) {
 	op.SetFailing("g00", "g01", "g02", "g03")
 	c := NewChecker(Config{})
 	target := Target{OperatorName: "gizmo", Namespace: ns, Release: "gizmo", CRDs: []string{gizmoCRD}}
-	checkUntil(t, c, target, "36 Ready, 4 failing", func(h ClusterHealth) bool { return h.CRDs.Ready == 36 && h.CRDs.Failing == 4 })
+	checkUntil(t, c, target, "36 Ready, 4 failing", func(h Result) bool { return h.CRDs.Ready == 36 && h.CRDs.Failing == 4 })
 	base, err := c.Capture(testCtx(t), "local", env.Config, target)
 	if err != nil {
 		t.Fatal(err)
@@ -57,9 +58,9 @@ func TestCRDBaseline(t *testing.T) {
 	}
 	bumpSize(t, ns, "g04", "g05")
 	op.SetFailing("g00", "g01", "g02", "g03", "g04", "g05", "new0", "new1", "new2", "new3")
-	got := checkUntil(t, c, target, "10 failing", func(h ClusterHealth) bool { return h.CRDs.Failing == 10 }).CRDs
-	if got.Health != Healthy || got.State() != ReconciliationActive || got.ErrorRate != 0 ||
-		got.TenantFailures != (TenantFailures{FailingBefore: 4, FailingReconciled: 6}) || got.OperatorFailures != (OperatorFailures{}) ||
+	got := checkUntil(t, c, target, "10 failing", func(h Result) bool { return h.CRDs.Failing == 10 }).CRDs
+	if got.Health != api.Healthy || got.State() != api.ReconciliationActive || got.ErrorRate != 0 ||
+		got.TenantFailures != (api.TenantFailures{FailingBefore: 4, FailingReconciled: 6}) || got.OperatorFailures != (api.OperatorFailures{}) ||
 		got.Baseline == nil || got.Baseline.Source != BaselineDeploymentStart || got.Baseline.Failing != 4 {
 		t.Fatalf("tenants' failures (10 of 44, 23 %%): %+v, want Healthy, Active", got)
 	}
@@ -69,8 +70,8 @@ func TestCRDBaseline(t *testing.T) {
 
 	// The version fails 3 resources that were Ready, unchanged by their users: 3 of 44 ≥ 5 %.
 	op.SetFailing("g00", "g01", "g02", "g03", "g04", "g05", "new0", "new1", "new2", "new3", "g10", "g11", "g12")
-	got = checkUntil(t, c, target, "13 failing", func(h ClusterHealth) bool { return h.CRDs.Failing == 13 }).CRDs
-	if got.Health != Unhealthy || got.State() != ReconciliationFailing || got.OperatorFailures.NewlyFailing != 3 ||
+	got = checkUntil(t, c, target, "13 failing", func(h Result) bool { return h.CRDs.Failing == 13 }).CRDs
+	if got.Health != api.Unhealthy || got.State() != api.ReconciliationFailing || got.OperatorFailures.NewlyFailing != 3 ||
 		got.ErrorRate != 3.0/44 || !hasMessage(got.Messages, "3 Ready before, not Ready now") {
 		t.Fatalf("3 resources newly failing: %+v, want Unhealthy, Failing", got)
 	}
@@ -84,24 +85,24 @@ func TestCRDBaseline(t *testing.T) {
 	steady.Source = BaselineLastHealthy
 	live := target
 	live.Baseline = &steady
-	if got := checkOnce(t, c, live).CRDs; got.Health != Healthy || got.OperatorFailures != (OperatorFailures{}) ||
-		got.TenantFailures != (TenantFailures{FailingBefore: 4, FailingReconciled: 9}) {
+	if got := checkOnce(t, c, live).CRDs; got.Health != api.Healthy || got.OperatorFailures != (api.OperatorFailures{}) ||
+		got.TenantFailures != (api.TenantFailures{FailingBefore: 4, FailingReconciled: 9}) {
 		t.Fatalf("13 failing against the last Healthy baseline: %+v, want Healthy, every failure the tenants'", got)
 	}
 
 	// The controller stops writing status; the users change every resource. Within the grace
 	// period they are being reconciled; past it the operator is not reconciling them.
 	op.SetFailing("g00", "g01", "g02", "g03", "g04", "g05", "new0", "new1", "new2", "new3")
-	checkUntil(t, c, target, "10 failing again", func(h ClusterHealth) bool { return h.CRDs.Failing == 10 })
+	checkUntil(t, c, target, "10 failing again", func(h Result) bool { return h.CRDs.Failing == 10 })
 	op.SetMode(healthtest.StopStatus)
 	time.Sleep(time.Second) // reconciles under way when the mode changed finish first
 	bumpSize(t, ns)
-	if got = checkOnce(t, c, target).CRDs; got.Health != Healthy || got.Pending != 44 {
+	if got = checkOnce(t, c, target).CRDs; got.Health != api.Healthy || got.Pending != 44 {
 		t.Fatalf("just changed: %+v, want Healthy, 44 pending", got)
 	}
 	late := NewChecker(Config{Now: func() time.Time { return time.Now().Add(6 * time.Minute) }})
 	got = checkOnce(t, late, target).CRDs
-	if got.Health != Unhealthy || got.State() != ReconciliationStale || got.OperatorFailures.NotReconciling != 44 ||
+	if got.Health != api.Unhealthy || got.State() != api.ReconciliationStale || got.OperatorFailures.NotReconciling != 44 ||
 		!hasMessage(got.Messages, "44 not reconciled within 5m0s") {
 		t.Fatalf("a controller that stopped writing status, 6 minutes on: %+v, want Unhealthy, Stale", got)
 	}
@@ -137,7 +138,7 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-func exampleOf(s CRDStatus, why string) *ResourceExample {
+func exampleOf(s api.ReconciliationStatus, why string) *api.ResourceExample {
 	for i := range s.Examples {
 		if s.Examples[i].Why == why {
 			return &s.Examples[i]

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/health/healthtest"
 	"github.com/slipway-dev/slipway/internal/testenv"
 )
@@ -33,12 +34,12 @@ func BenchmarkHealthCheckBaseline(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	full := func(b *testing.B) Health {
+	full := func(b *testing.B) api.HealthState {
 		h, err := c.Check(ctx, "local", env.Config, target)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if h.Health != Healthy {
+		if h.Health != api.Healthy {
 			b.Logf("%+v", h)
 		}
 		return h.Health
@@ -46,15 +47,15 @@ func BenchmarkHealthCheckBaseline(b *testing.B) {
 	types := []struct {
 		name    string
 		workers int
-		check   func(b *testing.B) Health
+		check   func(b *testing.B) api.HealthState
 	}{
-		{"crd-reconciliation-baseline", 1, func(*testing.B) Health { s, _ := c.runCRDs(ctx, cl, target); return s.Health }},
-		{"metrics", 1, func(*testing.B) Health { s, _ := c.runMetrics(ctx, cl, target); return s.Health }},
-		{"capture", 1, func(b *testing.B) Health {
+		{"crd-reconciliation-baseline", 1, func(*testing.B) api.HealthState { s, _ := c.runCRDs(ctx, cl, target); return s.Health }},
+		{"metrics", 1, func(*testing.B) api.HealthState { s, _ := c.runMetrics(ctx, cl, target); return s.Health }},
+		{"capture", 1, func(b *testing.B) api.HealthState {
 			if _, err := c.Capture(ctx, "local", env.Config, target); err != nil {
 				b.Fatal(err)
 			}
-			return Healthy
+			return api.Healthy
 		}},
 		{"full-operator-baseline", 1, full},
 		{"full-operator-baseline-x10", 10, full},
@@ -72,7 +73,7 @@ func BenchmarkHealthCheckBaseline(b *testing.B) {
 }
 
 // timeChecks runs n checks, workers at once, and returns each one's duration; each must be Healthy.
-func timeChecks(b *testing.B, n, workers int, check func(*testing.B) Health) []time.Duration {
+func timeChecks(b *testing.B, n, workers int, check func(*testing.B) api.HealthState) []time.Duration {
 	out := make([]time.Duration, 0, n)
 	var mu sync.Mutex
 	for done := 0; done < n; done += workers {
@@ -85,7 +86,7 @@ func timeChecks(b *testing.B, n, workers int, check func(*testing.B) Health) []t
 				mu.Lock()
 				out = append(out, d)
 				mu.Unlock()
-				if h != Healthy {
+				if h != api.Healthy {
 					b.Errorf("check: %s", h)
 				}
 			})
@@ -116,7 +117,7 @@ func baselineBenchOperator(b *testing.B, resources int) (*Checker, Target) {
 	op.SetFailing(failing...)
 	c := NewChecker(Config{})
 	target := Target{OperatorName: "bench", Namespace: ns, Release: "bench", CRDs: []string{gizmoCRD}}
-	checkUntil(b, c, target, "every resource reconciled", func(h ClusterHealth) bool {
+	checkUntil(b, c, target, "every resource reconciled", func(h Result) bool {
 		return h.CRDs.Ready == resources-len(failing) && h.CRDs.Failing == len(failing) && h.Pods.Ready == 3
 	})
 	base, err := c.Capture(testCtx(b), "local", env.Config, target)
@@ -131,8 +132,8 @@ func baselineBenchOperator(b *testing.B, resources int) (*Checker, Target) {
 	if target.Baseline, err = DecodeBaseline(raw); err != nil {
 		b.Fatal(err)
 	}
-	checkUntil(b, c, target, "Healthy against the baseline, metrics read", func(h ClusterHealth) bool {
-		return h.Health == Healthy && h.Metrics.Read == Passed && h.CRDs.TenantFailures.FailingBefore == len(failing)
+	checkUntil(b, c, target, "Healthy against the baseline, metrics read", func(h Result) bool {
+		return h.Health == api.Healthy && h.Metrics.Read == api.VerdictPassed && h.CRDs.TenantFailures.FailingBefore == len(failing)
 	})
 	return c, target
 }

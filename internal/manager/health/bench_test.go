@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
@@ -33,21 +34,21 @@ func BenchmarkHealthChecks(b *testing.B) {
 	ctx := context.Background()
 	types := []struct {
 		name  string
-		check func(b *testing.B) (Health, []string)
+		check func(b *testing.B) (api.HealthState, []string)
 	}{
-		{"pod", func(*testing.B) (Health, []string) {
+		{"pod", func(*testing.B) (api.HealthState, []string) {
 			s := c.runPods(ctx, cl, "local", target)
 			return s.Health, s.Messages
 		}},
-		{"webhook", func(*testing.B) (Health, []string) {
+		{"webhook", func(*testing.B) (api.HealthState, []string) {
 			s := c.runWebhooks(ctx, cl, target)
 			return s.Health, s.Messages
 		}},
-		{"crd-reconciliation", func(*testing.B) (Health, []string) {
+		{"crd-reconciliation", func(*testing.B) (api.HealthState, []string) {
 			s, _ := c.runCRDs(ctx, cl, target)
 			return s.Health, s.Messages
 		}},
-		{"full-operator", func(b *testing.B) (Health, []string) {
+		{"full-operator", func(b *testing.B) (api.HealthState, []string) {
 			h, err := c.Check(ctx, "local", env.Config, target)
 			if err != nil {
 				b.Fatal(err)
@@ -63,7 +64,7 @@ func BenchmarkHealthChecks(b *testing.B) {
 					start := time.Now()
 					h, msgs := tc.check(b)
 					all = append(all, time.Since(start))
-					if h != Healthy {
+					if h != api.Healthy {
 						b.Fatalf("%s check: %s %v", tc.name, h, msgs)
 					}
 				}
@@ -89,9 +90,9 @@ func benchOperator(b *testing.B, resources int) (*Checker, Target) {
 	startOperator(b, ns)
 	c := NewChecker(Config{})
 	target := Target{OperatorName: "bench", Namespace: ns, Release: "bench", CRDs: []string{gizmoCRD}}
-	checkUntil(b, c, target, "the operator healthy", func(h ClusterHealth) bool {
-		return h.Health == Healthy && h.ControllerPods == 3 && h.WebhookStatus == WebhookAvailable &&
-			h.CRDReconciliation == ReconciliationActive && h.CRDs.Ready == resources
+	checkUntil(b, c, target, "the operator healthy", func(h Result) bool {
+		return h.Health == api.Healthy && h.ControllerPods == 3 && h.WebhookStatus == api.WebhookAvailable &&
+			h.CRDReconciliation == api.ReconciliationActive && h.CRDs.Ready == resources
 	})
 	return c, target
 }

@@ -8,6 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // resourceState is one custom resource's reconciliation state, and who it blames.
@@ -44,11 +46,12 @@ const maxExamples = 3
 
 // checkCRDs lists the custom resources of every CRD of the target and judges each against the
 // target's baseline (see judge).
-func (c *Checker) checkCRDs(ctx context.Context, cl *clients, t Target) (CRDStatus, map[string][]BaselineResource) {
-	st := CRDStatus{Health: Healthy, Messages: []string{}, Examples: []ResourceExample{}, Baseline: t.Baseline.Summary()}
+func (c *Checker) checkCRDs(ctx context.Context, cl *clients, t Target) (api.ReconciliationStatus, map[string][]BaselineResource) {
+	st := &crdPart{ReconciliationStatus: api.ReconciliationStatus{Health: api.Healthy, Messages: []string{},
+		Examples: []api.ResourceExample{}, Baseline: t.Baseline.Summary()}}
 	if len(t.CRDs) == 0 {
 		st.Messages = append(st.Messages, "the operator has no CRDs: nothing to reconcile")
-		return st, map[string][]BaselineResource{}
+		return st.ReconciliationStatus, map[string][]BaselineResource{}
 	}
 	seen := map[string][]BaselineResource{}
 	complete := true
@@ -58,7 +61,7 @@ func (c *Checker) checkCRDs(ctx context.Context, cl *clients, t Target) (CRDStat
 		if err != nil {
 			// A CRD not installed (yet) has no resources: what was seen is still complete.
 			complete = complete && apierrors.IsNotFound(err)
-			st.Health = Degraded
+			st.Health = api.Degraded
 			st.Messages = append(st.Messages, notChecked(fmt.Sprintf("CRD %s: %v", name, err)))
 			continue
 		}
@@ -69,7 +72,7 @@ func (c *Checker) checkCRDs(ctx context.Context, cl *clients, t Target) (CRDStat
 		for {
 			list, err := cl.dynamic.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 500, Continue: cont})
 			if err != nil {
-				st.Health, complete = Degraded, false
+				st.Health, complete = api.Degraded, false
 				st.Messages = append(st.Messages, notChecked(fmt.Sprintf("listing %s: %v", name, err)))
 				break
 			}
@@ -91,11 +94,17 @@ func (c *Checker) checkCRDs(ctx context.Context, cl *clients, t Target) (CRDStat
 	if !complete {
 		seen = nil
 	}
-	return st, seen
+	return st.ReconciliationStatus, seen
+}
+
+// crdPart is the reconciliation part while the checker builds it.
+type crdPart struct {
+	api.ReconciliationStatus
+	notes []string // messages about the tenants' failures, after the operator's
 }
 
 // add counts one CRD's resources and says what counts against the operator.
-func (st *CRDStatus) add(crd string, counts [nStates]int, grace time.Duration) {
+func (st *crdPart) add(crd string, counts [nStates]int, grace time.Duration) {
 	for _, n := range counts {
 		st.Resources += n
 	}
@@ -120,7 +129,7 @@ func (st *CRDStatus) add(crd string, counts [nStates]int, grace time.Duration) {
 }
 
 // judge sets the part's health from the operator's failures only: the tenants' never count.
-func (st *CRDStatus) judge(maxRate float64, noBaseline bool) {
+func (st *crdPart) judge(maxRate float64, noBaseline bool) {
 	// What does not count against the operator comes after what does (a summary shows the first).
 	st.Messages = append(st.Messages, st.notes...)
 	st.notes = nil
@@ -134,13 +143,13 @@ func (st *CRDStatus) judge(maxRate float64, noBaseline bool) {
 	st.ErrorRate = float64(ops) / float64(st.Resources)
 	switch {
 	case st.ErrorRate >= maxRate:
-		st.Health = Unhealthy
+		st.Health = api.Unhealthy
 	case ops > 0:
-		st.Health = worst(st.Health, Degraded)
+		st.Health = worst(st.Health, api.Degraded)
 	}
 }
 
-func (st *CRDStatus) examples(crd string, s resourceState) int {
+func (st *crdPart) examples(crd string, s resourceState) int {
 	n := 0
 	for _, e := range st.Examples {
 		if e.CRD == crd && e.Why == stateWhy[s] {
@@ -150,7 +159,7 @@ func (st *CRDStatus) examples(crd string, s resourceState) int {
 	return n
 }
 
-func (st *CRDStatus) names(crd string, s resourceState) []string {
+func (st *crdPart) names(crd string, s resourceState) []string {
 	var out []string
 	for _, e := range st.Examples {
 		if e.CRD == crd && e.Why == stateWhy[s] {
@@ -160,10 +169,10 @@ func (st *CRDStatus) names(crd string, s resourceState) []string {
 	return out
 }
 
-func (v verdict) example(crd string) ResourceExample {
+func (v verdict) example(crd string) api.ResourceExample {
 	blame := BlameTenant
 	if v.state == stateNotReconciling || v.state == stateNewlyFailing {
 		blame = BlameOperator
 	}
-	return ResourceExample{CRD: crd, Name: v.name, Blame: blame, Why: stateWhy[v.state], Reason: v.reason, BaselineReason: v.baseReason, Detail: v.detail}
+	return api.ResourceExample{CRD: crd, Name: v.name, Blame: blame, Why: stateWhy[v.state], Reason: v.reason, BaselineReason: v.baseReason, Detail: v.detail}
 }

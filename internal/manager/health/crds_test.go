@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
@@ -149,22 +150,22 @@ func TestCRDReconciliation(t *testing.T) {
 	op := startOperator(t, ns)
 	c := NewChecker(Config{})
 	target := Target{OperatorName: "gizmo", Namespace: ns, Release: "gizmo", CRDs: []string{gizmoCRD}}
-	crds := func(cond func(CRDStatus) bool) CRDStatus {
+	crds := func(cond func(api.ReconciliationStatus) bool) api.ReconciliationStatus {
 		t.Helper()
-		return checkUntil(t, c, target, "the reconciliation state", func(h ClusterHealth) bool { return cond(h.CRDs) }).CRDs
+		return checkUntil(t, c, target, "the reconciliation state", func(h Result) bool { return cond(h.CRDs) }).CRDs
 	}
 
-	got := crds(func(s CRDStatus) bool { return s.Ready == n })
-	if got.Health != Healthy || got.CRDs != 1 || got.Resources != n || got.ErrorRate != 0 || got.State() != ReconciliationActive {
+	got := crds(func(s api.ReconciliationStatus) bool { return s.Ready == n })
+	if got.Health != api.Healthy || got.CRDs != 1 || got.Resources != n || got.ErrorRate != 0 || got.State() != api.ReconciliationActive {
 		t.Fatalf("all reconciled: %+v, want Healthy", got)
 	}
 
 	// Resources Ready=False while reconciled (observedGeneration current) are their tenants':
 	// without a baseline none counts against the operator, whatever their share.
 	op.setFailing("g00", "g01", "g02", "g03")
-	got = crds(func(s CRDStatus) bool { return s.Failing == 4 })
-	if got.Health != Healthy || got.ErrorRate != 0 || got.State() != ReconciliationActive || got.Baseline != nil ||
-		got.TenantFailures.FailingReconciled != 4 || got.OperatorFailures != (OperatorFailures{}) ||
+	got = crds(func(s api.ReconciliationStatus) bool { return s.Failing == 4 })
+	if got.Health != api.Healthy || got.ErrorRate != 0 || got.State() != api.ReconciliationActive || got.Baseline != nil ||
+		got.TenantFailures.FailingReconciled != 4 || got.OperatorFailures != (api.OperatorFailures{}) ||
 		!hasMessage(got.Messages, "4 Ready=False while reconciled: the tenants'") || !hasMessage(got.Messages, "no baseline") {
 		t.Fatalf("4 of 40 failing for their tenants (10 %%): %+v, want Healthy", got)
 	}
@@ -175,7 +176,7 @@ func TestCRDReconciliation(t *testing.T) {
 	// The operator stops; the resources change. Their Ready conditions changed moments ago, so
 	// they still count as reconciled; six minutes later they are stale.
 	op.setFailing()
-	crds(func(s CRDStatus) bool { return s.Ready == n })
+	crds(func(s api.ReconciliationStatus) bool { return s.Ready == n })
 	op.stop()
 	l := gizmoList()
 	if err := env.Client.List(context.Background(), l, client.InNamespace(ns)); err != nil {
@@ -187,13 +188,13 @@ func TestCRDReconciliation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got = checkOnce(t, c, target).CRDs; got.Health != Healthy || got.Pending != n {
+	if got = checkOnce(t, c, target).CRDs; got.Health != api.Healthy || got.Pending != n {
 		t.Fatalf("just changed: %+v, want still Healthy, 40 pending", got)
 	}
 	late := NewChecker(Config{Now: func() time.Time { return time.Now().Add(6 * time.Minute) }})
 	got = checkOnce(t, late, target).CRDs
-	if got.Health != Unhealthy || got.Stale != n || got.OperatorFailures.NotReconciling != n || got.ErrorRate != 1 ||
-		!hasMessage(got.Messages, "40 not reconciled within 5m0s") || got.State() != ReconciliationStale ||
+	if got.Health != api.Unhealthy || got.Stale != n || got.OperatorFailures.NotReconciling != n || got.ErrorRate != 1 ||
+		!hasMessage(got.Messages, "40 not reconciled within 5m0s") || got.State() != api.ReconciliationStale ||
 		got.Examples[0].Blame != BlameOperator || !strings.Contains(got.Examples[0].Detail, "observedGeneration 1 behind generation 2") {
 		t.Fatalf("six minutes after a change nobody reconciled: %+v, want Unhealthy, 40 stale", got)
 	}
@@ -202,7 +203,7 @@ func TestCRDReconciliation(t *testing.T) {
 	if err := env.Client.Create(context.Background(), gizmo(ns, "new")); err != nil {
 		t.Fatal(err)
 	}
-	if got = checkOnce(t, c, target).CRDs; got.Pending != n+1 || got.Resources != n+1 || got.State() != ReconciliationActive {
+	if got = checkOnce(t, c, target).CRDs; got.Pending != n+1 || got.Resources != n+1 || got.State() != api.ReconciliationActive {
 		t.Fatalf("a new resource: %+v, want it pending too, Active", got)
 	}
 }
@@ -211,14 +212,14 @@ func TestCRDReconciliationNotChecked(t *testing.T) {
 	got := checkOnce(t, NewChecker(Config{}), Target{OperatorName: "x", Namespace: "default", Release: "x",
 		CRDs: []string{"missings.health.test.slipway.dev"}})
 	s := got.CRDs
-	if s.Health != Degraded || s.CRDs != 0 || !hasMessage(s.Messages, "not checked: CRD missings.health.test.slipway.dev") {
+	if s.Health != api.Degraded || s.CRDs != 0 || !hasMessage(s.Messages, "not checked: CRD missings.health.test.slipway.dev") {
 		t.Fatalf("missing CRD: %+v, want Degraded, not checked", s)
 	}
-	if got.CRDReconciliation != ReconciliationUnknown {
+	if got.CRDReconciliation != api.ReconciliationUnknown {
 		t.Errorf("crdReconciliation of a missing CRD: %s, want Unknown", got.CRDReconciliation)
 	}
 	w := got.Webhooks
-	if w.Health != Degraded || !hasMessage(w.Messages, "not checked: conversion webhook of CRD missings") || got.WebhookStatus != WebhookUnknown {
+	if w.Health != api.Degraded || !hasMessage(w.Messages, "not checked: conversion webhook of CRD missings") || got.WebhookStatus != api.WebhookUnknown {
 		t.Fatalf("webhooks of a missing CRD: %+v, want Degraded, not checked", w)
 	}
 }

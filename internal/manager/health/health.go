@@ -44,6 +44,7 @@ import (
 
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 )
@@ -203,12 +204,12 @@ func newClients(rc *rest.Config) (*clients, error) {
 // and operator.metrics.check.
 // An unreachable cluster is a result (parts not checked), not an error; an invalid target is an
 // *invalid.Error.
-func (c *Checker) Check(ctx context.Context, cluster string, rc *rest.Config, target Target) (ClusterHealth, error) {
+func (c *Checker) Check(ctx context.Context, cluster string, rc *rest.Config, target Target) (Result, error) {
 	if err := target.validate(); err != nil {
-		return ClusterHealth{}, err
+		return Result{}, err
 	}
 	if rc == nil {
-		return ClusterHealth{}, invalid.Field("cluster", "no connection to cluster %q", cluster)
+		return Result{}, invalid.Field("cluster", "no connection to cluster %q", cluster)
 	}
 	start := time.Now()
 	ctx, span := telemetry.Tracer().Start(ctx, telemetry.SpanOperatorHealthcheck)
@@ -216,13 +217,13 @@ func (c *Checker) Check(ctx context.Context, cluster string, rc *rest.Config, ta
 	span.SetAttributes(attribute.String("operator", target.OperatorName), attribute.String("cluster", cluster),
 		attribute.String("namespace", target.Namespace), attribute.String("release", target.Release))
 
-	res := ClusterHealth{ClusterName: cluster}
+	res := Result{OperatorHealthCheck: api.OperatorHealthCheck{ClusterName: cluster}}
 	// Discovery calls take no context: their requests go out under operator.healthcheck.
 	rc = rest.CopyConfig(rc)
 	telemetry.FollowSpan(ctx, rc)
 	cl, err := newClients(rc)
 	if err != nil {
-		res = NotCheckedOn(cluster, "no client for the cluster: "+err.Error(), time.Time{})
+		res.OperatorHealthCheck = NotCheckedOn(cluster, "no client for the cluster: "+err.Error(), time.Time{})
 	} else {
 		var wg sync.WaitGroup
 		var seen map[string][]BaselineResource
@@ -236,14 +237,14 @@ func (c *Checker) Check(ctx context.Context, cluster string, rc *rest.Config, ta
 			res.Observed = &Baseline{CapturedAt: c.cfg.Now().UTC(), Resources: seen, Metrics: snap}
 		}
 	}
-	res.Health = res.judge()
-	res.summarize()
+	res.Health = judge(res.OperatorHealthCheck)
+	summarize(&res.OperatorHealthCheck)
 	res.LastChecked = c.cfg.Now().UTC()
 
 	elapsed := time.Since(start)
 	telemetry.ObserveOperatorHealthCheck(telemetry.HealthCheckAll, elapsed)
 	span.SetAttributes(attribute.String("health", string(res.Health)))
-	if res.Health == Unhealthy {
+	if res.Health == api.Unhealthy {
 		span.SetStatus(codes.Error, "operator unhealthy")
 	}
 	c.cfg.Logger.DebugContext(ctx, "health: Checked", "operator", target.OperatorName, "cluster", cluster,
@@ -252,7 +253,7 @@ func (c *Checker) Check(ctx context.Context, cluster string, rc *rest.Config, ta
 }
 
 // part runs one part of a check in its span, with the part's timeout and duration metric.
-func part[T any](ctx context.Context, c *Checker, span, check string, run func(ctx context.Context) T, health func(T) Health) T {
+func part[T any](ctx context.Context, c *Checker, span, check string, run func(ctx context.Context) T, health func(T) api.HealthState) T {
 	start := time.Now()
 	ctx, sp := telemetry.Tracer().Start(ctx, span)
 	defer sp.End()
@@ -261,51 +262,51 @@ func part[T any](ctx context.Context, c *Checker, span, check string, run func(c
 	out := run(ctx)
 	h := health(out)
 	sp.SetAttributes(attribute.String("health", string(h)))
-	if h == Unhealthy {
+	if h == api.Unhealthy {
 		sp.SetStatus(codes.Error, check+" unhealthy")
 	}
 	telemetry.ObserveOperatorHealthCheck(check, time.Since(start))
 	return out
 }
 
-func (c *Checker) runPods(ctx context.Context, cl *clients, cluster string, t Target) PodsStatus {
+func (c *Checker) runPods(ctx context.Context, cl *clients, cluster string, t Target) api.PodsStatus {
 	return part(ctx, c, telemetry.SpanHealthcheckPods, telemetry.HealthCheckPods,
-		func(ctx context.Context) PodsStatus { return c.checkPods(ctx, cl, cluster, t) },
-		func(s PodsStatus) Health { return s.Health })
+		func(ctx context.Context) api.PodsStatus { return c.checkPods(ctx, cl, cluster, t) },
+		func(s api.PodsStatus) api.HealthState { return s.Health })
 }
 
-func (c *Checker) runWebhooks(ctx context.Context, cl *clients, t Target) WebhooksStatus {
+func (c *Checker) runWebhooks(ctx context.Context, cl *clients, t Target) api.WebhooksStatus {
 	return part(ctx, c, telemetry.SpanHealthcheckWebhooks, telemetry.HealthCheckWebhooks,
-		func(ctx context.Context) WebhooksStatus { return c.checkWebhooks(ctx, cl, t) },
-		func(s WebhooksStatus) Health { return s.Health })
+		func(ctx context.Context) api.WebhooksStatus { return c.checkWebhooks(ctx, cl, t) },
+		func(s api.WebhooksStatus) api.HealthState { return s.Health })
 }
 
-func (c *Checker) runCRDs(ctx context.Context, cl *clients, t Target) (CRDStatus, map[string][]BaselineResource) {
+func (c *Checker) runCRDs(ctx context.Context, cl *clients, t Target) (api.ReconciliationStatus, map[string][]BaselineResource) {
 	type out struct {
-		st   CRDStatus
+		st   api.ReconciliationStatus
 		seen map[string][]BaselineResource
 	}
 	o := part(ctx, c, telemetry.SpanHealthcheckCRDs, telemetry.HealthCheckCRDs,
 		func(ctx context.Context) out { st, seen := c.checkCRDs(ctx, cl, t); return out{st, seen} },
-		func(o out) Health { return o.st.Health })
+		func(o out) api.HealthState { return o.st.Health })
 	return o.st, o.seen
 }
 
-func (c *Checker) runMetrics(ctx context.Context, cl *clients, t Target) (MetricsStatus, *MetricsSnapshot) {
+func (c *Checker) runMetrics(ctx context.Context, cl *clients, t Target) (api.MetricsStatus, *MetricsSnapshot) {
 	type out struct {
-		st   MetricsStatus
+		st   api.MetricsStatus
 		snap *MetricsSnapshot
 	}
 	o := part(ctx, c, telemetry.SpanHealthcheckMetrics, telemetry.HealthCheckMetrics,
 		func(ctx context.Context) out { st, snap := c.checkMetrics(ctx, cl, t); return out{st, snap} },
-		func(o out) Health { return o.st.Health })
+		func(o out) api.HealthState { return o.st.Health })
 	return o.st, o.snap
 }
 
 // judge is the cluster's health: its worst part, the metrics part only when they were read.
-func (h ClusterHealth) judge() Health {
-	parts := []Health{h.Pods.Health, h.Webhooks.Health, h.CRDs.Health}
-	if h.Metrics.Read == Passed {
+func judge(h api.OperatorHealthCheck) api.HealthState {
+	parts := []api.HealthState{h.Pods.Health, h.Webhooks.Health, h.CRDs.Health}
+	if h.Metrics.Read == api.VerdictPassed {
 		parts = append(parts, h.Metrics.Health)
 	}
 	return worst(parts...)
@@ -329,7 +330,7 @@ func (c *Checker) Capture(ctx context.Context, cluster string, rc *rest.Config, 
 	defer cancel()
 	target.Baseline = nil
 	var wg sync.WaitGroup
-	var st CRDStatus
+	var st api.ReconciliationStatus
 	var seen map[string][]BaselineResource
 	var snap *MetricsSnapshot
 	wg.Go(func() { st, seen = c.checkCRDs(ctx, cl, target) })
@@ -343,28 +344,28 @@ func (c *Checker) Capture(ctx context.Context, cluster string, rc *rest.Config, 
 
 func notChecked(why string) string { return "not checked: " + why }
 
-// Ran reports whether any part of the check ran: false for NotCheckedOn's result (every part
+// Ran reports whether any part of check h ran: false for NotCheckedOn's result (every part
 // Degraded with only its "not checked" message), true otherwise.
-func (h ClusterHealth) Ran() bool {
+func Ran(h api.OperatorHealthCheck) bool {
 	for _, msgs := range [][]string{h.Pods.Messages, h.Webhooks.Messages, h.CRDs.Messages} {
 		if len(msgs) == 0 || !strings.HasPrefix(msgs[0], notChecked("")) {
 			return true
 		}
 	}
-	return h.Health != Degraded
+	return h.Health != api.Degraded
 }
 
 // NotCheckedOn is the result of a check that could not run on cluster at all (no client, no
 // connection): every part Degraded with "not checked: why", nothing passed.
-func NotCheckedOn(cluster, why string, at time.Time) ClusterHealth {
+func NotCheckedOn(cluster, why string, at time.Time) api.OperatorHealthCheck {
 	msg := notChecked(why)
-	h := ClusterHealth{
-		ClusterName: cluster, Health: Degraded, LastChecked: at,
-		Pods:     PodsStatus{Health: Degraded, Resources: NotChecked, Messages: []string{msg}},
-		Webhooks: WebhooksStatus{Health: Degraded, Webhooks: []WebhookResult{}, Messages: []string{msg}},
-		CRDs:     CRDStatus{Health: Degraded, Messages: []string{msg}, Examples: []ResourceExample{}},
-		Metrics:  MetricsStatus{Health: Unknown, Read: NotChecked, Messages: []string{msg}},
+	h := api.OperatorHealthCheck{
+		ClusterName: cluster, Health: api.Degraded, LastChecked: at,
+		Pods:     api.PodsStatus{Health: api.Degraded, Resources: api.VerdictNotChecked, Messages: []string{msg}},
+		Webhooks: api.WebhooksStatus{Health: api.Degraded, Webhooks: []api.WebhookResult{}, Messages: []string{msg}},
+		CRDs:     api.ReconciliationStatus{Health: api.Degraded, Messages: []string{msg}, Examples: []api.ResourceExample{}},
+		Metrics:  api.MetricsStatus{Health: api.HealthUnknown, Read: api.VerdictNotChecked, Messages: []string{msg}},
 	}
-	h.summarize()
+	summarize(&h)
 	return h
 }

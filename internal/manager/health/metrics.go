@@ -54,39 +54,6 @@ type MetricsSnapshot struct {
 	Longest float64 `json:"longest"`
 }
 
-// MetricsStatus is the operator's own metrics part: its reconcile error rate over the window since
-// the baseline, compared with the window before, its panics, its workqueues. Health is Unknown
-// when the metrics were not read (Read NotChecked, Messages say why): the cluster is then judged
-// on the other parts, and never passed on metrics.
-type MetricsStatus struct {
-	Health   Health  `json:"health" enum:"Healthy,Degraded,Unhealthy,Unknown"`
-	Read     Verdict `json:"read"`
-	Endpoint string  `json:"endpoint,omitempty"`
-	// Window is since the baseline's snapshot (or the process's start); Before the window before
-	// the deployment it is compared with.
-	Window *RateWindow `json:"window,omitempty"`
-	Before *RateWindow `json:"before,omitempty"`
-	// Panics are the reconcile panics within the window.
-	Panics                float64  `json:"panics"`
-	WorkqueueDepth        float64  `json:"workqueueDepth"`
-	LongestRunningSeconds float64  `json:"longestRunningSeconds"`
-	Messages              []string `json:"messages"`
-}
-
-// RateWindow is the reconcile error rate between two moments.
-type RateWindow struct {
-	From time.Time `json:"from"`
-	To   time.Time `json:"to"`
-	// Basis: baseline (since the baseline's snapshot), last-healthy (the last Healthy check's
-	// snapshot before the baseline to the baseline), lifetime (since the process started).
-	Basis      string  `json:"basis" enum:"baseline,last-healthy,lifetime"`
-	Reconciles float64 `json:"reconciles"`
-	Errors     float64 `json:"errors"`
-	ErrorRate  float64 `json:"errorRate"`
-	// Reset: the counters restarted within the window (a new process): counted from zero.
-	Reset bool `json:"reset,omitempty"`
-}
-
 // metricsEndpoint is where the operator serves its metrics, reached through the API server's
 // Service proxy.
 type metricsEndpoint struct {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/testenv"
 )
 
@@ -82,7 +83,7 @@ func TestPodResources(t *testing.T) {
 	if err := env.Client.Create(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
-	api := &unstructured.Unstructured{Object: map[string]any{
+	metricsAPI := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
 		"metadata": map[string]any{"name": "v1beta1.metrics.k8s.io"},
 		"spec": map[string]any{
@@ -91,11 +92,11 @@ func TestPodResources(t *testing.T) {
 			"service": map[string]any{"namespace": ns, "name": "metrics-server", "port": portNum},
 		},
 	}}
-	if err := env.Client.Create(ctx, api); err != nil {
+	if err := env.Client.Create(ctx, metricsAPI); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = env.Client.Delete(context.Background(), api)
+		_ = env.Client.Delete(context.Background(), metricsAPI)
 		// Other tests expect metrics.k8s.io not served: wait until it is gone.
 		dc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
 		testenv.Eventually(testCtx(t), t, "metrics.k8s.io no longer served", func() (bool, error) {
@@ -110,16 +111,16 @@ func TestPodResources(t *testing.T) {
 	})
 	c := NewChecker(Config{})
 	target := Target{OperatorName: "limited", Namespace: ns, Release: "limited"}
-	got := checkUntil(t, c, target, "resources checked", func(h ClusterHealth) bool {
-		return h.Pods.Resources != NotChecked && h.Pods.Ready == 1 && h.Pods.Total == 1
+	got := checkUntil(t, c, target, "resources checked", func(h Result) bool {
+		return h.Pods.Resources != api.VerdictNotChecked && h.Pods.Ready == 1 && h.Pods.Total == 1
 	})
-	if p := got.Pods; p.Resources != Passed || p.OverLimit != 0 || p.Health != Healthy {
+	if p := got.Pods; p.Resources != api.VerdictPassed || p.OverLimit != 0 || p.Health != api.Healthy {
 		t.Fatalf("within limits: %+v, want resources Passed, Healthy", p)
 	}
 
 	cpu.Store("1500m")
 	got = checkOnce(t, c, target)
-	if p := got.Pods; p.Resources != Failed || p.OverLimit != 1 || p.Health != Degraded ||
+	if p := got.Pods; p.Resources != api.VerdictFailed || p.OverLimit != 1 || p.Health != api.Degraded ||
 		!hasMessage(p.Messages, "container manager uses 1500m cpu over its limit 1") {
 		t.Fatalf("over the cpu limit: %+v, want resources Failed, Degraded", p)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // The bounds of the metrics verdict (docs/manager-rollout.md, "Operator health checks").
@@ -25,32 +27,37 @@ const (
 )
 
 // checkMetrics reads the operator's metrics and judges them against the target's baseline.
-func (c *Checker) checkMetrics(ctx context.Context, cl *clients, t Target) (MetricsStatus, *MetricsSnapshot) {
-	st := MetricsStatus{Health: Unknown, Read: NotChecked, Messages: []string{}}
+func (c *Checker) checkMetrics(ctx context.Context, cl *clients, t Target) (api.MetricsStatus, *MetricsSnapshot) {
+	st := &metricsPart{api.MetricsStatus{Health: api.HealthUnknown, Read: api.VerdictNotChecked, Messages: []string{}}}
 	ep, err := findMetricsEndpoint(ctx, cl.kube, t)
 	if err != nil {
 		st.Messages = append(st.Messages, "metrics not read: "+err.Error()+"; judged on the other parts")
-		return st, nil
+		return st.MetricsStatus, nil
 	}
 	st.Endpoint = ep.String()
 	now, err := readMetrics(ctx, cl.kube, ep, c.cfg.Now())
 	if err != nil {
 		st.Messages = append(st.Messages, "metrics not read: "+err.Error()+"; judged on the other parts")
-		return st, nil
+		return st.MetricsStatus, nil
 	}
-	st.Read, st.Health = Passed, Healthy
+	st.Read, st.Health = api.VerdictPassed, api.Healthy
 	var base, before *MetricsSnapshot
 	if t.Baseline != nil {
 		base, before, st.Before = t.Baseline.Metrics, t.Baseline.Before, t.Baseline.BeforeWindow
 	}
 	st.judge(now, base, before, c.cfg.MaxErrorRate)
-	return st, now
+	return st.MetricsStatus, now
+}
+
+// metricsPart is the metrics part while the checker judges it.
+type metricsPart struct {
+	api.MetricsStatus
 }
 
 // judge sets the part's health from the snapshot now, compared with the baseline's snapshot
 // base (nil: none, the window is the process's lifetime) and the one before it; a window before
 // already set (the baseline's BeforeWindow) is kept.
-func (st *MetricsStatus) judge(now, base, before *MetricsSnapshot, maxRate float64) {
+func (st *metricsPart) judge(now, base, before *MetricsSnapshot, maxRate float64) {
 	st.WorkqueueDepth, st.LongestRunningSeconds = now.Depth, now.Longest
 	st.Window = window(base, now, "baseline")
 	var notes []string
@@ -74,9 +81,9 @@ func (st *MetricsStatus) judge(now, base, before *MetricsSnapshot, maxRate float
 	}
 	switch {
 	case st.Panics > 0 && base != nil:
-		st.fail(Unhealthy, "%.0f reconcile panics since the baseline", st.Panics)
+		st.fail(api.Unhealthy, "%.0f reconcile panics since the baseline", st.Panics)
 	case st.Panics > 0:
-		st.fail(Degraded, "%.0f reconcile panics since the process started", st.Panics)
+		st.fail(api.Degraded, "%.0f reconcile panics since the process started", st.Panics)
 	}
 	if note := st.judgeRate(maxRate); note != "" {
 		notes = append(notes, note)
@@ -84,20 +91,20 @@ func (st *MetricsStatus) judge(now, base, before *MetricsSnapshot, maxRate float
 	// A queue is deep in bursts (every resource requeued at once); it is not draining when it is
 	// deeper than at the baseline and holds more keys than were reconciled since.
 	if now.Depth > MaxQueueDepth && (base == nil || now.Depth > base.Depth) && st.Window.Reconciles < now.Depth {
-		st.fail(Degraded, "workqueue depth %.0f (over %d), more than the %.0f reconciles since the baseline: not draining",
+		st.fail(api.Degraded, "workqueue depth %.0f (over %d), more than the %.0f reconciles since the baseline: not draining",
 			now.Depth, MaxQueueDepth, st.Window.Reconciles)
 	}
 	switch longest := time.Duration(now.Longest * float64(time.Second)); {
 	case longest > StuckProcessor:
-		st.fail(Unhealthy, "a reconcile has been running for %s (over %s)", longest.Round(time.Second), StuckProcessor)
+		st.fail(api.Unhealthy, "a reconcile has been running for %s (over %s)", longest.Round(time.Second), StuckProcessor)
 	case longest > SlowProcessor:
-		st.fail(Degraded, "a reconcile has been running for %s (over %s)", longest.Round(time.Second), SlowProcessor)
+		st.fail(api.Degraded, "a reconcile has been running for %s (over %s)", longest.Round(time.Second), SlowProcessor)
 	}
 }
 
 // judgeRate judges the window's error rate against maxRate and the rate before; note says why
 // it was not judged.
-func (st *MetricsStatus) judgeRate(maxRate float64) (note string) {
+func (st *metricsPart) judgeRate(maxRate float64) (note string) {
 	w := st.Window
 	switch {
 	case w.Reconciles < MinReconciles:
@@ -106,18 +113,18 @@ func (st *MetricsStatus) judgeRate(maxRate float64) (note string) {
 	case w.Errors < MinErrors:
 		return fmt.Sprintf("error rate %.1f %% not judged: %.0f errors in the window (fewer than %d)", 100*w.ErrorRate, w.Errors, MinErrors)
 	case st.Before == nil:
-		st.fail(Degraded, "reconcile error rate %.1f %% since the process started, no baseline to compare with", 100*w.ErrorRate)
+		st.fail(api.Degraded, "reconcile error rate %.1f %% since the process started, no baseline to compare with", 100*w.ErrorRate)
 	case w.ErrorRate > ErrorRateFactor*st.Before.ErrorRate:
-		st.fail(Unhealthy, "reconcile error rate %.1f %% (%.0f of %.0f) since the baseline, %.1f %% before (%s)",
+		st.fail(api.Unhealthy, "reconcile error rate %.1f %% (%.0f of %.0f) since the baseline, %.1f %% before (%s)",
 			100*w.ErrorRate, w.Errors, w.Reconciles, 100*st.Before.ErrorRate, st.Before.Basis)
 	default:
-		st.fail(Degraded, "reconcile error rate %.1f %% since the baseline, as before (%.1f %%, %s): not the version's",
+		st.fail(api.Degraded, "reconcile error rate %.1f %% since the baseline, as before (%.1f %%, %s): not the version's",
 			100*w.ErrorRate, 100*st.Before.ErrorRate, st.Before.Basis)
 	}
 	return ""
 }
 
-func (st *MetricsStatus) fail(h Health, format string, args ...any) {
+func (st *metricsPart) fail(h api.HealthState, format string, args ...any) {
 	st.Health = worst(st.Health, h)
 	st.Messages = append(st.Messages, fmt.Sprintf(format, args...))
 }
@@ -125,8 +132,8 @@ func (st *MetricsStatus) fail(h Health, format string, args ...any) {
 // window is the error rate from from to to (from nil: since to's process started). Counters that
 // went down, or another process start time, mean the process restarted (an upgrade's new pods):
 // the window then counts from zero.
-func window(from, to *MetricsSnapshot, basis string) *RateWindow {
-	w := &RateWindow{To: to.At, Basis: basis, Reconciles: to.Total, Errors: to.Errors}
+func window(from, to *MetricsSnapshot, basis string) *api.RateWindow {
+	w := &api.RateWindow{To: to.At, Basis: basis, Reconciles: to.Total, Errors: to.Errors}
 	if to.StartTime > 0 {
 		w.From = time.Unix(int64(to.StartTime), 0).UTC()
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/health/healthtest"
 )
 
@@ -47,11 +48,11 @@ func TestOperatorMetrics(t *testing.T) {
 	installGizmoCRD(t)
 	op, target := metricsOperator(t, healthtest.Options{})
 	c := NewChecker(Config{})
-	got := checkUntil(t, c, target, "the operator healthy, its metrics read", func(h ClusterHealth) bool {
-		return h.Health == Healthy && h.Metrics.Read == Passed && h.Metrics.Window.Reconciles >= 40
+	got := checkUntil(t, c, target, "the operator healthy, its metrics read", func(h Result) bool {
+		return h.Health == api.Healthy && h.Metrics.Read == api.VerdictPassed && h.Metrics.Window.Reconciles >= 40
 	})
 	m := got.Metrics
-	if m.Health != Healthy || m.Window.Basis != "lifetime" || !strings.HasPrefix(m.Endpoint, "http://"+target.Namespace+"/gizmo-metrics:http-metrics") ||
+	if m.Health != api.Healthy || m.Window.Basis != "lifetime" || !strings.HasPrefix(m.Endpoint, "http://"+target.Namespace+"/gizmo-metrics:http-metrics") ||
 		got.Observed == nil || got.Observed.Metrics == nil || !hasMessage(m.Messages, "no baseline snapshot") {
 		t.Fatalf("metrics of a healthy operator without baseline: %+v", m)
 	}
@@ -61,10 +62,10 @@ func TestOperatorMetrics(t *testing.T) {
 	time.Sleep(time.Second)
 	op.SetMode(healthtest.Error)
 	target.Baseline = ok
-	got = checkUntil(t, c, target, "the metrics Unhealthy", func(h ClusterHealth) bool { return h.Metrics.Health == Unhealthy })
+	got = checkUntil(t, c, target, "the metrics Unhealthy", func(h Result) bool { return h.Metrics.Health == api.Unhealthy })
 	m = got.Metrics
-	if got.Health != Unhealthy || m.Window.Basis != "baseline" || m.Window.ErrorRate < DefaultMaxErrorRate || m.Before == nil ||
-		m.Before.Basis != "lifetime" || m.Before.ErrorRate != 0 || !hasMessage(m.Messages, "reconcile error rate") || got.CRDs.Health != Healthy {
+	if got.Health != api.Unhealthy || m.Window.Basis != "baseline" || m.Window.ErrorRate < DefaultMaxErrorRate || m.Before == nil ||
+		m.Before.Basis != "lifetime" || m.Before.ErrorRate != 0 || !hasMessage(m.Messages, "reconcile error rate") || got.CRDs.Health != api.Healthy {
 		t.Fatalf("reconciles failing since the baseline: cluster %s, metrics %+v (window %+v, before %+v)", got.Health, m, m.Window, m.Before)
 	}
 
@@ -77,7 +78,7 @@ func TestOperatorMetrics(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	target.Baseline = failing
 	m = checkOnce(t, c, target).Metrics
-	if m.Health != Degraded || m.Before == nil || m.Before.Basis != BaselineLastHealthy || m.Before.ErrorRate < 0.9 ||
+	if m.Health != api.Degraded || m.Before == nil || m.Before.Basis != BaselineLastHealthy || m.Before.ErrorRate < 0.9 ||
 		!hasMessage(m.Messages, "as before") {
 		t.Fatalf("failing as much before: %+v (window %+v, before %+v), want Degraded, as before", m, m.Window, m.Before)
 	}
@@ -85,8 +86,8 @@ func TestOperatorMetrics(t *testing.T) {
 	// Panics since the baseline are Unhealthy whatever the rates.
 	op.SetMode(healthtest.Panic)
 	target.Baseline = capture(t, c, target)
-	m = checkUntil(t, c, target, "panics counted", func(h ClusterHealth) bool { return h.Metrics.Panics > 0 }).Metrics
-	if m.Health != Unhealthy || !hasMessage(m.Messages, "reconcile panics since the baseline") {
+	m = checkUntil(t, c, target, "panics counted", func(h Result) bool { return h.Metrics.Panics > 0 }).Metrics
+	if m.Health != api.Unhealthy || !hasMessage(m.Messages, "reconcile panics since the baseline") {
 		t.Fatalf("panicking reconciles: %+v, want Unhealthy", m)
 	}
 }
@@ -98,11 +99,11 @@ func TestOperatorMetricsNotRead(t *testing.T) {
 	installGizmoCRD(t)
 	_, target := metricsOperator(t, healthtest.Options{Secure: true})
 	c := NewChecker(Config{})
-	got := checkUntil(t, c, target, "the pods Ready and the resources reconciled", func(h ClusterHealth) bool {
-		return h.Pods.Health == Healthy && h.CRDs.Ready == 20
+	got := checkUntil(t, c, target, "the pods Ready and the resources reconciled", func(h Result) bool {
+		return h.Pods.Health == api.Healthy && h.CRDs.Ready == 20
 	})
 	m := got.Metrics
-	if m.Read != NotChecked || m.Health != Unknown || got.Health != Healthy || m.Window != nil ||
+	if m.Read != api.VerdictNotChecked || m.Health != api.HealthUnknown || got.Health != api.Healthy || m.Window != nil ||
 		!hasMessage(m.Messages, "metrics not read: https://"+target.Namespace+"/gizmo-metrics:https-metrics/metrics answered 401") ||
 		!hasMessage(m.Messages, "judged on the other parts") {
 		t.Fatalf("metrics behind authentication: cluster %s, metrics %+v", got.Health, m)
@@ -110,8 +111,8 @@ func TestOperatorMetricsNotRead(t *testing.T) {
 
 	_, target = metricsOperator(t, healthtest.Options{Release: "quiet", NoService: true})
 	// The CRD's resources are counted in every namespace: the first release's 20 and these.
-	got = checkUntil(t, c, target, "the pods Ready", func(h ClusterHealth) bool { return h.Pods.Health == Healthy && h.CRDs.Ready == 40 })
-	if m = got.Metrics; m.Read != NotChecked || m.Health != Unknown || !hasMessage(m.Messages, "metrics not read: the release has no metrics Service") {
+	got = checkUntil(t, c, target, "the pods Ready", func(h Result) bool { return h.Pods.Health == api.Healthy && h.CRDs.Ready == 40 })
+	if m = got.Metrics; m.Read != api.VerdictNotChecked || m.Health != api.HealthUnknown || !hasMessage(m.Messages, "metrics not read: the release has no metrics Service") {
 		t.Fatalf("no metrics Service: %+v", m)
 	}
 }
@@ -150,24 +151,24 @@ func TestMetricsVerdict(t *testing.T) {
 		name       string
 		now        *MetricsSnapshot
 		base, prev *MetricsSnapshot
-		want       Health
+		want       api.HealthState
 		msg        string
 	}{
-		{"quiet", snap(time.Minute, 2000, 20, 0, 3, 0.1), base, before, Healthy, ""},
-		{"errors up", snap(time.Minute, 2000, 110, 0, 0, 0), base, before, Unhealthy, "reconcile error rate 10.0 % (100 of 1000) since the baseline, 1.0 % before"},
-		{"errors up, lifetime before", snap(time.Minute, 2000, 110, 0, 0, 0), base, nil, Unhealthy, "1.0 % before (lifetime)"},
-		{"errors high before too", snap(2*time.Minute, 3000, 210, 0, 0, 0), snap(time.Minute, 2000, 110, 0, 0, 0), base, Degraded, "as before"},
-		{"too few reconciles", snap(time.Minute, 1005, 15, 0, 0, 0), base, before, Healthy, "error rate not judged: 5 reconciles"},
-		{"panics", snap(time.Minute, 2000, 20, 1, 0, 0), base, before, Unhealthy, "1 reconcile panics since the baseline"},
-		{"no baseline, errors", snap(time.Minute, 2000, 200, 0, 0, 0), nil, nil, Degraded, "no baseline to compare with"},
-		{"a burst of requeues", snap(time.Minute, 2000, 20, 0, 500, 0), base, before, Healthy, ""},
-		{"not draining", snap(time.Minute, 1050, 10, 0, 500, 0), base, before, Degraded, "not draining"},
-		{"slow reconcile", snap(time.Minute, 2000, 20, 0, 0, 400), base, before, Degraded, "running for 6m40s"},
-		{"stuck reconcile", snap(time.Minute, 2000, 20, 0, 0, 1000), base, before, Unhealthy, "running for 16m40s"},
+		{"quiet", snap(time.Minute, 2000, 20, 0, 3, 0.1), base, before, api.Healthy, ""},
+		{"errors up", snap(time.Minute, 2000, 110, 0, 0, 0), base, before, api.Unhealthy, "reconcile error rate 10.0 % (100 of 1000) since the baseline, 1.0 % before"},
+		{"errors up, lifetime before", snap(time.Minute, 2000, 110, 0, 0, 0), base, nil, api.Unhealthy, "1.0 % before (lifetime)"},
+		{"errors high before too", snap(2*time.Minute, 3000, 210, 0, 0, 0), snap(time.Minute, 2000, 110, 0, 0, 0), base, api.Degraded, "as before"},
+		{"too few reconciles", snap(time.Minute, 1005, 15, 0, 0, 0), base, before, api.Healthy, "error rate not judged: 5 reconciles"},
+		{"panics", snap(time.Minute, 2000, 20, 1, 0, 0), base, before, api.Unhealthy, "1 reconcile panics since the baseline"},
+		{"no baseline, errors", snap(time.Minute, 2000, 200, 0, 0, 0), nil, nil, api.Degraded, "no baseline to compare with"},
+		{"a burst of requeues", snap(time.Minute, 2000, 20, 0, 500, 0), base, before, api.Healthy, ""},
+		{"not draining", snap(time.Minute, 1050, 10, 0, 500, 0), base, before, api.Degraded, "not draining"},
+		{"slow reconcile", snap(time.Minute, 2000, 20, 0, 0, 400), base, before, api.Degraded, "running for 6m40s"},
+		{"stuck reconcile", snap(time.Minute, 2000, 20, 0, 0, 1000), base, before, api.Unhealthy, "running for 16m40s"},
 		// One conflict on a status write in twenty reconciles is 5 %: too few errors to judge.
-		{"one error in twenty", snap(time.Minute, 1020, 11, 0, 0, 0), base, before, Healthy, "not judged: 1 errors in the window (fewer than 5)"},
+		{"one error in twenty", snap(time.Minute, 1020, 11, 0, 0, 0), base, before, api.Healthy, "not judged: 1 errors in the window (fewer than 5)"},
 	} {
-		st := MetricsStatus{Health: Healthy, Read: Passed, Messages: []string{}}
+		st := &metricsPart{api.MetricsStatus{Health: api.Healthy, Read: api.VerdictPassed, Messages: []string{}}}
 		st.judge(tc.now, tc.base, tc.prev, DefaultMaxErrorRate)
 		if st.Health != tc.want || (tc.msg != "" && !hasMessage(st.Messages, tc.msg)) {
 			t.Errorf("%s: %s %v, want %s with %q", tc.name, st.Health, st.Messages, tc.want, tc.msg)
@@ -182,10 +183,10 @@ func TestMetricsVerdictGivenBefore(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	restored := &MetricsSnapshot{At: at, StartTime: 1, Total: 2000, Errors: 1000} // the failed version's errors
 	now := &MetricsSnapshot{At: at.Add(time.Minute), StartTime: 1, Total: 2100, Errors: 1030}
-	given := &RateWindow{Basis: BaselineLastHealthy, Reconciles: 500, Errors: 5, ErrorRate: 0.01}
-	st := MetricsStatus{Health: Healthy, Read: Passed, Messages: []string{}, Before: given}
+	given := &api.RateWindow{Basis: BaselineLastHealthy, Reconciles: 500, Errors: 5, ErrorRate: 0.01}
+	st := &metricsPart{api.MetricsStatus{Health: api.Healthy, Read: api.VerdictPassed, Messages: []string{}, Before: given}}
 	st.judge(now, restored, nil, DefaultMaxErrorRate)
-	if st.Health != Unhealthy || st.Before != given || !hasMessage(st.Messages, "30.0 % (30 of 100) since the baseline, 1.0 % before (last-healthy)") {
+	if st.Health != api.Unhealthy || st.Before != given || !hasMessage(st.Messages, "30.0 % (30 of 100) since the baseline, 1.0 % before (last-healthy)") {
 		t.Fatalf("%s %v (before %+v), want Unhealthy against the given 1 %% before", st.Health, st.Messages, st.Before)
 	}
 }

@@ -1,6 +1,10 @@
 package health
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/slipway-dev/slipway/internal/manager/api"
+)
 
 // Part names, as the problems and the engine's messages give them.
 const (
@@ -13,16 +17,16 @@ const (
 // partVerdict is one part of a check as its problems count it.
 type partVerdict struct {
 	name   string
-	health Health
+	health api.HealthState
 	msgs   []string
 }
 
 // parts are the check's parts in a fixed order. Metrics not read are no verdict (the cluster was
 // judged on the other parts): they count as Healthy here, their messages still in the detail.
-func (h ClusterHealth) parts() []partVerdict {
+func parts(h api.OperatorHealthCheck) []partVerdict {
 	metrics := h.Metrics.Health
-	if h.Metrics.Read != Passed {
-		metrics = Healthy
+	if h.Metrics.Read != api.VerdictPassed {
+		metrics = api.Healthy
 	}
 	return []partVerdict{
 		{PartPods, h.Pods.Health, h.Pods.Messages},
@@ -32,24 +36,24 @@ func (h ClusterHealth) parts() []partVerdict {
 	}
 }
 
-// UnhealthyParts names the parts of the check that are Unhealthy, in a fixed order: the
+// UnhealthyParts names the parts of check h that are Unhealthy, in a fixed order: the
 // signals that failed it, which a rollback compares with the restored release's.
-func (h ClusterHealth) UnhealthyParts() []string {
+func UnhealthyParts(h api.OperatorHealthCheck) []string {
 	var out []string
-	for _, p := range h.parts() {
-		if p.health == Unhealthy {
+	for _, p := range parts(h) {
+		if p.health == api.Unhealthy {
 			out = append(out, p.name)
 		}
 	}
 	return out
 }
 
-// Problems is the check's problems in one line: each part that is not Healthy with its first
+// Problems is check h's problems in one line: each part that is not Healthy with its first
 // message ("pods Unhealthy: …; crds Degraded: …"); "" when there are none.
-func (h ClusterHealth) Problems() string {
+func Problems(h api.OperatorHealthCheck) string {
 	var msgs []string
-	for _, p := range h.parts() {
-		if p.health == Healthy || p.health == "" {
+	for _, p := range parts(h) {
+		if p.health == api.Healthy || p.health == "" {
 			continue
 		}
 		m := p.name + " " + string(p.health)

@@ -11,17 +11,19 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // metricsGroupVersion is the resource metrics API (metrics-server).
 const metricsGroupVersion = "metrics.k8s.io/v1beta1"
 
 // checkPods lists the release's pods and judges them.
-func (c *Checker) checkPods(ctx context.Context, cl *clients, cluster string, t Target) PodsStatus {
-	st := PodsStatus{Health: Healthy, Resources: NotChecked, Messages: []string{}}
+func (c *Checker) checkPods(ctx context.Context, cl *clients, cluster string, t Target) api.PodsStatus {
+	st := api.PodsStatus{Health: api.Healthy, Resources: api.VerdictNotChecked, Messages: []string{}}
 	list, err := cl.kube.CoreV1().Pods(t.Namespace).List(ctx, metav1.ListOptions{LabelSelector: t.podSelector()})
 	if err != nil {
-		st.Health = Degraded
+		st.Health = api.Degraded
 		st.Messages = append(st.Messages, notChecked("listing the controller pods: "+err.Error()))
 		return st
 	}
@@ -35,7 +37,7 @@ func (c *Checker) checkPods(ctx context.Context, cl *clients, cluster string, t 
 	}
 	st.Total = len(pods)
 	if st.Total == 0 {
-		st.Health = Unhealthy
+		st.Health = api.Unhealthy
 		st.Messages = append(st.Messages, fmt.Sprintf("no controller pods (selector %s in namespace %s)", t.podSelector(), t.Namespace))
 		return st
 	}
@@ -71,9 +73,9 @@ func (c *Checker) checkPods(ctx context.Context, cl *clients, cluster string, t 
 
 	switch {
 	case st.Ready == 0 || st.CrashLooping > 0 || st.MaxRecentRestarts >= c.cfg.MaxRestarts:
-		st.Health = Unhealthy
+		st.Health = api.Unhealthy
 	case st.Ready < st.Total:
-		st.Health = Degraded
+		st.Health = api.Degraded
 	}
 
 	usage, why := podMetrics(ctx, cl, t)
@@ -81,14 +83,14 @@ func (c *Checker) checkPods(ctx context.Context, cl *clients, cluster string, t 
 		st.Messages = append(st.Messages, notChecked("resource usage: "+why))
 		return st
 	}
-	st.Resources = Passed
+	st.Resources = api.VerdictPassed
 	for _, over := range overLimits(pods, usage) {
 		st.OverLimit++
 		st.Messages = append(st.Messages, over)
 	}
 	if st.OverLimit > 0 {
-		st.Resources = Failed
-		st.Health = worst(st.Health, Degraded)
+		st.Resources = api.VerdictFailed
+		st.Health = worst(st.Health, api.Degraded)
 	}
 	return st
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/slipway-dev/slipway/internal/controlplane"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // operatorDeployment is an operator's controller Deployment as a Helm chart renders it, with
@@ -47,17 +48,17 @@ func TestPods(t *testing.T) {
 		operatorDeployment(t, ns, "good", 2, nil, nil)
 		c := NewChecker(Config{})
 		got := checkUntil(t, c, Target{OperatorName: "good", Namespace: ns, Release: "good"}, "2 pods ready",
-			func(h ClusterHealth) bool { return h.Pods.Ready == 2 })
+			func(h Result) bool { return h.Pods.Ready == 2 })
 		p := got.Pods
-		if p.Health != Healthy || p.Total != 2 || p.CrashLooping != 0 || p.MaxRecentRestarts != 0 {
+		if p.Health != api.Healthy || p.Total != 2 || p.CrashLooping != 0 || p.MaxRecentRestarts != 0 {
 			t.Fatalf("pods = %+v, want 2 of 2 Ready, Healthy", p)
 		}
 		// The design's one-value fields: 2 pods, no webhooks in the release, no CRDs to reconcile.
-		if got.ControllerPods != 2 || got.WebhookStatus != WebhookNotConfigured || got.CRDReconciliation != ReconciliationNoResources {
+		if got.ControllerPods != 2 || got.WebhookStatus != api.WebhookNotConfigured || got.CRDReconciliation != api.ReconciliationNoResources {
 			t.Fatalf("controllerPods %d, webhookStatus %s, crdReconciliation %s: want 2, NotConfigured, NoResources",
 				got.ControllerPods, got.WebhookStatus, got.CRDReconciliation)
 		}
-		if p.Resources != NotChecked || !hasMessage(p.Messages, "not checked: resource usage: metrics unavailable") {
+		if p.Resources != api.VerdictNotChecked || !hasMessage(p.Messages, "not checked: resource usage: metrics unavailable") {
 			t.Fatalf("resources = %s, messages %q: want NotChecked, metrics unavailable", p.Resources, p.Messages)
 		}
 	})
@@ -68,11 +69,11 @@ func TestPods(t *testing.T) {
 		operatorDeployment(t, ns, "crashy", 1, map[string]string{controlplane.CrashLoopLabel: "true"}, nil)
 		c := NewChecker(Config{})
 		got := checkUntil(t, c, Target{OperatorName: "crashy", Namespace: ns, Release: "crashy"}, "a pod in CrashLoopBackOff",
-			func(h ClusterHealth) bool {
+			func(h Result) bool {
 				return h.Pods.CrashLooping == 1 && h.Pods.MaxRecentRestarts >= 3
 			})
 		p := got.Pods
-		if p.Health != Unhealthy || got.Health != Unhealthy || p.Ready != 0 || !hasMessage(p.Messages, "container manager in CrashLoopBackOff") {
+		if p.Health != api.Unhealthy || got.Health != api.Unhealthy || p.Ready != 0 || !hasMessage(p.Messages, "container manager in CrashLoopBackOff") {
 			t.Fatalf("pods = %+v, want Unhealthy with CrashLoopBackOff", p)
 		}
 	})
@@ -85,13 +86,13 @@ func TestPods(t *testing.T) {
 		c := NewChecker(Config{})
 		target := Target{OperatorName: "flaky", Namespace: ns, Release: "flaky"}
 		// Before the third restart the pod is Ready and the part passes: a restart or two is fine.
-		first := checkUntil(t, c, target, "a Ready pod", func(h ClusterHealth) bool { return h.Pods.Ready == 1 })
-		if first.Pods.MaxRecentRestarts < 3 && first.Pods.Health != Healthy {
+		first := checkUntil(t, c, target, "a Ready pod", func(h Result) bool { return h.Pods.Ready == 1 })
+		if first.Pods.MaxRecentRestarts < 3 && first.Pods.Health != api.Healthy {
 			t.Fatalf("pods with %d restarts = %+v, want Healthy", first.Pods.MaxRecentRestarts, first.Pods)
 		}
-		got := checkUntil(t, c, target, "3 restarts", func(h ClusterHealth) bool { return h.Pods.MaxRecentRestarts >= 3 })
+		got := checkUntil(t, c, target, "3 restarts", func(h Result) bool { return h.Pods.MaxRecentRestarts >= 3 })
 		p := got.Pods
-		if p.Health != Unhealthy || p.CrashLooping != 0 || !hasMessage(p.Messages, "container manager restarted") {
+		if p.Health != api.Unhealthy || p.CrashLooping != 0 || !hasMessage(p.Messages, "container manager restarted") {
 			t.Fatalf("pods = %+v, want Unhealthy for restarts, no CrashLoopBackOff", p)
 		}
 	})
@@ -103,7 +104,7 @@ func TestPods(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Pods.Health != Unhealthy || got.Pods.Total != 0 || !hasMessage(got.Pods.Messages, "no controller pods") {
+		if got.Pods.Health != api.Unhealthy || got.Pods.Total != 0 || !hasMessage(got.Pods.Messages, "no controller pods") {
 			t.Fatalf("pods = %+v, want Unhealthy: no controller pods", got.Pods)
 		}
 	})

@@ -15,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"k8s.io/client-go/rest"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry/spantest"
@@ -22,7 +23,7 @@ import (
 
 // TestResponseShape pins the JSON field names of the health API's response.
 func TestResponseShape(t *testing.T) {
-	oh := Overall("cert-manager", []ClusterHealth{{ClusterName: "prod-eu", Health: Healthy}})
+	oh := Overall("cert-manager", []api.OperatorHealthCheck{{ClusterName: "prod-eu", Health: api.Healthy}})
 	raw, err := json.Marshal(oh)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +55,7 @@ func TestResponseShape(t *testing.T) {
 	}
 
 	// One cluster's answer: the same entry, flattened, with the operator's name.
-	raw, err = json.Marshal(ClusterOperatorHealth{OperatorName: "cert-manager", ClusterHealth: oh.Clusters[0]})
+	raw, err = json.Marshal(api.ClusterOperatorHealth{OperatorName: "cert-manager", OperatorHealthCheck: oh.Clusters[0]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,57 +69,17 @@ func TestResponseShape(t *testing.T) {
 	}
 }
 
-// TestStates: the design's one-word webhookStatus and crdReconciliation, from each part.
-func TestStates(t *testing.T) {
-	for _, tc := range []struct {
-		in   WebhooksStatus
-		want WebhookState
-	}{
-		{WebhooksStatus{Health: Healthy, Total: 2, Healthy: 2}, WebhookAvailable},
-		{WebhooksStatus{Health: Unhealthy, Total: 2, Healthy: 1}, WebhookUnavailable},
-		{WebhooksStatus{Health: Unhealthy, Total: 1}, WebhookUnavailable}, // also when some could not be listed
-		{WebhooksStatus{Health: Healthy}, WebhookNotConfigured},
-		{WebhooksStatus{Health: Degraded, Total: 1, Healthy: 1}, WebhookUnknown},
-		{WebhooksStatus{Health: Degraded}, WebhookUnknown},
-	} {
-		if got := tc.in.State(); got != tc.want {
-			t.Errorf("%+v: %s, want %s", tc.in, got, tc.want)
-		}
-	}
-	for _, tc := range []struct {
-		in   CRDStatus
-		want ReconciliationState
-	}{
-		{CRDStatus{Health: Healthy, CRDs: 1, Resources: 3, Ready: 3}, ReconciliationActive},
-		{CRDStatus{Health: Healthy, CRDs: 1, Resources: 3, Ready: 2, Pending: 1}, ReconciliationActive},
-		// The tenants' failures leave the reconciliation Active; a resource failing newly under the
-		// operator makes it Failing.
-		{CRDStatus{Health: Healthy, CRDs: 1, Resources: 40, Ready: 30, Failing: 10, TenantFailures: TenantFailures{4, 6}}, ReconciliationActive},
-		{CRDStatus{Health: Degraded, CRDs: 1, Resources: 40, Ready: 39, Failing: 1, OperatorFailures: OperatorFailures{NewlyFailing: 1}}, ReconciliationFailing},
-		{CRDStatus{Health: Unhealthy, CRDs: 1, Resources: 4, Ready: 1, Failing: 1, Stale: 2, OperatorFailures: OperatorFailures{2, 1}}, ReconciliationFailing},
-		{CRDStatus{Health: Unhealthy, CRDs: 1, Resources: 4, Stale: 4}, ReconciliationStale},
-		{CRDStatus{Health: Degraded, CRDs: 1, Resources: 3, Ready: 3}, ReconciliationUnknown}, // another CRD not read
-		{CRDStatus{Health: Degraded}, ReconciliationUnknown},
-		{CRDStatus{Health: Healthy, CRDs: 2}, ReconciliationNoResources},
-		{CRDStatus{Health: Healthy}, ReconciliationNoResources}, // no CRDs at all
-	} {
-		if got := tc.in.State(); got != tc.want {
-			t.Errorf("%+v: %s, want %s", tc.in, got, tc.want)
-		}
-	}
-}
-
 // TestDecodeResult reads a stored check in today's shape and in the one stored before the
 // design's one-value fields (details under controllerPods, webhookStatus, crdReconciliation).
 func TestDecodeResult(t *testing.T) {
 	checked := time.Date(2026, 11, 24, 1, 30, 0, 0, time.UTC)
-	want := ClusterHealth{ClusterName: "prod-eu", Health: Unhealthy, LastChecked: checked,
-		Pods:     PodsStatus{Health: Unhealthy, Total: 3, Ready: 2, CrashLooping: 1, Resources: NotChecked, Messages: []string{"pod x: CrashLoopBackOff"}},
-		Webhooks: WebhooksStatus{Health: Healthy, Total: 1, Healthy: 1, Webhooks: []WebhookResult{{Name: "w/v", Kind: "Validating", Answer: Passed, Certificate: Passed}}, Messages: []string{}},
-		CRDs:     CRDStatus{Health: Healthy, CRDs: 1, Resources: 2, Ready: 2, Messages: []string{}},
+	want := api.OperatorHealthCheck{ClusterName: "prod-eu", Health: api.Unhealthy, LastChecked: checked,
+		Pods:     api.PodsStatus{Health: api.Unhealthy, Total: 3, Ready: 2, CrashLooping: 1, Resources: api.VerdictNotChecked, Messages: []string{"pod x: CrashLoopBackOff"}},
+		Webhooks: api.WebhooksStatus{Health: api.Healthy, Total: 1, Healthy: 1, Webhooks: []api.WebhookResult{{Name: "w/v", Kind: "Validating", Answer: api.VerdictPassed, Certificate: api.VerdictPassed}}, Messages: []string{}},
+		CRDs:     api.ReconciliationStatus{Health: api.Healthy, CRDs: 1, Resources: 2, Ready: 2, Messages: []string{}},
 	}
-	want.summarize()
-	if want.ControllerPods != 2 || want.WebhookStatus != WebhookAvailable || want.CRDReconciliation != ReconciliationActive {
+	summarize(&want)
+	if want.ControllerPods != 2 || want.WebhookStatus != api.WebhookAvailable || want.CRDReconciliation != api.ReconciliationActive {
 		t.Fatalf("summarized %d %s %s", want.ControllerPods, want.WebhookStatus, want.CRDReconciliation)
 	}
 	current, err := json.Marshal(want)
@@ -156,17 +117,17 @@ func sortedKeys(m map[string]any) []string {
 
 func TestOverallHealth(t *testing.T) {
 	for _, tc := range []struct {
-		in   []Health
-		want Health
+		in   []api.HealthState
+		want api.HealthState
 	}{
-		{nil, Unhealthy},
-		{[]Health{Healthy, Healthy}, Healthy},
-		{[]Health{Healthy, Degraded}, Degraded},
-		{[]Health{Degraded, Unhealthy, Healthy}, Unhealthy},
+		{nil, api.Unhealthy},
+		{[]api.HealthState{api.Healthy, api.Healthy}, api.Healthy},
+		{[]api.HealthState{api.Healthy, api.Degraded}, api.Degraded},
+		{[]api.HealthState{api.Degraded, api.Unhealthy, api.Healthy}, api.Unhealthy},
 	} {
-		var cs []ClusterHealth
+		var cs []api.OperatorHealthCheck
 		for _, h := range tc.in {
-			cs = append(cs, ClusterHealth{Health: h})
+			cs = append(cs, api.OperatorHealthCheck{Health: h})
 		}
 		if got := Overall("op", cs).OverallHealth; got != tc.want {
 			t.Errorf("overall of %v = %s, want %s", tc.in, got, tc.want)
@@ -178,11 +139,11 @@ func TestOverallHealth(t *testing.T) {
 }
 
 func TestTally(t *testing.T) {
-	h, d, u := Tally(map[string][]Health{
-		"a": {Healthy, Degraded},
-		"b": {Unhealthy, Healthy},
-		"c": {Healthy},
-		"d": {Healthy, Healthy},
+	h, d, u := Tally(map[string][]api.HealthState{
+		"a": {api.Healthy, api.Degraded},
+		"b": {api.Unhealthy, api.Healthy},
+		"c": {api.Healthy},
+		"d": {api.Healthy, api.Healthy},
 	})
 	if h != 2 || d != 1 || u != 1 {
 		t.Fatalf("tally healthy/degraded/unhealthy = %d/%d/%d, want 2/1/1", h, d, u)
@@ -201,12 +162,12 @@ func TestUnreachableClusterNeverPasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Health != Degraded || got.Pods.Health != Degraded || got.Webhooks.Health != Degraded ||
-		got.CRDs.Health != Degraded {
+	if got.Health != api.Degraded || got.Pods.Health != api.Degraded || got.Webhooks.Health != api.Degraded ||
+		got.CRDs.Health != api.Degraded {
 		t.Fatalf("unreachable cluster = %+v, want every part Degraded", got)
 	}
-	if got.Pods.Resources != NotChecked || got.Webhooks.Healthy != 0 || got.CRDs.Ready != 0 || got.ControllerPods != 0 ||
-		got.WebhookStatus != WebhookUnknown || got.CRDReconciliation != ReconciliationUnknown {
+	if got.Pods.Resources != api.VerdictNotChecked || got.Webhooks.Healthy != 0 || got.CRDs.Ready != 0 || got.ControllerPods != 0 ||
+		got.WebhookStatus != api.WebhookUnknown || got.CRDReconciliation != api.ReconciliationUnknown {
 		t.Fatalf("something passed on an unreachable cluster: %+v", got)
 	}
 	for _, ms := range [][]string{got.Pods.Messages, got.Webhooks.Messages, got.CRDs.Messages} {

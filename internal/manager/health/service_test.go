@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // hostIP is a non-loopback IPv4 address of this machine: the API server refuses endpoints on
@@ -105,16 +107,16 @@ func TestWebhookThroughService(t *testing.T) {
 	c := NewChecker(Config{})
 	target := Target{OperatorName: "svc-op", Namespace: ns, Release: "svc-op"}
 	got := checkUntil(t, c, target, "the webhook answering through the service proxy",
-		func(h ClusterHealth) bool { return h.Webhooks.Healthy == 1 })
+		func(h Result) bool { return h.Webhooks.Healthy == 1 })
 	r := got.Webhooks.Webhooks[0]
-	if got.Webhooks.Health != Healthy || r.Kind != "Mutating" || r.Answer != Passed || r.Certificate != NotChecked ||
+	if got.Webhooks.Health != api.Healthy || r.Kind != "Mutating" || r.Answer != api.VerdictPassed || r.Certificate != api.VerdictNotChecked ||
 		r.Endpoint != "service "+ns+"/op-webhook:443/mutate" {
 		t.Fatalf("webhook through a service = %+v", r)
 	}
 
 	plain.mode.Store(modeFail)
 	r = checkOnce(t, c, target).Webhooks.Webhooks[0]
-	if r.Answer != Failed || r.StatusCode != 500 || r.Certificate != NotChecked {
+	if r.Answer != api.VerdictFailed || r.StatusCode != 500 || r.Certificate != api.VerdictNotChecked {
 		t.Fatalf("failing webhook through a service = %+v, want answered 500", r)
 	}
 }

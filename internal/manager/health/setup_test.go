@@ -40,10 +40,10 @@ func testCtx(t testing.TB) context.Context {
 }
 
 // checkUntil runs c.Check until cond holds for its result, and returns that result.
-func checkUntil(t testing.TB, c *Checker, target Target, what string, cond func(ClusterHealth) bool) ClusterHealth {
+func checkUntil(t testing.TB, c *Checker, target Target, what string, cond func(Result) bool) Result {
 	t.Helper()
 	ctx := testCtx(t)
-	var got ClusterHealth
+	var got Result
 	testenv.Eventually(ctx, t, what, func() (bool, error) {
 		var err error
 		got, err = c.Check(ctx, "local", env.Config, target)

@@ -1,14 +1,16 @@
 package health
 
+import "github.com/slipway-dev/slipway/internal/manager/api"
+
 // Tally counts operators by overall health, the worst of the latest check on each of their
 // clusters (latest: by operator name): the operator health gauges. The consecutive-failure count
 // that triggers a rollback is kept with each stored check (store.OperatorHealthRecord).
-func Tally(latest map[string][]Health) (healthy, degraded, unhealthy int) {
+func Tally(latest map[string][]api.HealthState) (healthy, degraded, unhealthy int) {
 	for _, hs := range latest {
 		switch worst(hs...) {
-		case Healthy:
+		case api.Healthy:
 			healthy++
-		case Degraded:
+		case api.Degraded:
 			degraded++
 		default:
 			unhealthy++

@@ -21,6 +21,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // endpoint is where a webhook is served, as its configuration says.
@@ -45,26 +47,26 @@ func (e endpoint) String() string {
 }
 
 // checkWebhooks finds the release's webhooks and calls each, concurrently.
-func (c *Checker) checkWebhooks(ctx context.Context, cl *clients, t Target) WebhooksStatus {
-	st := WebhooksStatus{Health: Healthy, Webhooks: []WebhookResult{}, Messages: []string{}}
+func (c *Checker) checkWebhooks(ctx context.Context, cl *clients, t Target) api.WebhooksStatus {
+	st := api.WebhooksStatus{Health: api.Healthy, Webhooks: []api.WebhookResult{}, Messages: []string{}}
 	eps, problems := c.findWebhooks(ctx, cl, t)
 	for _, p := range problems {
 		st.Messages = append(st.Messages, notChecked(p))
-		st.Health = Degraded
+		st.Health = api.Degraded
 	}
 	st.Total = len(eps)
-	st.Webhooks = make([]WebhookResult, len(eps))
+	st.Webhooks = make([]api.WebhookResult, len(eps))
 	var wg sync.WaitGroup
 	for i, ep := range eps {
 		wg.Go(func() { st.Webhooks[i] = c.probe(ctx, cl, ep) })
 	}
 	wg.Wait()
 	for _, r := range st.Webhooks {
-		if r.Answer == Passed && r.Certificate != Failed {
+		if r.Answer == api.VerdictPassed && r.Certificate != api.VerdictFailed {
 			st.Healthy++
 			continue
 		}
-		st.Health = Unhealthy
+		st.Health = api.Unhealthy
 		st.Messages = append(st.Messages, fmt.Sprintf("%s webhook %s: %s", r.Kind, r.Name, r.Message))
 	}
 	return st
@@ -205,8 +207,8 @@ type review struct {
 
 // probe calls one webhook with a minimal review within WebhookTimeout and checks its answer and,
 // for a URL, its serving certificate.
-func (c *Checker) probe(ctx context.Context, cl *clients, ep endpoint) WebhookResult {
-	r := WebhookResult{Name: ep.name, Kind: ep.kind, Endpoint: ep.String(), Answer: Failed, Certificate: NotChecked}
+func (c *Checker) probe(ctx context.Context, cl *clients, ep endpoint) api.WebhookResult {
+	r := api.WebhookResult{Name: ep.name, Kind: ep.kind, Endpoint: ep.String(), Answer: api.VerdictFailed, Certificate: api.VerdictNotChecked}
 	uid := string(uuid.NewUUID())
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.WebhookTimeout)
@@ -221,7 +223,7 @@ func (c *Checker) probe(ctx context.Context, cl *clients, ep endpoint) WebhookRe
 		var cert certCheck
 		code, body, cert, err = c.callURL(ctx, *ep.url, ep.caBundle, ep.body(uid))
 		r.Certificate, r.CertificateExpires = cert.verdict, cert.expires
-		if cert.verdict == Failed {
+		if cert.verdict == api.VerdictFailed {
 			r.Message = "certificate: " + cert.message
 		}
 	} else {
@@ -245,7 +247,7 @@ func (c *Checker) probe(ctx context.Context, cl *clients, ep endpoint) WebhookRe
 		if jerr := json.Unmarshal(body, &rv); jerr != nil || rv.Response == nil || rv.Response.UID != uid {
 			msg = "answered 200 without a review response for the request"
 		} else {
-			r.Answer = Passed
+			r.Answer = api.VerdictPassed
 		}
 	}
 	if msg != "" && ep.service != nil {
@@ -266,7 +268,7 @@ func (c *Checker) probe(ctx context.Context, cl *clients, ep endpoint) WebhookRe
 
 // certCheck is the serving certificate's check.
 type certCheck struct {
-	verdict Verdict
+	verdict api.Verdict
 	expires *time.Time
 	message string
 }
@@ -275,7 +277,7 @@ type certCheck struct {
 // call is made either way; the certificate is verified separately against caBundle (the system
 // roots when empty), at the checker's time, for the URL's host.
 func (c *Checker) callURL(ctx context.Context, raw string, caBundle, body []byte) (int, []byte, certCheck, error) {
-	cert := certCheck{verdict: NotChecked}
+	cert := certCheck{verdict: api.VerdictNotChecked}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return 0, nil, cert, err
@@ -284,7 +286,7 @@ func (c *Checker) callURL(ctx context.Context, raw string, caBundle, body []byte
 	if len(caBundle) > 0 {
 		roots = x509.NewCertPool()
 		if !roots.AppendCertsFromPEM(caBundle) {
-			cert = certCheck{verdict: Failed, message: "the caBundle holds no PEM certificate"}
+			cert = certCheck{verdict: api.VerdictFailed, message: "the caBundle holds no PEM certificate"}
 		}
 	}
 	host := u.Hostname()
@@ -292,12 +294,12 @@ func (c *Checker) callURL(ctx context.Context, raw string, caBundle, body []byte
 		InsecureSkipVerify: true, // verified below, so that a bad certificate is reported, not just refused
 		VerifyConnection: func(cs tls.ConnectionState) error {
 			if len(cs.PeerCertificates) == 0 {
-				cert = certCheck{verdict: Failed, message: "no serving certificate"}
+				cert = certCheck{verdict: api.VerdictFailed, message: "no serving certificate"}
 				return nil
 			}
 			leaf := cs.PeerCertificates[0]
 			exp := leaf.NotAfter.UTC()
-			if cert.verdict == Failed { // unusable caBundle
+			if cert.verdict == api.VerdictFailed { // unusable caBundle
 				cert.expires = &exp
 				return nil
 			}
@@ -306,9 +308,9 @@ func (c *Checker) callURL(ctx context.Context, raw string, caBundle, body []byte
 				inter.AddCert(ic)
 			}
 			_, verr := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, DNSName: host, CurrentTime: c.cfg.Now()})
-			cert = certCheck{verdict: Passed, expires: &exp}
+			cert = certCheck{verdict: api.VerdictPassed, expires: &exp}
 			if verr != nil {
-				cert.verdict, cert.message = Failed, certProblem(verr, leaf, c.cfg.Now())
+				cert.verdict, cert.message = api.VerdictFailed, certProblem(verr, leaf, c.cfg.Now())
 			}
 			return nil
 		},

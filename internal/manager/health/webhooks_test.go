@@ -20,6 +20,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // Modes of the test's webhook server.
@@ -102,7 +104,7 @@ func validatingWebhookIn(t testing.TB, ns, name, release, url string, caBundle [
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cfg) })
 }
 
-func checkOnce(t *testing.T, c *Checker, target Target) ClusterHealth {
+func checkOnce(t *testing.T, c *Checker, target Target) Result {
 	t.Helper()
 	got, err := c.Check(testCtx(t), "local", env.Config, target)
 	if err != nil {
@@ -124,11 +126,11 @@ func TestWebhooks(t *testing.T) {
 		srv.mode.Store(modeOK)
 		got := checkOnce(t, c, target("wh-good"))
 		w := got.Webhooks
-		if w.Health != Healthy || w.Total != 1 || w.Healthy != 1 || got.WebhookStatus != WebhookAvailable {
+		if w.Health != api.Healthy || w.Total != 1 || w.Healthy != 1 || got.WebhookStatus != api.WebhookAvailable {
 			t.Fatalf("webhooks = %+v (webhookStatus %s), want 1 of 1 healthy, Available", w, got.WebhookStatus)
 		}
 		r := w.Webhooks[0]
-		if r.Answer != Passed || r.Certificate != Passed || r.StatusCode != 200 || r.Kind != "Validating" ||
+		if r.Answer != api.VerdictPassed || r.Certificate != api.VerdictPassed || r.StatusCode != 200 || r.Kind != "Validating" ||
 			r.Name != "wh-good/validate.health.test.slipway.dev" || r.CertificateExpires == nil {
 			t.Fatalf("webhook = %+v", r)
 		}
@@ -139,8 +141,8 @@ func TestWebhooks(t *testing.T) {
 		defer srv.mode.Store(modeOK)
 		got := checkOnce(t, c, target("wh-good"))
 		w := got.Webhooks
-		if w.Health != Unhealthy || w.Healthy != 0 || w.Webhooks[0].Answer != Failed || w.Webhooks[0].Message != "no answer within 1s" ||
-			got.WebhookStatus != WebhookUnavailable {
+		if w.Health != api.Unhealthy || w.Healthy != 0 || w.Webhooks[0].Answer != api.VerdictFailed || w.Webhooks[0].Message != "no answer within 1s" ||
+			got.WebhookStatus != api.WebhookUnavailable {
 			t.Fatalf("webhooks = %+v, want Unhealthy: no answer within 1s", w)
 		}
 	})
@@ -150,7 +152,7 @@ func TestWebhooks(t *testing.T) {
 		defer srv.mode.Store(modeOK)
 		got := checkOnce(t, c, target("wh-good"))
 		w := got.Webhooks
-		if w.Health != Unhealthy || got.Health != Unhealthy || w.Webhooks[0].StatusCode != 500 || w.Webhooks[0].Message != "answered 500, want 200" {
+		if w.Health != api.Unhealthy || got.Health != api.Unhealthy || w.Webhooks[0].StatusCode != 500 || w.Webhooks[0].Message != "answered 500, want 200" {
 			t.Fatalf("webhooks = %+v, want Unhealthy: answered 500", w)
 		}
 	})
@@ -158,7 +160,7 @@ func TestWebhooks(t *testing.T) {
 	t.Run("certificate not signed by the caBundle fails", func(t *testing.T) {
 		w := checkOnce(t, c, target("wh-wrong-ca")).Webhooks
 		r := w.Webhooks[0]
-		if w.Health != Unhealthy || r.Answer != Passed || r.Certificate != Failed ||
+		if w.Health != api.Unhealthy || r.Answer != api.VerdictPassed || r.Certificate != api.VerdictFailed ||
 			r.Message != "certificate: not signed by the configuration's caBundle" {
 			t.Fatalf("webhooks = %+v, want Unhealthy: certificate not signed by the caBundle", w)
 		}
@@ -168,7 +170,7 @@ func TestWebhooks(t *testing.T) {
 		expired := srv.Certificate().NotAfter.Add(time.Hour)
 		late := NewChecker(Config{Now: func() time.Time { return expired }})
 		r := checkOnce(t, late, target("wh-good")).Webhooks.Webhooks[0]
-		if r.Certificate != Failed || r.Message != "certificate: expired at "+srv.Certificate().NotAfter.UTC().Format(time.RFC3339) {
+		if r.Certificate != api.VerdictFailed || r.Message != "certificate: expired at "+srv.Certificate().NotAfter.UTC().Format(time.RFC3339) {
 			t.Fatalf("webhook = %+v, want certificate expired", r)
 		}
 	})
@@ -178,13 +180,13 @@ func TestWebhooks(t *testing.T) {
 		crd := convertedCRD(t, srv.URL+"/convert", srv.caBundle())
 		got := checkOnce(t, c, Target{OperatorName: "conv", Namespace: "operators", Release: "conv", CRDs: []string{crd}})
 		w := got.Webhooks
-		if w.Health != Healthy || w.Total != 1 || w.Webhooks[0].Kind != "Conversion" || w.Webhooks[0].Name != crd ||
-			w.Webhooks[0].Answer != Passed || w.Webhooks[0].Certificate != Passed {
+		if w.Health != api.Healthy || w.Total != 1 || w.Webhooks[0].Kind != "Conversion" || w.Webhooks[0].Name != crd ||
+			w.Webhooks[0].Answer != api.VerdictPassed || w.Webhooks[0].Certificate != api.VerdictPassed {
 			t.Fatalf("webhooks = %+v, want the conversion webhook passing", w)
 		}
 		srv.mode.Store(modeFail)
 		defer srv.mode.Store(modeOK)
-		if w := checkOnce(t, c, Target{OperatorName: "conv", Namespace: "operators", Release: "conv", CRDs: []string{crd}}).Webhooks; w.Health != Unhealthy {
+		if w := checkOnce(t, c, Target{OperatorName: "conv", Namespace: "operators", Release: "conv", CRDs: []string{crd}}).Webhooks; w.Health != api.Unhealthy {
 			t.Fatalf("failing conversion webhook: %+v, want Unhealthy", w)
 		}
 	})
@@ -192,7 +194,7 @@ func TestWebhooks(t *testing.T) {
 	t.Run("no webhooks pass with none counted", func(t *testing.T) {
 		got := checkOnce(t, c, target("wh-none"))
 		w := got.Webhooks
-		if w.Health != Healthy || w.Total != 0 || len(w.Webhooks) != 0 || got.WebhookStatus != WebhookNotConfigured {
+		if w.Health != api.Healthy || w.Total != 0 || len(w.Webhooks) != 0 || got.WebhookStatus != api.WebhookNotConfigured {
 			t.Fatalf("webhooks = %+v", w)
 		}
 	})

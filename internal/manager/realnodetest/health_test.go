@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/slipway-dev/slipway/internal/controlplane"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
 	"github.com/slipway-dev/slipway/internal/manager/store"
@@ -130,17 +131,17 @@ func goodVersionHealthy(t *testing.T, w *world, m *manager) {
 	wd := createWidget(t, w)
 	waitReconciled(t, w, wd.GetName(), wd.GetGeneration())
 	reconciled := time.Now()
-	var res health.ClusterHealth
+	var res api.OperatorHealthCheck
 	poll(t, "a Healthy check of the health loop after the Widget was reconciled", time.Minute, func() (bool, string) {
 		rec, r := m.lastCheck(operatorName)
 		if rec == nil {
 			return false, "no check yet"
 		}
 		res = r
-		return rec.Health == string(health.Healthy) && rec.CheckedAt.After(reconciled) && r.CRDs.Resources == 1, fmt.Sprintf("%s: %s", rec.Health, r.Problems())
+		return rec.Health == string(api.Healthy) && rec.CheckedAt.After(reconciled) && r.CRDs.Resources == 1, fmt.Sprintf("%s: %s", rec.Health, health.Problems(r))
 	})
 	if res.Pods.Total != 1 || res.Pods.Ready != 1 || res.Webhooks.Total != 1 || res.Webhooks.Healthy != 1 ||
-		res.CRDs.Ready != 1 || res.Metrics.Read != health.Passed {
+		res.CRDs.Ready != 1 || res.Metrics.Read != api.VerdictPassed {
 		t.Fatalf("the Healthy check: pods %d/%d ready, webhooks %d/%d healthy, widgets %d/%d ready, metrics read %s; want all of one, metrics read",
 			res.Pods.Ready, res.Pods.Total, res.Webhooks.Healthy, res.Webhooks.Total, res.CRDs.Ready, res.CRDs.Resources, res.Metrics.Read)
 	}

@@ -208,10 +208,10 @@ func (m *manager) firstEvent(id, typ string) *store.DeploymentEvent {
 }
 
 // lastCheck is the health loop's latest stored check of operator (nil before the first).
-func (m *manager) lastCheck(operator string) (*store.OperatorHealth, health.ClusterHealth) {
+func (m *manager) lastCheck(operator string) (*store.OperatorHealth, api.OperatorHealthCheck) {
 	recs, err := m.store.OperatorHealthList(context.Background(), &store.OperatorHealthListParams{OperatorName: operator})
 	if err != nil || len(recs) == 0 {
-		return nil, health.ClusterHealth{}
+		return nil, api.OperatorHealthCheck{}
 	}
 	res, err := health.DecodeResult(recs[0].Result)
 	if err != nil {

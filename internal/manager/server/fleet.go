@@ -136,7 +136,7 @@ func fleetCells(lives []*store.LiveRelease, checks []*store.OperatorHealth, late
 		if c := byKey[key{l.OperatorName, l.ClusterName}]; c != nil {
 			at := c.CheckedAt
 			cell.Health, cell.CheckedAt = c.Health, &at
-			if health.Health(c.Health) != health.Healthy {
+			if api.HealthState(c.Health) != api.Healthy {
 				cell.HealthReason = healthReason(c)
 			}
 		}
@@ -170,5 +170,5 @@ func drift(version, latest string) string {
 
 // healthReason names the parts of a stored check that are not healthy, with their first message.
 func healthReason(rec *store.OperatorHealth) string {
-	return clusterHealthOf(rec).Problems()
+	return health.Problems(clusterHealthOf(rec))
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
-	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
 	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
 	rolloutengine "github.com/slipway-dev/slipway/internal/manager/rollout/engine"
@@ -64,10 +63,10 @@ func seedLiveAt(tb testing.TB, st store.Executor, op *store.Operator, version st
 	return out.ID
 }
 
-func seedHealth(tb testing.TB, st store.Executor, op, cluster, deployment string, h health.Health, podsMsg string) {
+func seedHealth(tb testing.TB, st store.Executor, op, cluster, deployment string, h api.HealthState, podsMsg string) {
 	tb.Helper()
-	res := health.ClusterHealth{ClusterName: cluster, Health: h, Pods: health.PodsStatus{Health: h}, Webhooks: health.WebhooksStatus{Health: health.Healthy},
-		CRDs: health.CRDStatus{Health: health.Healthy}}
+	res := api.OperatorHealthCheck{ClusterName: cluster, Health: h, Pods: api.PodsStatus{Health: h}, Webhooks: api.WebhooksStatus{Health: api.Healthy},
+		CRDs: api.ReconciliationStatus{Health: api.Healthy}}
 	if podsMsg != "" {
 		res.Pods.Messages = []string{podsMsg}
 	}
@@ -109,8 +108,8 @@ func testFleet(t *testing.T, engine string) {
 	old := seedLive(t, b.store, widgets, "1.2.0", map[string]store.Environment{"stage-1": store.EnvironmentStaging, "prod-1": store.EnvironmentProduction})
 	completed := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
 	seedLiveAt(t, b.store, gadgets, "2.0.0", map[string]store.Environment{"dev-b": store.EnvironmentDev}, completed)
-	seedHealth(t, b.store, "widgets", "dev-a", current, health.Healthy, "")
-	seedHealth(t, b.store, "widgets", "prod-1", old, health.Unhealthy, "0 of 1 controller pods ready: CrashLoopBackOff")
+	seedHealth(t, b.store, "widgets", "dev-a", current, api.Healthy, "")
+	seedHealth(t, b.store, "widgets", "prod-1", old, api.Unhealthy, "0 of 1 controller pods ready: CrashLoopBackOff")
 
 	var f api.Fleet
 	r := b.do("GET", "/api/v1/fleet", b.viewer(), nil)
@@ -251,9 +250,9 @@ func seedBenchFleet(b *testing.B, st store.Store, ops, clusters int) {
 			id := seedLive(b, tx, op, "1.0.0", names)
 			n := 0
 			for name := range names {
-				h, msg := health.Healthy, ""
+				h, msg := api.Healthy, ""
 				if n++; n%10 == 0 {
-					h, msg = health.Degraded, "metrics not served"
+					h, msg = api.Degraded, "metrics not served"
 				}
 				seedHealth(b, tx, op.Name, name, id, h, msg)
 			}

@@ -147,17 +147,17 @@ func testOperatorHealth(t *testing.T, engine string) {
 
 	// Checks as the engine records them.
 	checked := time.Now().UTC().Truncate(time.Second)
-	healthy := health.ClusterHealth{ClusterName: "dev-1", Health: health.Healthy, LastChecked: checked,
-		ControllerPods: 2, WebhookStatus: health.WebhookAvailable, CRDReconciliation: health.ReconciliationActive,
-		Pods:     health.PodsStatus{Health: health.Healthy, Total: 2, Ready: 2, Resources: health.NotChecked, Messages: []string{}},
-		Webhooks: health.WebhooksStatus{Health: health.Healthy, Total: 1, Healthy: 1, Messages: []string{}, Webhooks: []health.WebhookResult{{Name: "widgets/validate", Kind: "Validating", Answer: health.Passed, Certificate: health.Passed, LatencyMs: 4}}},
-		CRDs:     health.CRDStatus{Health: health.Healthy, CRDs: 1, Resources: 10, Ready: 10, Messages: []string{}},
+	healthy := api.OperatorHealthCheck{ClusterName: "dev-1", Health: api.Healthy, LastChecked: checked,
+		ControllerPods: 2, WebhookStatus: api.WebhookAvailable, CRDReconciliation: api.ReconciliationActive,
+		Pods:     api.PodsStatus{Health: api.Healthy, Total: 2, Ready: 2, Resources: api.VerdictNotChecked, Messages: []string{}},
+		Webhooks: api.WebhooksStatus{Health: api.Healthy, Total: 1, Healthy: 1, Messages: []string{}, Webhooks: []api.WebhookResult{{Name: "widgets/validate", Kind: "Validating", Answer: api.VerdictPassed, Certificate: api.VerdictPassed, LatencyMs: 4}}},
+		CRDs:     api.ReconciliationStatus{Health: api.Healthy, CRDs: 1, Resources: 10, Ready: 10, Messages: []string{}},
 	}
 	unhealthy := healthy
-	unhealthy.ClusterName, unhealthy.Health, unhealthy.ControllerPods = "prod-1", health.Unhealthy, 0
-	unhealthy.Pods = health.PodsStatus{Health: health.Unhealthy, Total: 1, CrashLooping: 1, MaxRecentRestarts: 4,
-		Resources: health.NotChecked, Messages: []string{"pod widgets-0: CrashLoopBackOff"}}
-	for _, ch := range []health.ClusterHealth{healthy, unhealthy} {
+	unhealthy.ClusterName, unhealthy.Health, unhealthy.ControllerPods = "prod-1", api.Unhealthy, 0
+	unhealthy.Pods = api.PodsStatus{Health: api.Unhealthy, Total: 1, CrashLooping: 1, MaxRecentRestarts: 4,
+		Resources: api.VerdictNotChecked, Messages: []string{"pod widgets-0: CrashLoopBackOff"}}
+	for _, ch := range []api.OperatorHealthCheck{healthy, unhealthy} {
 		b.recordHealth(d.ID, ch.ClusterName, ch.Health, checked, ch)
 	}
 	// A check stored by a manager before the design's one-value fields: details under the
@@ -166,7 +166,7 @@ func testOperatorHealth(t *testing.T, engine string) {
 	 "controllerPods":{"health":"Degraded","total":2,"ready":1,"crashLooping":0,"maxRecentRestarts":0,"resources":"NotChecked","overLimit":0,"messages":["pod w-1 is not Running and Ready (phase Pending)"]},
 	 "webhookStatus":{"health":"Healthy","total":0,"healthy":0,"webhooks":[],"messages":[]},
 	 "crdReconciliation":{"health":"Healthy","crds":1,"resources":0,"ready":0,"failing":0,"stale":0,"pending":0,"errorRate":0,"messages":[]}}`)
-	b.recordHealth(d.ID, "stage-1", health.Degraded, checked, legacy)
+	b.recordHealth(d.ID, "stage-1", api.Degraded, checked, legacy)
 
 	raw = get("/api/v1/operators/widgets/health", &oh)
 	if oh.OverallHealth != api.Unhealthy || len(oh.Clusters) != 3 {
@@ -179,7 +179,7 @@ func testOperatorHealth(t *testing.T, engine string) {
 	for _, c := range oh.Clusters {
 		byName[c.ClusterName] = c
 	}
-	for _, want := range []health.ClusterHealth{healthy, unhealthy} {
+	for _, want := range []api.OperatorHealthCheck{healthy, unhealthy} {
 		got := byName[want.ClusterName]
 		if !got.LastChecked.Equal(want.LastChecked) {
 			t.Errorf("%s lastChecked %s, want %s", want.ClusterName, got.LastChecked, want.LastChecked)
@@ -220,7 +220,7 @@ func testOperatorHealth(t *testing.T, engine string) {
 }
 
 // recordHealth stores a check of the widgets operator as the engine does.
-func (b *bundle) recordHealth(deploymentID, cluster string, h health.Health, at time.Time, result any) {
+func (b *bundle) recordHealth(deploymentID, cluster string, h api.HealthState, at time.Time, result any) {
 	b.t.Helper()
 	res, err := json.Marshal(result)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
@@ -60,9 +61,9 @@ func (e *Engine) checkLiveRelease(ctx context.Context, deploymentID, operator, c
 	t.Baseline = compare
 	res, err := e.checkOne(ctx, deploymentID, operator, cluster, alert, t)
 	switch {
-	case err != nil || rerr != nil || res.health.Observed == nil || res.health.Health == health.Unhealthy:
+	case err != nil || rerr != nil || res.health.Observed == nil || res.health.Health == api.Unhealthy:
 		return res, err
-	case last != nil && res.health.Health != health.Healthy:
+	case last != nil && res.health.Health != api.Healthy:
 		return res, nil
 	case last != nil && res.health.Observed.CapturedAt.Sub(last.CapturedAt) < baselineRefreshEvery:
 		return res, nil

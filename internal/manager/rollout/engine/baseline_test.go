@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
 	"github.com/slipway-dev/slipway/internal/manager/store"
@@ -54,8 +55,8 @@ func TestBaseline_TenantsFailingDoNotRollBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := got.CRDs
-	if got.Health != health.Healthy || got.CRDReconciliation != health.ReconciliationActive || c.Baseline == nil ||
-		c.TenantFailures.FailingBefore < 4 || c.TenantFailures.FailingReconciled < 3 || c.OperatorFailures != (health.OperatorFailures{}) {
+	if got.Health != api.Healthy || got.CRDReconciliation != api.ReconciliationActive || c.Baseline == nil ||
+		c.TenantFailures.FailingBefore < 4 || c.TenantFailures.FailingReconciled < 3 || c.OperatorFailures != (api.OperatorFailures{}) {
 		t.Fatalf("the last check: %s, %s, crds %+v (baseline %+v)", got.Health, got.CRDReconciliation, c, c.Baseline)
 	}
 	// The deployment's baseline, or the health loop's first Healthy check after it took over.

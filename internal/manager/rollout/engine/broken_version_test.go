@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/health/healthtest"
 	"github.com/slipway-dev/slipway/internal/manager/install"
@@ -137,8 +138,8 @@ func waitReconciled(t *testing.T, h *harness, operator, namespace string, failin
 		// The custom resources judged Healthy and the metrics read (their rate since the process
 		// started may keep the check Degraded until a baseline holds a snapshot to compare with).
 		recs, err := h.store.OperatorHealthList(context.Background(), &store.OperatorHealthListParams{OperatorName: operator})
-		if err == nil && len(recs) == 1 && recs[0].Health != string(health.Unhealthy) && recs[0].CheckedAt.After(since) {
-			if res, err := health.DecodeResult(recs[0].Result); err == nil && res.CRDs.Health == health.Healthy && res.Metrics.Read == health.Passed {
+		if err == nil && len(recs) == 1 && recs[0].Health != string(api.Unhealthy) && recs[0].CheckedAt.After(since) {
+			if res, err := health.DecodeResult(recs[0].Result); err == nil && res.CRDs.Health == api.Healthy && res.Metrics.Read == api.VerdictPassed {
 				return
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/words"
@@ -19,7 +20,7 @@ const checkConcurrency = 10
 
 type checkResult struct {
 	cluster  string
-	health   health.ClusterHealth
+	health   health.Result
 	failures int // consecutive Unhealthy checks, this one included
 }
 
@@ -59,13 +60,13 @@ func (e *Engine) checkStage(ctx context.Context, d *store.Deployment, op *store.
 // database, so they survive a change of replica); alert says why failed checks only alert ("":
 // they roll the deployment back), for the notification.
 func (e *Engine) checkOne(ctx context.Context, deploymentID, operator, cluster, alert string, t health.Target) (checkResult, error) {
-	var h health.ClusterHealth
+	var h health.Result
 	cfg, err := e.cfg.Clusters.RESTConfig(ctx, cluster)
 	if err == nil && t.Baseline == nil {
 		t.Baseline = e.baselineFor(ctx, operator, cluster)
 	}
 	if err != nil {
-		h = health.NotCheckedOn(cluster, "no connection to the cluster: "+err.Error(), e.now())
+		h = health.Result{OperatorHealthCheck: health.NotCheckedOn(cluster, "no connection to the cluster: "+err.Error(), e.now())}
 	} else if h, err = e.cfg.Checker.Check(ctx, cluster, cfg, t); err != nil {
 		return checkResult{}, err
 	}
@@ -84,8 +85,8 @@ func (e *Engine) checkOne(ctx context.Context, deploymentID, operator, cluster, 
 }
 
 // summary is a check's problems in one line.
-func summary(h health.ClusterHealth) string {
-	if p := h.Problems(); p != "" {
+func summary(h health.Result) string {
+	if p := health.Problems(h.OperatorHealthCheck); p != "" {
 		return p
 	}
 	return string(h.Health)
@@ -101,7 +102,7 @@ type restoredRelease struct {
 // again every restoreCheckEvery until --install-timeout has passed. ran is false when it never
 // ran, with why; otherwise h is the result (the caller refuses Unhealthy), an Unhealthy one
 // confirmed as the failed version's was (confirmUnhealthy).
-func (e *Engine) checkRestored(ctx context.Context, cfg *rest.Config, op *store.Operator, cluster string, r restoredRelease) (h health.ClusterHealth, ran bool, why string, err error) {
+func (e *Engine) checkRestored(ctx context.Context, cfg *rest.Config, op *store.Operator, cluster string, r restoredRelease) (h health.Result, ran bool, why string, err error) {
 	every := min(e.cfg.HealthInterval, restoreCheckEvery)
 	deadline := e.now().Add(e.cfg.InstallTimeout)
 	for attempt := 1; ; attempt++ {
@@ -118,7 +119,7 @@ func (e *Engine) checkRestored(ctx context.Context, cfg *rest.Config, op *store.
 		case <-time.After(every):
 		}
 	}
-	if h.Health != health.Unhealthy {
+	if h.Health != api.Unhealthy {
 		return h, true, "", nil
 	}
 	h, err = e.confirmUnhealthy(ctx, cfg, op, cluster, r, h)
@@ -132,7 +133,7 @@ func (e *Engine) checkRestored(ctx context.Context, cfg *rest.Config, op *store.
 // snapshot) against the window before the deployment that the deployment's checks used. The
 // first check that is not Unhealthy ends it (the restored release is not unhealthy); a check that
 // cannot run neither confirms nor clears.
-func (e *Engine) confirmUnhealthy(ctx context.Context, cfg *rest.Config, op *store.Operator, cluster string, r restoredRelease, first health.ClusterHealth) (health.ClusterHealth, error) {
+func (e *Engine) confirmUnhealthy(ctx context.Context, cfg *rest.Config, op *store.Operator, cluster string, r restoredRelease, first health.Result) (health.Result, error) {
 	base := &health.Baseline{Source: "restored"}
 	if b := e.baselineFor(ctx, op.Name, cluster); b != nil {
 		*base = *b
@@ -151,7 +152,7 @@ func (e *Engine) confirmUnhealthy(ctx context.Context, cfg *rest.Config, op *sto
 		if why != "" {
 			continue
 		}
-		if h = next; h.Health != health.Unhealthy {
+		if h = next; h.Health != api.Unhealthy {
 			return h, nil
 		}
 		confirmed++
@@ -164,13 +165,13 @@ const restoreCheckEvery = 2 * time.Second
 
 // tryCheck runs one check of a restored release against base (nil: the operator's baseline on
 // the cluster); why says what kept it from running.
-func (e *Engine) tryCheck(ctx context.Context, cfg *rest.Config, op *store.Operator, cluster string, r restoredRelease, base *health.Baseline) (health.ClusterHealth, string) {
+func (e *Engine) tryCheck(ctx context.Context, cfg *rest.Config, op *store.Operator, cluster string, r restoredRelease, base *health.Baseline) (health.Result, string) {
 	if r.version == "" {
-		return health.ClusterHealth{}, "the version " + r.namespace + "/" + r.release + " runs is not known"
+		return health.Result{}, "the version " + r.namespace + "/" + r.release + " runs is not known"
 	}
 	ch, err := e.chartOf(ctx, op, r.version)
 	if err != nil {
-		return health.ClusterHealth{}, err.Error()
+		return health.Result{}, err.Error()
 	}
 	if base == nil {
 		base = e.baselineFor(ctx, op.Name, cluster)
@@ -180,7 +181,7 @@ func (e *Engine) tryCheck(ctx context.Context, cfg *rest.Config, op *store.Opera
 	if err != nil {
 		return h, "checking: " + err.Error()
 	}
-	if !h.Ran() {
+	if !health.Ran(h.OperatorHealthCheck) {
 		return h, summary(h)
 	}
 	return h, ""

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/slipway-dev/slipway/internal/manager/api"
-	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/install"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/request"
@@ -223,7 +222,7 @@ func (e *Engine) hold(ctx context.Context, d *store.Deployment, op *store.Operat
 	healthy, unhealthy := 0, 0
 	var bad []string
 	for _, r := range results {
-		if r.health.Health == health.Unhealthy {
+		if r.health.Health == api.Unhealthy {
 			e.event(ctx, d.ID, "healthcheck.failed", r.cluster, fmt.Sprintf("%s in a row: %s", words.Count(r.failures, "failed check"), summary(r.health)), nil)
 		}
 		if r.failures >= e.cfg.FailureThreshold {
@@ -233,9 +232,9 @@ func (e *Engine) hold(ctx context.Context, d *store.Deployment, op *store.Operat
 			continue
 		}
 		switch r.health.Health {
-		case health.Healthy:
+		case api.Healthy:
 			healthy++
-		case health.Unhealthy:
+		case api.Unhealthy:
 			unhealthy++
 			bad = append(bad, r.cluster+": "+summary(r.health))
 		default:

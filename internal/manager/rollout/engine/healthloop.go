@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
@@ -116,9 +117,9 @@ func (e *Engine) setHealthGauges(ctx context.Context) {
 		e.logErr(ctx, "reading operator health", err)
 		return
 	}
-	latest := map[string][]health.Health{}
+	latest := map[string][]api.HealthState{}
 	for _, r := range recs {
-		latest[r.OperatorName] = append(latest[r.OperatorName], health.Health(r.Health))
+		latest[r.OperatorName] = append(latest[r.OperatorName], api.HealthState(r.Health))
 	}
 	telemetry.SetOperatorHealth(health.Tally(latest))
 }
@@ -178,7 +179,7 @@ func (e *Engine) checkLive(ctx context.Context, op *store.Operator, r *store.Liv
 		e.logErr(e.liveLogContext(ctx, op, r), "health: checking "+op.Name+" on "+r.ClusterName, err)
 		return
 	}
-	if res.health.Health == health.Unhealthy {
+	if res.health.Health == api.Unhealthy {
 		e.event(ctx, r.DeploymentID, "healthcheck.failed", r.ClusterName,
 			fmt.Sprintf("%s in a row: %s", words.Count(res.failures, "failed check"), summary(res.health)), nil)
 	}

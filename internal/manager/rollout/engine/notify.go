@@ -45,7 +45,7 @@ func (e *Engine) notifyStatus(ctx context.Context, tx store.Executor, from store
 }
 
 // recordHealth stores a health check, telling Notifications in the same transaction.
-func (e *Engine) recordHealth(ctx context.Context, h health.ClusterHealth, p *store.OperatorHealthRecordParams, alert string) (*store.OperatorHealth, error) {
+func (e *Engine) recordHealth(ctx context.Context, h health.Result, p *store.OperatorHealthRecordParams, alert string) (*store.OperatorHealth, error) {
 	if e.cfg.Notifications == nil {
 		return e.cfg.Store.OperatorHealthRecord(ctx, p)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slipway-dev/slipway/internal/manager/health"
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/manager/rollout/strategy"
 	"github.com/slipway-dev/slipway/internal/manager/store"
@@ -150,7 +150,7 @@ func (e *Engine) pausedWait(ctx context.Context, d *store.Deployment, op *store.
 		return 0, err
 	}
 	for _, r := range results {
-		if r.health.Health == health.Unhealthy {
+		if r.health.Health == api.Unhealthy {
 			e.event(ctx, d.ID, "healthcheck.failed", r.cluster, fmt.Sprintf("%s in a row while paused: %s", words.Count(r.failures, "failed check"), summary(r.health)), nil)
 		}
 		if r.failures >= e.cfg.FailureThreshold {

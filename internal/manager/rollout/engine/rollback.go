@@ -12,8 +12,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"k8s.io/client-go/rest"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/crds"
-	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/install"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 	"github.com/slipway-dev/slipway/internal/manager/telemetry"
@@ -151,7 +151,7 @@ func (e *Engine) restore(ctx context.Context, d *store.Deployment, op *store.Ope
 		case !ran:
 			checked = false
 			msg += "; health not checked: " + why
-		case h.Health == health.Unhealthy:
+		case h.Health == api.Unhealthy:
 			same := e.sameFailure(ctx, d, c.ClusterName, h)
 			if len(same) == 0 {
 				return false, false, e.restoreFailed(ctx, d, c, fmt.Errorf("%s, but the restored release is unhealthy: %s", msg, summary(h)))

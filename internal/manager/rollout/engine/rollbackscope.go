@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
@@ -41,20 +42,20 @@ func RollbackScope(r *store.LiveRelease, now time.Time) (until time.Time, why st
 // last check of d's own release there, the one that failed it. None when d's last check there was
 // not Unhealthy (a manual rollback, a failed install) or is not stored: then an Unhealthy restored
 // release is a failed rollback, not a baseline that was unhealthy already.
-func (e *Engine) sameFailure(ctx context.Context, d *store.Deployment, cluster string, restored health.ClusterHealth) []string {
+func (e *Engine) sameFailure(ctx context.Context, d *store.Deployment, cluster string, restored health.Result) []string {
 	recs, err := e.cfg.Store.OperatorHealthList(ctx, &store.OperatorHealthListParams{OperatorName: d.OperatorName, ClusterName: cluster})
 	if err != nil {
 		e.logErr(clusterContext(ctx, cluster), "reading the check that failed "+d.ID, err)
 		return nil
 	}
-	var failed health.ClusterHealth
-	if len(recs) != 1 || recs[0].DeploymentID != d.ID || recs[0].Health != string(health.Unhealthy) ||
+	var failed api.OperatorHealthCheck
+	if len(recs) != 1 || recs[0].DeploymentID != d.ID || recs[0].Health != string(api.Unhealthy) ||
 		json.Unmarshal(recs[0].Result, &failed) != nil {
 		return nil
 	}
 	var same []string
-	before := failed.UnhealthyParts()
-	for _, part := range restored.UnhealthyParts() {
+	before := health.UnhealthyParts(failed)
+	for _, part := range health.UnhealthyParts(restored.OperatorHealthCheck) {
 		for _, b := range before {
 			if part == b {
 				same = append(same, part)

@@ -19,9 +19,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/clusters"
-	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/managertest"
 	"github.com/slipway-dev/slipway/internal/manager/operators"
 	"github.com/slipway-dev/slipway/internal/manager/ratelimit"
@@ -287,11 +287,11 @@ func seedScaleOperator(ctx context.Context, tx store.Tx, name string, envs map[s
 	}
 	n := 0
 	for cluster := range envs {
-		h := health.Healthy
-		res := health.ClusterHealth{ClusterName: cluster, Health: h, Pods: health.PodsStatus{Health: h},
-			Webhooks: health.WebhooksStatus{Health: health.Healthy}, CRDs: health.CRDStatus{Health: health.Healthy}}
+		h := api.Healthy
+		res := api.OperatorHealthCheck{ClusterName: cluster, Health: h, Pods: api.PodsStatus{Health: h},
+			Webhooks: api.WebhooksStatus{Health: api.Healthy}, CRDs: api.ReconciliationStatus{Health: api.Healthy}}
 		if n++; n%10 == 0 {
-			res.Health, res.Pods.Health, res.Pods.Messages = health.Degraded, health.Degraded, []string{"metrics not served"}
+			res.Health, res.Pods.Health, res.Pods.Messages = api.Degraded, api.Degraded, []string{"metrics not served"}
 		}
 		raw, err := json.Marshal(res)
 		if err != nil {

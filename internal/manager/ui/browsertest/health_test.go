@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
+	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
 	"github.com/slipway-dev/slipway/internal/manager/health"
 	"github.com/slipway-dev/slipway/internal/manager/managertest"
@@ -44,7 +45,7 @@ func healthWorld(t *testing.T) *tab {
 }
 
 // seedHealthWorld writes the clusters, the operator, its two Completed deployments and one
-// stored health check per cluster, as the health loop stores them (health.ClusterHealth):
+// stored health check per cluster, as the health loop stores them (api.OperatorHealthCheck):
 //   - dev-1 Healthy: 2 of 40 resources failing, both the tenants' and failing at the baseline
 //     (the last Healthy check); the operator's own reconcile error rate 0 of 120;
 //   - prod-1 Unhealthy: 3 resources newly failing under the version (the operator's) beside 3
@@ -78,29 +79,29 @@ func seedHealthWorld(tb testing.TB, st store.Store) {
 	old := seedCompleted(tb, st, op, newVersion, long, "dev-1", "prod-1")
 	recent := seedCompleted(tb, st, op, newVersion, now.Add(-time.Minute), "staging-1")
 
-	blamed := func(cluster, deployment string, capturedAt time.Time) health.ClusterHealth {
-		return health.ClusterHealth{ClusterName: cluster, Health: health.Unhealthy, ControllerPods: 1, WebhookStatus: health.WebhookNotConfigured,
-			CRDReconciliation: health.ReconciliationFailing,
-			Pods:              health.PodsStatus{Health: health.Healthy, Total: 1, Ready: 1},
-			Webhooks:          health.WebhooksStatus{Health: health.Healthy},
-			CRDs: health.CRDStatus{Health: health.Unhealthy, CRDs: 1, Resources: 40, Ready: 34, Failing: 6, ErrorRate: 0.075,
+	blamed := func(cluster, deployment string, capturedAt time.Time) api.OperatorHealthCheck {
+		return api.OperatorHealthCheck{ClusterName: cluster, Health: api.Unhealthy, ControllerPods: 1, WebhookStatus: api.WebhookNotConfigured,
+			CRDReconciliation: api.ReconciliationFailing,
+			Pods:              api.PodsStatus{Health: api.Healthy, Total: 1, Ready: 1},
+			Webhooks:          api.WebhooksStatus{Health: api.Healthy},
+			CRDs: api.ReconciliationStatus{Health: api.Unhealthy, CRDs: 1, Resources: 40, Ready: 34, Failing: 6, ErrorRate: 0.075,
 				Messages:         []string{"gizmos.example.com: 3 newly failing under this version"},
-				Baseline:         &health.BaselineSummary{CapturedAt: capturedAt, Source: health.BaselineDeploymentStart, DeploymentID: deployment, Resources: 40, Failing: 3, Metrics: true},
-				OperatorFailures: health.OperatorFailures{NewlyFailing: 3},
-				TenantFailures:   health.TenantFailures{FailingBefore: 3}},
-			Metrics: health.MetricsStatus{Health: health.Unhealthy, Read: health.Passed,
-				Window: &health.RateWindow{From: capturedAt, To: now, Basis: "baseline", Reconciles: 200, Errors: 50, ErrorRate: 0.25},
-				Before: &health.RateWindow{From: capturedAt.Add(-time.Hour), To: capturedAt, Basis: "last-healthy", Reconciles: 300, Errors: 3, ErrorRate: 0.01}}}
+				Baseline:         &api.BaselineSummary{CapturedAt: capturedAt, Source: health.BaselineDeploymentStart, DeploymentID: deployment, Resources: 40, Failing: 3, Metrics: true},
+				OperatorFailures: api.OperatorFailures{NewlyFailing: 3},
+				TenantFailures:   api.TenantFailures{FailingBefore: 3}},
+			Metrics: api.MetricsStatus{Health: api.Unhealthy, Read: api.VerdictPassed,
+				Window: &api.RateWindow{From: capturedAt, To: now, Basis: "baseline", Reconciles: 200, Errors: 50, ErrorRate: 0.25},
+				Before: &api.RateWindow{From: capturedAt.Add(-time.Hour), To: capturedAt, Basis: "last-healthy", Reconciles: 300, Errors: 3, ErrorRate: 0.01}}}
 	}
-	storeCheck(tb, st, old, health.ClusterHealth{ClusterName: "dev-1", Health: health.Healthy, ControllerPods: 1,
-		WebhookStatus: health.WebhookNotConfigured, CRDReconciliation: health.ReconciliationActive,
-		Pods:     health.PodsStatus{Health: health.Healthy, Total: 1, Ready: 1},
-		Webhooks: health.WebhooksStatus{Health: health.Healthy},
-		CRDs: health.CRDStatus{Health: health.Healthy, CRDs: 1, Resources: 40, Ready: 38, Failing: 2,
-			Baseline:       &health.BaselineSummary{CapturedAt: now.Add(-10 * time.Minute), Source: health.BaselineLastHealthy, Resources: 40, Failing: 2, Metrics: true},
-			TenantFailures: health.TenantFailures{FailingBefore: 2}},
-		Metrics: health.MetricsStatus{Health: health.Healthy, Read: health.Passed,
-			Window: &health.RateWindow{From: now.Add(-10 * time.Minute), To: now, Basis: "baseline", Reconciles: 120}}}, now)
+	storeCheck(tb, st, old, api.OperatorHealthCheck{ClusterName: "dev-1", Health: api.Healthy, ControllerPods: 1,
+		WebhookStatus: api.WebhookNotConfigured, CRDReconciliation: api.ReconciliationActive,
+		Pods:     api.PodsStatus{Health: api.Healthy, Total: 1, Ready: 1},
+		Webhooks: api.WebhooksStatus{Health: api.Healthy},
+		CRDs: api.ReconciliationStatus{Health: api.Healthy, CRDs: 1, Resources: 40, Ready: 38, Failing: 2,
+			Baseline:       &api.BaselineSummary{CapturedAt: now.Add(-10 * time.Minute), Source: health.BaselineLastHealthy, Resources: 40, Failing: 2, Metrics: true},
+			TenantFailures: api.TenantFailures{FailingBefore: 2}},
+		Metrics: api.MetricsStatus{Health: api.Healthy, Read: api.VerdictPassed,
+			Window: &api.RateWindow{From: now.Add(-10 * time.Minute), To: now, Basis: "baseline", Reconciles: 120}}}, now)
 	storeCheck(tb, st, old, blamed("prod-1", old, long.Add(-5*time.Minute)), now)
 	storeCheck(tb, st, recent, blamed("staging-1", recent, now.Add(-3*time.Minute)), now)
 }
@@ -124,7 +125,7 @@ func seedCompleted(tb testing.TB, st store.Store, op *store.Operator, version st
 }
 
 // storeCheck stores res as the health loop's latest check of the operator on its cluster.
-func storeCheck(tb testing.TB, st store.Store, deployment string, res health.ClusterHealth, at time.Time) {
+func storeCheck(tb testing.TB, st store.Store, deployment string, res api.OperatorHealthCheck, at time.Time) {
 	tb.Helper()
 	res.LastChecked = at
 	raw, err := json.Marshal(res)
