@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
@@ -129,12 +131,12 @@ func unknownFieldPath(body []byte, name string) string {
 		return name
 	}
 	request := fieldsOf(reflect.TypeFor[DeploymentRequest]())
-	for _, key := range sortedKeys(top) {
+	for _, key := range slices.Sorted(maps.Keys(top)) {
 		if key == name && !knownField(request, key) {
 			return name
 		}
 	}
-	for _, key := range sortedKeys(top) {
+	for _, key := range slices.Sorted(maps.Keys(top)) {
 		if !knownField(request, key) || !strings.HasSuffix(strings.ToLower(key), "config") {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"unicode"
@@ -132,7 +133,7 @@ func validateValues(r *api.DeploymentRequest) error {
 	if err := object("values", r.Values); err != nil {
 		return err
 	}
-	for _, env := range sortedKeys(r.ValuesByEnvironment) {
+	for _, env := range slices.Sorted(maps.Keys(r.ValuesByEnvironment)) {
 		field := "valuesByEnvironment." + env
 		if !slices.Contains(Environments, env) {
 			return invalid.Reasoned(field, "invalid", nil, "keys must be environments (%s), not %q", strings.Join(Environments, ", "), clip(env))
@@ -183,13 +184,4 @@ func ClusterOrder(order []string, targets []Target) ([]Target, error) {
 	}
 	SortTargets(rest)
 	return append(out, rest...), nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
