@@ -12,6 +12,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/slipway-dev/slipway/internal/manager/api"
 )
 
 // managerAPI is a small client of the manager's REST API: the few calls make dev makes.
@@ -26,22 +28,20 @@ func newManagerAPI(base string, tlsConfig *tls.Config) *managerAPI {
 	return &managerAPI{base: base, client: &http.Client{Transport: tr, Timeout: time.Minute}}
 }
 
-// apiError is the manager's one error shape.
+// apiError is an error answer: its status and the manager's one error body.
 type apiError struct {
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Details any    `json:"details,omitempty"`
+	Status int
+	Body   api.Error
 }
 
 func (e *apiError) Error() string {
-	msg := e.Message
-	if e.Details != nil {
-		if d, err := json.Marshal(e.Details); err == nil && string(d) != "null" && string(d) != "{}" {
+	msg := e.Body.Message
+	if e.Body.Details != nil {
+		if d, err := json.Marshal(e.Body.Details); err == nil && string(d) != "null" && string(d) != "{}" {
 			msg += " " + string(d)
 		}
 	}
-	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, msg)
+	return fmt.Sprintf("%d %s: %s", e.Status, e.Body.Code, msg)
 }
 
 // call sends in (when not nil) as JSON with token (when not empty) and decodes a 2xx answer into
@@ -76,8 +76,8 @@ func (a *managerAPI) call(ctx context.Context, method, path, token string, in, o
 	}
 	if resp.StatusCode/100 != 2 {
 		e := &apiError{Status: resp.StatusCode}
-		if json.Unmarshal(data, e) != nil || e.Message == "" {
-			e.Code, e.Message = http.StatusText(resp.StatusCode), strings.TrimSpace(string(data))
+		if json.Unmarshal(data, &e.Body) != nil || e.Body.Message == "" {
+			e.Body.Code, e.Body.Message = http.StatusText(resp.StatusCode), strings.TrimSpace(string(data))
 		}
 		return fmt.Errorf("%s %s: %w", method, path, e)
 	}
@@ -89,90 +89,19 @@ func (a *managerAPI) call(ctx context.Context, method, path, token string, in, o
 	return nil
 }
 
-// The API's objects, as far as make dev reads them (internal/manager/server/types.go).
-type (
-	apiCluster struct {
-		Name              string `json:"name"`
-		Environment       string `json:"environment"`
-		KubernetesVersion string `json:"kubernetesVersion"`
-		Health            string `json:"health"`
-		HealthReason      string `json:"healthReason,omitempty"`
-		Reason            string `json:"reason,omitempty"` // the health endpoint's name for it
-	}
-	apiChart struct {
-		Repository string `json:"repository"`
-		Name       string `json:"name"`
-	}
-	apiOperator struct {
-		ID        string   `json:"id,omitempty"`
-		Name      string   `json:"name"`
-		Namespace string   `json:"namespace"`
-		Chart     apiChart `json:"chart"`
-		Versions  []string `json:"versions,omitempty"`
-		// DefaultValues are merged under every deployment's values: what the sample's release
-		// needs in make dev (sampleDeploymentValues), for deployments from the UI and the CLI too.
-		DefaultValues map[string]any `json:"defaultValues,omitempty"`
-	}
-	apiDeploymentCluster struct {
-		Name         string `json:"name"`
-		Status       string `json:"status"`
-		HelmRevision int    `json:"helmRevision"`
-		Message      string `json:"message,omitempty"`
-		Namespace    string `json:"namespace"`
-		Release      string `json:"release"`
-	}
-	apiDeployment struct {
-		ID       string                 `json:"id"`
-		Operator string                 `json:"operator"`
-		Version  string                 `json:"version"`
-		Strategy string                 `json:"strategy"`
-		Status   string                 `json:"status"`
-		Reason   string                 `json:"reason,omitempty"`
-		Clusters []apiDeploymentCluster `json:"clusters"`
-	}
-	// apiPart is one part of an operator's health on a cluster, as far as the status view reads it.
-	apiPart struct {
-		Health   string   `json:"health"`
-		Total    int      `json:"total"`
-		Ready    int      `json:"ready"`
-		Healthy  int      `json:"healthy"`
-		CRDs     int      `json:"crds"`
-		Messages []string `json:"messages"`
-	}
-	// apiClusterHealth is one cluster's entry: the design's fields, then each part's details.
-	apiClusterHealth struct {
-		ClusterName       string  `json:"clusterName"`
-		Health            string  `json:"health"`
-		ControllerPods    int     `json:"controllerPods"`
-		WebhookStatus     string  `json:"webhookStatus"`
-		CRDReconciliation string  `json:"crdReconciliation"`
-		Pods              apiPart `json:"pods"`
-		Webhooks          apiPart `json:"webhooks"`
-		CRDs              struct {
-			apiPart
-			Resources int `json:"resources"`
-		} `json:"crds"`
-	}
-	apiOperatorHealth struct {
-		OperatorName  string             `json:"operatorName"`
-		OverallHealth string             `json:"overallHealth"`
-		Clusters      []apiClusterHealth `json:"clusters"`
-	}
-)
-
 // registerCluster registers the cluster of the kubeconfig file as name in environment Dev, then
 // has the manager check its health at once; it returns the cluster as checked.
-func (a *managerAPI) registerCluster(ctx context.Context, token, name, kubeconfigFile string) (apiCluster, error) {
+func (a *managerAPI) registerCluster(ctx context.Context, token, name, kubeconfigFile string) (api.Cluster, error) {
 	kubeconfig, err := os.ReadFile(kubeconfigFile)
 	if err != nil {
-		return apiCluster{}, err
+		return api.Cluster{}, err
 	}
-	var c apiCluster
-	req := map[string]string{"name": name, "environment": "Dev", "kubeconfig": string(kubeconfig)}
+	var c api.Cluster
+	req := api.ClusterRequest{Name: name, Environment: "Dev", Kubeconfig: string(kubeconfig)}
 	if err := a.call(ctx, http.MethodPost, "/api/v1/clusters", token, req, &c); err != nil {
 		return c, fmt.Errorf("registering the control plane with the manager: %w", err)
 	}
-	var h apiCluster
+	var h api.ClusterHealth
 	if err := a.call(ctx, http.MethodGet, "/api/v1/clusters/"+url.PathEscape(name)+"/health?refresh=true", token, nil, &h); err != nil {
 		return c, fmt.Errorf("checking the health of cluster %s: %w", name, err)
 	}
@@ -191,10 +120,14 @@ func (a *managerAPI) registerCluster(ctx context.Context, token, name, kubeconfi
 
 // registerOperator registers the sample operator with its chart in repository and the values a
 // deployment that gives none gets: the sample release's (the real node's need its local image).
-func (a *managerAPI) registerOperator(ctx context.Context, token, repository string, defaultValues map[string]any) (apiOperator, error) {
-	req := apiOperator{Name: SampleOperator, Namespace: SampleOperatorNamespace, Chart: apiChart{Repository: repository, Name: SampleOperator},
-		DefaultValues: defaultValues}
-	var op apiOperator
+func (a *managerAPI) registerOperator(ctx context.Context, token, repository string, defaultValues map[string]any) (api.Operator, error) {
+	var op api.Operator
+	values, err := json.Marshal(defaultValues)
+	if err != nil {
+		return op, err
+	}
+	req := api.OperatorRequest{Name: SampleOperator, Namespace: SampleOperatorNamespace,
+		Chart: api.ChartRef{Repository: repository, Name: SampleOperator}, DefaultValues: values}
 	if err := a.call(ctx, http.MethodPost, "/api/v1/operators", token, req, &op); err != nil {
 		return op, fmt.Errorf("registering the operator %s with the manager: %w", SampleOperator, err)
 	}
@@ -203,12 +136,14 @@ func (a *managerAPI) registerOperator(ctx context.Context, token, repository str
 
 // createDeployment submits a Direct deployment, health checks on, of the sample operator at
 // version with values to cluster.
-func (a *managerAPI) createDeployment(ctx context.Context, token, cluster, version string, values map[string]any) (apiDeployment, error) {
-	req := map[string]any{
-		"operator": SampleOperator, "version": version, "clusters": []string{cluster}, "values": values,
-		"strategy": "Direct", "directConfig": map[string]any{"skipHealthChecks": false},
+func (a *managerAPI) createDeployment(ctx context.Context, token, cluster, version string, values map[string]any) (api.Deployment, error) {
+	var d api.Deployment
+	raw, err := json.Marshal(values)
+	if err != nil {
+		return d, err
 	}
-	var d apiDeployment
+	req := api.DeploymentRequest{Operator: SampleOperator, Version: version, Clusters: []string{cluster}, Values: raw,
+		Strategy: api.StrategyDirect, DirectConfig: &api.DirectConfig{}}
 	if err := a.call(ctx, http.MethodPost, "/api/v1/deployments", token, req, &d); err != nil {
 		return d, fmt.Errorf("submitting the sample deployment of %s %s: %w", SampleOperator, version, err)
 	}
@@ -221,7 +156,7 @@ func (a *managerAPI) statusRows(ctx context.Context, token string) []string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var rows []string
-	var clusters struct{ Items []apiCluster }
+	var clusters api.ClusterList
 	if err := a.call(ctx, http.MethodGet, "/api/v1/clusters?limit=20", token, nil, &clusters); err != nil {
 		rows = append(rows, fmt.Sprintf("manager/Cluster\t\t\t<error>\t%s", shorten(err.Error())))
 	}
@@ -232,7 +167,7 @@ func (a *managerAPI) statusRows(ctx context.Context, token string) []string {
 		}
 		rows = append(rows, fmt.Sprintf("manager/Cluster\t\t%s\t%s\t%s", c.Name, c.Health, shorten(msg)))
 	}
-	var operators struct{ Items []apiOperator }
+	var operators api.OperatorList
 	if err := a.call(ctx, http.MethodGet, "/api/v1/operators?limit=20", token, nil, &operators); err != nil {
 		rows = append(rows, fmt.Sprintf("manager/Operator\t\t\t<error>\t%s", shorten(err.Error())))
 	}
@@ -249,7 +184,7 @@ func (a *managerAPI) deploymentRows(ctx context.Context, token, id string) []str
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var rows []string
-	var d apiDeployment
+	var d api.Deployment
 	if err := a.call(ctx, http.MethodGet, "/api/v1/deployments/"+url.PathEscape(id), token, nil, &d); err != nil {
 		rows = append(rows, fmt.Sprintf("manager/Deployment\t\t%s\t<error>\t%s", id, shorten(err.Error())))
 	} else {
@@ -266,7 +201,7 @@ func (a *managerAPI) deploymentRows(ctx context.Context, token, id string) []str
 			rows = append(rows, fmt.Sprintf("manager/DeploymentCluster\t%s\t%s\t%s\t%s", c.Namespace, c.Name, c.Status, shorten(msg)))
 		}
 	}
-	var h apiOperatorHealth
+	var h api.OperatorHealth
 	if err := a.call(ctx, http.MethodGet, "/api/v1/operators/"+url.PathEscape(SampleOperator)+"/health", token, nil, &h); err != nil {
 		return append(rows, fmt.Sprintf("manager/OperatorHealth\t\t%s\t<error>\t%s", SampleOperator, shorten(err.Error())))
 	}
@@ -281,14 +216,16 @@ func (a *managerAPI) deploymentRows(ctx context.Context, token, id string) []str
 
 // healthSummary is one cluster's health in a line: each part's health and what it looked at,
 // then the first message of a part that is not Healthy.
-func healthSummary(c apiClusterHealth) string {
-	crd := c.CRDs
+func healthSummary(c api.OperatorHealthCheck) string {
 	s := fmt.Sprintf("pods %s %d/%d Ready; webhooks %s %s %d/%d; CRs %s %s %d/%d Ready", c.Pods.Health,
 		c.ControllerPods, c.Pods.Total, c.Webhooks.Health, c.WebhookStatus, c.Webhooks.Healthy,
-		c.Webhooks.Total, crd.Health, c.CRDReconciliation, crd.Ready, crd.Resources)
-	for _, p := range []apiPart{c.Pods, c.Webhooks, crd.apiPart} {
-		if p.Health != "Healthy" && len(p.Messages) > 0 {
-			return s + " (" + p.Messages[0] + ")"
+		c.Webhooks.Total, c.CRDs.Health, c.CRDReconciliation, c.CRDs.Ready, c.CRDs.Resources)
+	for _, p := range []struct {
+		health   api.HealthState
+		messages []string
+	}{{c.Pods.Health, c.Pods.Messages}, {c.Webhooks.Health, c.Webhooks.Messages}, {c.CRDs.Health, c.CRDs.Messages}} {
+		if p.health != api.Healthy && len(p.messages) > 0 {
+			return s + " (" + p.messages[0] + ")"
 		}
 	}
 	return s
