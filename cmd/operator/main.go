@@ -41,6 +41,9 @@ func main() {
 	if limit := operator.SetMemoryLimit(0.9); limit > 0 {
 		log.Info("Set the Go memory limit from the container's", "bytes", limit)
 	}
+	if operator.SetGCPercent(operator.DefaultGCPercent) {
+		log.Info("Set the Go collector's target (GOGC unset)", "percent", operator.DefaultGCPercent)
+	}
 
 	ctx := ctrl.SetupSignalHandler()
 	cfg, err := ctrl.GetConfig()

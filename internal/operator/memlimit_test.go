@@ -3,6 +3,7 @@ package operator
 import (
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 )
 
@@ -29,5 +30,26 @@ func TestMemoryLimit_ReadsCgroupV2(t *testing.T) {
 	}
 	if got := memoryLimit(filepath.Join(dir, "missing")); got != 0 {
 		t.Errorf("missing file: %d, want 0", got)
+	}
+}
+
+func TestGCPercent_DefaultUnlessGOGCIsSet(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+
+	t.Setenv("GOGC", "")
+	if !SetGCPercent(DefaultGCPercent) {
+		t.Fatal("GOGC unset: the default was not set")
+	}
+	if got := debug.SetGCPercent(100); got != DefaultGCPercent {
+		t.Errorf("GOGC unset: the collector's target is %d, want %d", got, DefaultGCPercent)
+	}
+
+	t.Setenv("GOGC", "200")
+	if SetGCPercent(DefaultGCPercent) {
+		t.Error("GOGC=200: SetGCPercent overrode the environment")
+	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GOGC=200: the collector's target changed to %d", got)
 	}
 }

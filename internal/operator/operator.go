@@ -51,10 +51,13 @@ type Controller struct {
 
 // Options are the operator's settings, bound to command-line flags by BindFlags.
 type Options struct {
-	Controllers             []string
-	MetricsAddr             string
-	SecureMetrics           bool
-	ProbeAddr               string
+	Controllers   []string
+	MetricsAddr   string
+	SecureMetrics bool
+	ProbeAddr     string
+	// PprofAddr serves net/http/pprof when set (off by default): heap profiles of a running
+	// operator, as the scale benchmarks take them.
+	PprofAddr               string
 	WebhookPort             int
 	WebhookCertDir          string
 	WebhookCert             WebhookCertOptions
@@ -101,6 +104,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet, available []Controller) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8443", "address the metrics endpoint binds to; \"0\" disables it")
 	fs.BoolVar(&o.SecureMetrics, "metrics-secure", true, "serve metrics over HTTPS with authentication and authorization by the API server")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz probes bind to")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address net/http/pprof binds to (profiles of the running operator); empty disables it")
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "port the webhook server listens on")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory of the webhook serving certificate (tls.crt, tls.key); default "+webhookcert.DefaultCertDir())
 	o.WebhookCert.bindFlags(fs)
@@ -204,6 +208,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: uncached}},
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        opts.ProbeAddr,
+		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElect,
 		LeaderElectionID:              opts.LeaderElectionID,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
