@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,6 +139,11 @@ func (w *shardWorld) state(n int) (settled bool, twice []string, err error) {
 	if err := w.c.List(w.ctx, &jobs, client.MatchingLabels{werfbundle.LabelComponent: werfbundle.ComponentValue}); err != nil {
 		return false, nil, err
 	}
+	// Only this world's namespaces: other tests of the package share the control plane and leave
+	// bundles behind, which these shards also take.
+	bundles.Items = slices.DeleteFunc(bundles.Items, func(b werfv1.WerfBundle) bool {
+		return !strings.HasPrefix(b.Namespace, w.prefix+"-")
+	})
 	byBundle := map[string][]batchv1.Job{}
 	for _, j := range jobs.Items {
 		k := j.Labels[werfbundle.LabelBundleNamespace] + "/" + j.Labels[werfbundle.LabelBundleName]
