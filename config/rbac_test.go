@@ -52,12 +52,13 @@ func TestRBAC_OperatorHoldsOnlyTheRolesOfItsControllers(t *testing.T) {
 	defer cancel()
 	const ns, sys = "team-a", controlplane.OperatorNamespace
 
-	// Whatever the controllers: leader election in the operator's namespace only, Events, metrics
-	// authorization.
+	// Whatever the controllers: leader election and shard membership in the operator's namespace
+	// only (a shard deletes its own Lease on a clean stop), Events, metrics authorization.
 	common := []access{
 		allow("update", "coordination.k8s.io", "leases", sys),
-		deny("delete", "coordination.k8s.io", "leases", sys),
+		allow("delete", "coordination.k8s.io", "leases", sys),
 		deny("update", "coordination.k8s.io", "leases", "kube-system"),
+		deny("delete", "coordination.k8s.io", "leases", "kube-system"),
 		allow("create", "", "events", ns),
 		allow("create", "authorization.k8s.io", "subjectaccessreviews", ""),
 	}
