@@ -1,13 +1,19 @@
 package werfbundle
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 )
@@ -79,5 +85,30 @@ func TestBundleChanges_PassThePushAnnotation(t *testing.T) {
 		if got := bundleChanges.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {
 			t.Errorf("%s: passed %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestEnqueueOutcome_RecordsAfterTheFirstDeploys: a finished Job's bundle is queued behind the
+// bundles waiting for their first Job (queued by the initial list at handler.LowPriority), so a
+// burst's Job creates are not held up by the outcomes of the Jobs already done.
+func TestEnqueueOutcome_RecordsAfterTheFirstDeploys(t *testing.T) {
+	q := priorityqueue.New[reconcile.Request]("outcome-test")
+	defer q.ShutDown()
+	waiting := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "waiting"}}
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, waiting)
+
+	done := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "done-apply-1", Namespace: "team",
+		Labels: map[string]string{LabelComponent: ComponentValue, LabelBundleName: "done", LabelBundleNamespace: "team"}}}
+	enqueueOutcome(jobToBundle).Update(context.Background(), event.UpdateEvent{ObjectOld: done, ObjectNew: done}, q)
+
+	for i, want := range []struct {
+		name     string
+		priority int
+	}{{"waiting", handler.LowPriority}, {"done", outcomePriority}} {
+		got, priority, _ := q.GetWithPriority()
+		if got.Name != want.name || priority != want.priority {
+			t.Errorf("item %d: %s at priority %d, want %s at %d", i, got.Name, priority, want.name, want.priority)
+		}
+		q.Done(got)
 	}
 }

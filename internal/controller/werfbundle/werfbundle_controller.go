@@ -15,12 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -179,8 +181,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("werfbundle").
 		For(&werfv1.WerfBundle{}, builder.WithPredicates(bundleChanges)).
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobToBundle),
-			builder.WithPredicates(managedJobs)).
+		Watches(&batchv1.Job{}, enqueueOutcome(jobToBundle), builder.WithPredicates(managedJobs)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.valuesSourceToBundles("ConfigMap")),
 			builder.OnlyMetadata).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.valuesSourceToBundles("Secret")),
@@ -245,6 +246,35 @@ func jobToBundle(_ context.Context, o client.Object) []reconcile.Request {
 	}
 	l := o.GetLabels()
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[LabelBundleNamespace], Name: l[LabelBundleName]}}}
+}
+
+// outcomePriority queues the reconcile that records a Job's end or removal with the deferred status
+// writes, behind the bundles waiting for their first Job (the initial list's at
+// handler.LowPriority, new bundles' at 0): during a burst of first deploys the API server's writes go
+// to Jobs first, not to the statuses, logs and Events of the Jobs already done; with nothing else
+// queued it runs at once.
+const outcomePriority = statusWritePriority
+
+// enqueueOutcome enqueues the bundles mapFn names at outcomePriority (at once when the queue is not
+// a priority queue).
+func enqueueOutcome(mapFn handler.MapFunc) handler.EventHandler {
+	add := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
+		for _, req := range mapFn(ctx, o) {
+			if ok {
+				pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(outcomePriority)}, req)
+			} else {
+				q.Add(req)
+			}
+		}
+	}
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	return handler.Funcs{
+		CreateFunc:  func(ctx context.Context, e event.CreateEvent, q queue) { add(ctx, e.Object, q) },
+		UpdateFunc:  func(ctx context.Context, e event.UpdateEvent, q queue) { add(ctx, e.ObjectNew, q) },
+		DeleteFunc:  func(ctx context.Context, e event.DeleteEvent, q queue) { add(ctx, e.Object, q) },
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) { add(ctx, e.Object, q) },
+	}
 }
 
 // Reconcile follows one shape: read, snapshot for the patch, run the steps, compute the status in
