@@ -687,14 +687,28 @@ func (n *RealNode) removeSandboxes() error {
 	}
 	var errs []error
 	for _, s := range list.Items {
-		if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.Id}); err != nil {
-			errs = append(errs, fmt.Errorf("stopping pod sandbox %s: %w", s.Metadata.GetName(), err))
-		}
-		if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.Id}); err != nil {
-			errs = append(errs, fmt.Errorf("removing pod sandbox %s: %w", s.Metadata.GetName(), err))
-		}
+		errs = append(errs, removeSandbox(ctx, rt, s))
 	}
 	return errors.Join(errs...)
+}
+
+// removeSandbox stops and removes one pod sandbox, again every 200 ms until ctx ends while
+// containerd refuses: a container the kubelet was starting when it stopped is "in starting state"
+// for a moment, and containerd removes no sandbox holding one (make dev's down met it while the
+// manager's deployment rolled the operator's pod).
+func removeSandbox(ctx context.Context, rt runtimeapi.RuntimeServiceClient, s *runtimeapi.PodSandbox) error {
+	for {
+		_, stopErr := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.Id})
+		_, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.Id})
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("removing pod sandbox %s: %w", s.Metadata.GetName(), errors.Join(stopErr, err))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // RSS is the resident memory of containerd and the kubelet, in bytes.
