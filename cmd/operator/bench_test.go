@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,13 +13,11 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
 	"github.com/slipway-dev/slipway/internal/controller/werfbundle"
 	"github.com/slipway-dev/slipway/internal/registry/registrytest"
-	"github.com/slipway-dev/slipway/internal/scheme"
 	"github.com/slipway-dev/slipway/internal/testenv"
 	"github.com/slipway-dev/slipway/internal/testenv/operatorproc"
 )
@@ -60,16 +57,7 @@ func benchAsShipped(b *testing.B, bin string, n int, flags []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	light := testenv.New(b, testenv.Light)
-	cfg := rest.CopyConfig(light.Config)
-	cfg.QPS = -1 // the harness's own requests are not what is measured
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	kubeconfig, err := light.InstallOperatorIdentity(ctx, filepath.Join(b.TempDir(), "operator.kubeconfig"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	c, kubeconfig := harness(ctx, b, light)
 	reg := registrytest.StartDistribution(b)
 	for i := range benchTags {
 		registrytest.PushBundle(b, reg.Host, "bench/app", fmt.Sprintf("1.%d.0", i))

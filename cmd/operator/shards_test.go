@@ -46,7 +46,10 @@ type shardWorld struct {
 	jobUIDs map[string]types.UID
 }
 
-func newShardWorld(ctx context.Context, tb testing.TB, cp *testenv.Env, prefix string, flags ...string) *shardWorld {
+// harness is a client without a client-side limit for the test's own requests (they are not what
+// is measured) and a kubeconfig of the operator's RBAC identity for the processes under test.
+func harness(ctx context.Context, tb testing.TB, cp *testenv.Env) (client.Client, string) {
+	tb.Helper()
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.QPS = -1
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
@@ -57,6 +60,11 @@ func newShardWorld(ctx context.Context, tb testing.TB, cp *testenv.Env, prefix s
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return c, kubeconfig
+}
+
+func newShardWorld(ctx context.Context, tb testing.TB, cp *testenv.Env, prefix string, flags ...string) *shardWorld {
+	c, kubeconfig := harness(ctx, tb, cp)
 	reg := registrytest.StartDistribution(tb)
 	registrytest.PushBundle(tb, reg.Host, prefix+"/app", "1.0.0")
 	return &shardWorld{ctx: ctx, c: c, kubeconfig: kubeconfig, bin: operatorproc.Binary(tb), repo: reg.Repository(prefix + "/app"),
