@@ -45,13 +45,14 @@ var sharding = &operator.Sharding{Object: &werfv1.WerfBundle{}, Label: ShardLabe
 // shardJobs keeps a shard's view of its bundles' Jobs whole across handovers. A bundle moved here
 // may have Jobs labelled for the shard it came from, which this shard's cache does not hold: the
 // first reconcile that misses a Job the status names lists them from the API server and relabels
-// them (once per bundle and status, remembered in checked), and a Job create that meets an existing
+// them (once per bundle and status: checked holds the last status checked of each bundle in this
+// shard's cache, so it stays as large as the cache), and a Job create that meets an existing
 // Job (AlreadyExists: the deterministic name, made by the previous shard) adopts it instead of
 // failing. Nil on an unsharded operator: nothing changes then.
 type shardJobs struct {
 	reader  client.Reader
 	writer  client.Client
-	checked sync.Map // checkKey → struct{}
+	checked sync.Map // types.NamespacedName → checkKey
 }
 
 type checkKey struct {
@@ -76,22 +77,14 @@ func (sj *shardJobs) gone(ctx context.Context, key types.NamespacedName) (bool, 
 	m.SetGroupVersionKind(werfv1.GroupVersion.WithKind("WerfBundle"))
 	err := sj.reader.Get(ctx, key, m)
 	if apierrors.IsNotFound(err) {
+		sj.checked.Delete(key)
 		return true, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("checking whether WerfBundle %s moved to another shard: %w", key, err)
 	}
-	sj.forget(m.UID)
+	sj.checked.Delete(key)
 	return false, nil
-}
-
-func (sj *shardJobs) forget(uid types.UID) {
-	sj.checked.Range(func(k, _ any) bool {
-		if k.(checkKey).uid == uid {
-			sj.checked.Delete(k)
-		}
-		return true
-	})
 }
 
 // adopt relabels the bundle's Jobs the cache missed when the status names a Job the cached list
@@ -102,8 +95,9 @@ func (sj *shardJobs) adopt(ctx context.Context, b *werfv1.WerfBundle, targetNS s
 	if sj == nil || shard == "" || (b.Status.ActiveJob == "" && b.Status.LastFinishedJob == "") {
 		return false, nil
 	}
-	key := checkKey{uid: b.UID, active: b.Status.ActiveJob, lastFinished: b.Status.LastFinishedJob}
-	if _, done := sj.checked.Load(key); done || (named(cached, b.Status.ActiveJob) && named(cached, b.Status.LastFinishedJob)) {
+	name := types.NamespacedName{Namespace: b.Namespace, Name: b.Name}
+	state := checkKey{uid: b.UID, active: b.Status.ActiveJob, lastFinished: b.Status.LastFinishedJob}
+	if last, ok := sj.checked.Load(name); (ok && last == state) || (named(cached, b.Status.ActiveJob) && named(cached, b.Status.LastFinishedJob)) {
 		return false, nil
 	}
 	var list metav1.PartialObjectMetadataList
@@ -123,7 +117,7 @@ func (sj *shardJobs) adopt(ctx context.Context, b *werfv1.WerfBundle, targetNS s
 			moved = true
 		}
 	}
-	sj.checked.Store(key, struct{}{})
+	sj.checked.Store(name, state)
 	return moved, nil
 }
 
