@@ -139,20 +139,24 @@ func (w *shardWorld) leader(tb testing.TB) string {
 // rendezvous hashing gives it among the running shards and has its first Job, labelled for the
 // same shard (the shard holding it has it in view); twice lists bundles with more than one Job.
 func (w *shardWorld) state(n int) (settled bool, twice []string, err error) {
-	var bundles werfv1.WerfBundleList
+	// Metadata only: labels and UIDs are all it reads, and at 50,000 bundles a poll of whole
+	// objects would be a load of its own on the API server under measure.
+	bundles := metav1.PartialObjectMetadataList{}
+	bundles.SetGroupVersionKind(werfv1.GroupVersion.WithKind("WerfBundleList"))
 	if err := w.c.List(w.ctx, &bundles); err != nil {
 		return false, nil, err
 	}
-	var jobs batchv1.JobList
+	jobs := metav1.PartialObjectMetadataList{}
+	jobs.SetGroupVersionKind(batchv1.SchemeGroupVersion.WithKind("JobList"))
 	if err := w.c.List(w.ctx, &jobs, client.MatchingLabels{werfbundle.LabelComponent: werfbundle.ComponentValue}); err != nil {
 		return false, nil, err
 	}
 	// Only this world's namespaces: other tests of the package share the control plane and leave
 	// bundles behind, which these shards also take.
-	bundles.Items = slices.DeleteFunc(bundles.Items, func(b werfv1.WerfBundle) bool {
+	bundles.Items = slices.DeleteFunc(bundles.Items, func(b metav1.PartialObjectMetadata) bool {
 		return !strings.HasPrefix(b.Namespace, w.prefix+"-")
 	})
-	byBundle := map[string][]batchv1.Job{}
+	byBundle := map[string][]metav1.PartialObjectMetadata{}
 	for _, j := range jobs.Items {
 		k := j.Labels[werfbundle.LabelBundleNamespace] + "/" + j.Labels[werfbundle.LabelBundleName]
 		byBundle[k] = append(byBundle[k], j)
