@@ -35,10 +35,12 @@ type shardWorld struct {
 	c          client.Client
 	kubeconfig string
 	bin        string
-	repo       string
-	prefix     string
-	flags      []string
-	shards     map[string]*operatorproc.Process
+	// registry is the registry's host; repo the bundles' repository on it.
+	registry string
+	repo     string
+	prefix   string
+	flags    []string
+	shards   map[string]*operatorproc.Process
 	// unsharded is set when the processes run with --shards=1: no bundle gets a shard label.
 	unsharded bool
 	// jobUIDs is the UID of each bundle's first Job as first seen: a Job deleted and made again
@@ -67,11 +69,12 @@ func newShardWorld(ctx context.Context, tb testing.TB, cp *testenv.Env, prefix s
 	c, kubeconfig := harness(ctx, tb, cp)
 	reg := registrytest.StartDistribution(tb)
 	registrytest.PushBundle(tb, reg.Host, prefix+"/app", "1.0.0")
-	return &shardWorld{ctx: ctx, c: c, kubeconfig: kubeconfig, bin: operatorproc.Binary(tb), repo: reg.Repository(prefix + "/app"),
+	return &shardWorld{ctx: ctx, c: c, kubeconfig: kubeconfig, bin: operatorproc.Binary(tb), registry: reg.Host, repo: reg.Repository(prefix + "/app"),
 		prefix: prefix, flags: flags, shards: map[string]*operatorproc.Process{}, jobUIDs: map[string]types.UID{}}
 }
 
-// bundles creates n WerfBundles, perNS to a namespace.
+// bundles creates n WerfBundles, perNS to a namespace, polling the registry once an hour (after
+// the first poll, only a push makes them poll again while a test runs).
 func (w *shardWorld) bundles(tb testing.TB, n, perNS int) {
 	testenv.Parallel(tb, (n+perNS-1)/perNS, 16, func(i int) error {
 		ns := fmt.Sprintf("%s-%d", w.prefix, i)
@@ -84,15 +87,15 @@ func (w *shardWorld) bundles(tb testing.TB, n, perNS int) {
 		return w.c.Create(w.ctx, &werfv1.WerfBundle{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", i), Namespace: fmt.Sprintf("%s-%d", w.prefix, i/perNS)},
 			Spec: werfv1.WerfBundleSpec{
-				Registry: werfv1.RegistrySpec{URL: w.repo, Insecure: true},
+				Registry: werfv1.RegistrySpec{URL: w.repo, Insecure: true, PollInterval: &metav1.Duration{Duration: time.Hour}},
 				Converge: werfv1.ConvergeSpec{ServiceAccountName: "werf-converge"},
 			},
 		})
 	})
 }
 
-// start runs a shard named name; count is --shards.
-func (w *shardWorld) start(tb testing.TB, name string, count int) *operatorproc.Process {
+// start runs a shard named name; count is --shards; args are further flags of this shard alone.
+func (w *shardWorld) start(tb testing.TB, name string, count int, args ...string) *operatorproc.Process {
 	p := operatorproc.Start(tb, w.bin, operatorproc.Options{
 		Name: name, Kubeconfig: w.kubeconfig,
 		Args: append([]string{
@@ -102,7 +105,7 @@ func (w *shardWorld) start(tb testing.TB, name string, count int) *operatorproc.
 			"--leader-election-renew-deadline=" + renewDeadline.String(),
 			"--leader-election-retry-period=" + retryPeriod.String(),
 			"--webhook-cert-mirror=true", "--webhook-cert-dns-names=localhost",
-		}, w.flags...),
+		}, append(w.flags, args...)...),
 	})
 	w.shards[name] = p
 	w.unsharded = count == 1

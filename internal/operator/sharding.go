@@ -72,7 +72,8 @@ func shardCache(o cache.Options, sh *Sharding, member string) cache.Options {
 	return o
 }
 
-// addShardRunnables adds this replica's membership and the assigner, which runs on the leader.
+// addShardRunnables adds this replica's membership, its tracker of the members, and the
+// assigner, which runs on the leader.
 func addShardRunnables(mgr ctrl.Manager, sh *Sharding, ring string, opts Options) error {
 	gvk, err := apiutil.GVKForObject(sh.Object, mgr.GetScheme())
 	if err != nil {
@@ -87,9 +88,15 @@ func addShardRunnables(mgr ctrl.Manager, sh *Sharding, ring string, opts Options
 		Duration: opts.LeaseDuration, Renew: opts.RetryPeriod}); err != nil {
 		return err
 	}
+	// Every replica tracks the members from its start, so the one that takes the assigner over
+	// from a dead leader already knows the leader's membership Lease expired.
+	tracker := &shard.Tracker{Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Namespace: opts.Namespace, Ring: ring, Every: opts.RetryPeriod / 2}
+	if err := mgr.Add(tracker); err != nil {
+		return err
+	}
 	return mgr.Add(&shard.Assigner{Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Client: direct, GVK: gvk, Label: sh.Label,
-		Namespace: opts.Namespace, Ring: ring, Every: opts.RetryPeriod / 2, Workers: assignWorkers,
-		// At a start, wait up to a Lease duration for the --shards members to be there.
+		Namespace: opts.Namespace, Ring: ring, Every: opts.RetryPeriod / 2, Workers: assignWorkers, Tracker: tracker,
+		// At a start, wait until the tracker has watched for a Lease duration for the --shards members to be there.
 		Expect: opts.Shards, Settle: opts.LeaseDuration})
 }
 

@@ -264,6 +264,14 @@ type WerfBundleStatus struct {
 	// +optional
 	LastHandledPush string `json:"lastHandledPush,omitempty"`
 
+	// Repository is spec.registry.url in the canonical form registries name a repository in
+	// their push notifications (host in lower case, Docker Hub's short names spelled out, as
+	// docker.io/library/nginx). It is a selectable field: the push webhook finds every bundle of a
+	// pushed repository with one field-selected list from the API server, whichever shard holds
+	// it (kubectl get werfbundles -A --field-selector status.repository=ghcr.io/org/bundle).
+	// +optional
+	Repository string `json:"repository,omitempty"`
+
 	// Conditions: Ready, Reconciling, Stalled, DriftDetected.
 	// +listType=map
 	// +listMapKey=type
@@ -323,6 +331,7 @@ const AcceptBundlesFromAnnotation = "werf.io/accept-bundles-from"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=wb,categories=slipway
+// +kubebuilder:selectablefield:JSONPath=`.status.repository`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Tag",type=string,JSONPath=`.status.lastAppliedTag`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	werfv1 "github.com/slipway-dev/slipway/api/werf/v1alpha1"
+	"github.com/slipway-dev/slipway/internal/controller/werfbundle/receiver"
 	"github.com/slipway-dev/slipway/internal/operator/conditions"
 )
 
@@ -19,6 +20,8 @@ func (r *Reconciler) computeStatus(s *scope) {
 	st := &b.Status
 	gen := b.Generation
 	prev := st.Phase
+	// What the push webhook selects on (see Trigger).
+	st.Repository = receiver.NormalizeRepository(b.Spec.Registry.URL)
 
 	if s.suspended {
 		conditions.Remove(&st.Conditions, conditions.Reconciling)

@@ -8,9 +8,7 @@ import (
 	"sync"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,33 +33,25 @@ type Assigner struct {
 	// Namespace and Ring select the membership Leases.
 	Namespace string
 	Ring      string
-	// Every is how often the Leases are checked for expiry (1 s when zero).
+	// Every is how often the members are checked (1 s when zero).
 	Every time.Duration
-	// BeforeMove, when set, runs before an object that has a shard is moved to another (to):
-	// a controller moves the objects it made for it (Jobs) with it. An error retries the move.
-	BeforeMove func(ctx context.Context, obj *metav1.PartialObjectMetadata, to string) error
+	// Tracker says which members are live. It should run on every replica from the process's
+	// start (see Tracker); when nil the assigner starts one of its own with itself.
+	Tracker *Tracker
 	// Workers patch labels in parallel (4 when zero).
 	Workers int
-	// Expect, when set, is how many members the assigner waits for at its start, at most Settle,
-	// before it assigns anything: shards starting together are not first given everything that
-	// the later ones then take back.
+	// Expect, when set, is how many members the assigner waits for at its start, until its
+	// Tracker has watched the Leases for Settle, before it assigns anything: shards starting
+	// together are not first given everything that the later ones then take back. A takeover on
+	// a replica whose Tracker has watched that long already does not wait.
 	Expect int
 	Settle time.Duration
 
 	mu      sync.Mutex
 	members []string
-	seen    map[string]observed
 	objects cache.Informer
 	reader  client.Reader
 	queue   workqueue.TypedRateLimitingInterface[types.NamespacedName]
-}
-
-// observed is when the assigner last saw a membership Lease change: expiry is judged on this
-// process's clock, not the member's (as leader election does), so clock skew cannot kill a member.
-type observed struct {
-	version  string
-	at       time.Time
-	duration time.Duration
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: one assigner writes the labels.
@@ -76,20 +66,15 @@ func (a *Assigner) Members() []string {
 
 // Start runs the assigner until ctx ends.
 func (a *Assigner) Start(ctx context.Context) error {
-	c, err := cache.New(a.Config, cache.Options{
-		Scheme:           a.Scheme,
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&coordinationv1.Lease{}: {
-				Namespaces: map[string]cache.Config{a.Namespace: {}},
-				Label:      labels.SelectorFromSet(labels.Set{RingLabel: a.Ring}),
-			},
-		},
-	})
+	if a.Tracker == nil {
+		a.Tracker = &Tracker{Config: a.Config, Scheme: a.Scheme, Namespace: a.Namespace, Ring: a.Ring, Every: a.Every}
+		go func() { _ = a.Tracker.Start(ctx) }()
+	}
+	c, err := cache.New(a.Config, cache.Options{Scheme: a.Scheme, DefaultTransform: cache.TransformStripManagedFields()})
 	if err != nil {
 		return fmt.Errorf("creating the shard assigner's cache: %w", err)
 	}
-	a.reader, a.seen = c, map[string]observed{}
+	a.reader = c
 	a.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
 		workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "shard-assigner-" + a.Ring})
 	defer a.queue.ShutDown()
@@ -106,12 +91,9 @@ func (a *Assigner) Start(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if _, err := c.GetInformer(ctx, &coordinationv1.Lease{}); err != nil {
-		return err
-	}
 	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		return ctx.Err()
+	if !c.WaitForCacheSync(ctx) || !a.Tracker.Wait(ctx) {
+		return nil
 	}
 	ctrl.LoggerFrom(ctx).WithName("shard").Info("Started the shard assigner", "ring", a.Ring, "kind", a.GVK.Kind)
 	if err := a.awaitMembers(ctx); err != nil {
@@ -137,14 +119,11 @@ func (a *Assigner) Start(ctx context.Context) error {
 	}
 }
 
-// awaitMembers waits until Expect members are live or Settle has passed; an error only when ctx
-// ended.
+// awaitMembers waits until Expect members are live or the Tracker has watched the Leases for
+// Settle; an error only when ctx ended.
 func (a *Assigner) awaitMembers(ctx context.Context) error {
-	deadline := time.Now().Add(a.Settle)
-	for a.Expect > 1 && time.Now().Before(deadline) {
-		var leases coordinationv1.LeaseList
-		if err := a.reader.List(ctx, &leases, client.InNamespace(a.Namespace), client.MatchingLabels{RingLabel: a.Ring}); err == nil &&
-			len(a.live(leases.Items, time.Now())) >= a.Expect {
+	for a.Expect > 1 {
+		if live, watched := a.Tracker.Live(); len(live) >= a.Expect || watched >= a.Settle {
 			return nil
 		}
 		select {
@@ -162,15 +141,10 @@ func (a *Assigner) meta() *metav1.PartialObjectMetadata {
 	return m
 }
 
-// Resync recomputes the live members; when they changed it queues every object, and it records
-// how many objects each member holds.
+// Resync takes the live members from the Tracker; when they changed it queues every object, and
+// it records how many objects each member holds.
 func (a *Assigner) Resync(ctx context.Context) {
-	var leases coordinationv1.LeaseList
-	if err := a.reader.List(ctx, &leases, client.InNamespace(a.Namespace), client.MatchingLabels{RingLabel: a.Ring}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the membership Leases", "ring", a.Ring)
-		return
-	}
-	live := a.live(leases.Items, time.Now())
+	live, _ := a.Tracker.Live()
 	a.mu.Lock()
 	changed := !slices.Equal(live, a.members)
 	a.members = live
@@ -195,31 +169,6 @@ func (a *Assigner) Resync(ctx context.Context) {
 		}
 	}
 	recordCounts(a.Ring, live, count)
-}
-
-// live returns the members whose Lease this process has seen renewed within its duration.
-func (a *Assigner) live(leases []coordinationv1.Lease, now time.Time) []string {
-	seen := map[string]observed{}
-	var out []string
-	for _, l := range leases {
-		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" || !l.DeletionTimestamp.IsZero() {
-			continue
-		}
-		o, ok := a.seen[l.Name]
-		if !ok || o.version != l.ResourceVersion {
-			o = observed{version: l.ResourceVersion, at: now, duration: 15 * time.Second}
-			if d := l.Spec.LeaseDurationSeconds; d != nil && *d > 0 {
-				o.duration = time.Duration(*d) * time.Second
-			}
-		}
-		seen[l.Name] = o
-		if now.Sub(o.at) <= o.duration && !slices.Contains(out, *l.Spec.HolderIdentity) {
-			out = append(out, *l.Spec.HolderIdentity)
-		}
-	}
-	a.seen = seen
-	slices.Sort(out)
-	return out
 }
 
 func (a *Assigner) work(ctx context.Context) {
@@ -249,11 +198,6 @@ func (a *Assigner) assign(ctx context.Context, key types.NamespacedName) error {
 	from := obj.Labels[a.Label]
 	if to == "" || to == from {
 		return nil
-	}
-	if from != "" && a.BeforeMove != nil {
-		if err := a.BeforeMove(ctx, obj, to); err != nil {
-			return fmt.Errorf("moving what %s made from %s to %s: %w", key, from, to, err)
-		}
 	}
 	patch := client.MergeFrom(obj.DeepCopy())
 	lbls := maps.Clone(obj.Labels)

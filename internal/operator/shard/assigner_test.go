@@ -3,6 +3,7 @@ package shard_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/slipway-dev/slipway/internal/operator/shard"
 	"github.com/slipway-dev/slipway/internal/scheme"
@@ -60,10 +62,15 @@ func killedMember(t *testing.T, ctx context.Context, name string) {
 }
 
 func startAssigner(t *testing.T, ctx context.Context) *shard.Assigner {
+	return startAssignerCtx(t, ctx, nil)
+}
+
+// startAssignerCtx starts an assigner until ctx ends or the test does, with tracker (nil: its own).
+func startAssignerCtx(t *testing.T, ctx context.Context, tracker *shard.Tracker) *shard.Assigner {
 	a := &shard.Assigner{
 		Config: env.Config, Scheme: scheme.New(), Client: env.Client,
 		GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Label: label,
-		Namespace: leaseNS, Ring: ring, Every: 200 * time.Millisecond,
+		Namespace: leaseNS, Ring: ring, Every: 200 * time.Millisecond, Tracker: tracker,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -189,4 +196,64 @@ func moved(t *testing.T, before, after map[string]string, allowed func(from, to 
 	if n == 0 {
 		t.Errorf("no object moved")
 	}
+}
+
+// renewingMember holds a member's Lease as a shard does, renewing it until kill, which leaves it
+// behind unrenewed: what a SIGKILLed shard does.
+func renewingMember(t *testing.T, ctx context.Context, name string) (kill func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	killedMember(t, ctx, name)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			lease := &coordinationv1.Lease{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: leaseNS, Name: shard.LeaseName(ring, name)}, lease); err == nil {
+				lease.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now()))
+				_ = env.Client.Update(ctx, lease)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// TestAssigner_TakeoverAfterTheLeaderDied is the leader's death: the shard that is also the
+// assigner is killed, and another replica takes the assigner over once it has seen the
+// leader-election Lease go unrenewed for a duration. That replica's Tracker has run since its
+// process started, so it has watched the dead shard's membership Lease go unrenewed as well: the
+// first members its new assigner computes leave the dead shard out, and its objects move at once,
+// not after one more Lease duration watched from the takeover.
+func TestAssigner_TakeoverAfterTheLeaderDied(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	member(t, "t0")
+	member(t, "t1")
+	killLeader := renewingMember(t, ctx, "t2")
+	objects(t, ctx, "shard-b", 9, 3)
+	// The replica that will take over (t0) tracks the members from its start.
+	tracker := &shard.Tracker{Config: env.Config, Scheme: scheme.New(), Namespace: leaseNS, Ring: ring, Every: 100 * time.Millisecond}
+	go func() { _ = tracker.Start(ctx) }()
+	leaderCtx, leaderDies := context.WithCancel(ctx)
+	startAssignerCtx(t, leaderCtx, nil)
+	before, _ := settled(t, ctx, []string{"t0", "t1", "t2"})
+
+	killLeader()
+	leaderDies()
+	testenv.Until(ctx, t, "t0's tracker sees t2's Lease unrenewed for its duration (the leader-election Lease expires alike)", func() bool {
+		live, _ := tracker.Live()
+		return slices.Equal(live, []string{"t0", "t1"})
+	})
+	start := time.Now()
+	next := startAssignerCtx(t, ctx, tracker)
+	testenv.Until(ctx, t, "the new assigner has computed the members", func() bool { return next.Members() != nil })
+	if got := next.Members(); !slices.Equal(got, []string{"t0", "t1"}) {
+		t.Fatalf("the new assigner's first members are %v, want [t0 t1]: it would wait a Lease duration more for the dead leader", got)
+	}
+	after, _ := settled(t, ctx, []string{"t0", "t1"})
+	t.Logf("the dead leader's objects moved %s after the takeover (Lease duration %s)", time.Since(start), duration)
+	moved(t, before, after, func(from, _ string) bool { return from == "t2" })
 }
