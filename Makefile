@@ -128,10 +128,11 @@ manifests: ## Generate CRDs, RBAC and webhook configurations from markers into c
 	mkdir -p charts/slipway/files/admission && cp config/manager/catalyst/admission-policies.yaml charts/slipway/files/admission/policies.yaml
 
 .PHONY: verify
-verify: generate manifests ## Fail when code generation leaves a diff; vet and format checks
+verify: generate manifests ## Fail when code generation leaves a diff or go.mod is not tidy; vet and format checks
 	@git diff --exit-code -- api config charts web/src/api || { echo "generated files are stale: run make generate manifests and commit"; exit 1; }
 	@test -z "$$(git ls-files --others --exclude-standard -- api config charts web/src/api)" || { git ls-files --others --exclude-standard -- api config charts web/src/api; echo "untracked generated files: commit them"; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run go mod tidy and commit"; exit 1; }
 	$(GO) vet -tags e2e ./...
 	@# No controller, webhook or kit package (tests included) imports the operator's assembler (internal/operator/doc.go).
 	GO=$(GO) hack/verify-imports.sh
