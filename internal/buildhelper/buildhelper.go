@@ -136,14 +136,7 @@ func pushAuth(dir, host string) (authn.Authenticator, error) {
 	if err != nil {
 		return nil, err
 	}
-	user, pass := creds.Username, creds.Password
-	if creds.Token != "" {
-		pass = creds.Token
-		if user == "" {
-			user = "token"
-		}
-	}
-	return authn.FromConfig(authn.AuthConfig{Username: user, Password: pass}), nil
+	return creds.Authenticator(), nil
 }
 
 // readDir reads the regular files of a mounted Secret volume (its keys; the ..data links and

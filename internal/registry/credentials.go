@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -70,6 +71,16 @@ func (c Credentials) basic() (username, password string, ok bool) {
 		return "", "", false
 	}
 	return c.Username, c.Password, true
+}
+
+// Authenticator is c for go-containerregistry: anonymous when c holds nothing, otherwise Basic
+// with the user name and password basic gives (a token as the password).
+func (c Credentials) Authenticator() authn.Authenticator {
+	user, pass, ok := c.basic()
+	if !ok {
+		return authn.Anonymous
+	}
+	return &authn.Basic{Username: user, Password: pass}
 }
 
 func (c Credentials) basicUsername() string {

@@ -168,3 +168,29 @@ func TestCredentials_PrintingHidesSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestCredentials_Authenticator checks what go-containerregistry is given for each form: nothing
+// for anonymous, Basic for a user and password, and a token as the password under the user given
+// or "token" (the user name registries that take a token accept).
+func TestCredentials_Authenticator(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		c          Credentials
+		user, pass string
+	}{
+		{name: "anonymous"},
+		{name: "user and password", c: Credentials{Username: "ci", Password: "pw"}, user: "ci", pass: "pw"},
+		{name: "token alone", c: Credentials{Token: "tk"}, user: "token", pass: "tk"},
+		{name: "token with a user", c: Credentials{Username: "robot$ci", Token: "tk"}, user: "robot$ci", pass: "tk"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.c.Authenticator().Authorization()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Username != tc.user || got.Password != tc.pass || got.Auth != "" || got.RegistryToken != "" {
+				t.Errorf("authorization %+v, want user %q password %q", got, tc.user, tc.pass)
+			}
+		})
+	}
+}

@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-
 	"github.com/slipway-dev/slipway/internal/manager/invalid"
 	"github.com/slipway-dev/slipway/internal/registry"
 )
@@ -55,21 +53,4 @@ func authorize(req *http.Request, ref ChartRef) {
 		return
 	}
 	req.SetBasicAuth(ref.Auth.Username, ref.Auth.Password)
-}
-
-// ociAuth is ref's credentials for go-containerregistry: a token is sent as the password, as
-// internal/registry does.
-func ociAuth(ref ChartRef) authn.Authenticator {
-	c := ref.Auth
-	switch {
-	case c.IsAnonymous():
-		return authn.Anonymous
-	case c.Token != "":
-		user := c.Username
-		if user == "" {
-			user = "token"
-		}
-		return &authn.Basic{Username: user, Password: c.Token}
-	}
-	return &authn.Basic{Username: c.Username, Password: c.Password}
 }

@@ -161,7 +161,7 @@ func (s *ociSource) image(ctx context.Context, ref ChartRef, plain bool, locatio
 	if err != nil {
 		return nil, invalid.Reasoned("chart.repository", "format", err, "%s is not an OCI reference", location)
 	}
-	img, err := remote.Image(tag, remote.WithContext(ctx), remote.WithAuth(ociAuth(ref)),
+	img, err := remote.Image(tag, remote.WithContext(ctx), remote.WithAuth(ref.Auth.Authenticator()),
 		remote.WithTransport(s.opts.Transport), remote.WithUserAgent("slipway-manager"))
 	if err != nil {
 		return nil, registryError(err, ref)
