@@ -45,7 +45,8 @@ const allInterfaces = ""
 
 // ports resolves every address of opts before anything starts: a fixed one must be free (else an
 // error names the port and what moves it), an empty one becomes its default when free or else a
-// free port. It returns a note for every address that was moved off its default.
+// free port. It returns a note for every address that was moved off its default, or given and
+// not used (the operator's, with the real node).
 func (opts *Options) ports() (notes []string, err error) {
 	webhook := ""
 	switch {
@@ -58,12 +59,11 @@ func (opts *Options) ports() (notes []string, err error) {
 	eps := []endpoint{
 		{"OCI registry", "--registry-addr", EnvRegistryAddr, DefaultRegistryAddr, &opts.RegistryAddr},
 		{"git server", "--git-addr", EnvGitAddr, DefaultGitAddr, &opts.GitAddr},
-		{"operator health probes", "--probe-addr", EnvProbeAddr, DefaultProbeAddr, &opts.ProbeAddr},
-		{"operator metrics", "--metrics-addr", EnvMetricsAddr, DefaultMetricsAddr, &opts.MetricsAddr},
-		{"operator webhooks", "--webhook-port", EnvWebhookPort, net.JoinHostPort(allInterfaces, strconv.Itoa(DefaultWebhookPort)), &webhook},
 		{"manager API", "--manager-addr", EnvManagerAddr, DefaultManagerAddr, &opts.ManagerAddr},
 		{"manager metrics", "--manager-metrics-addr", EnvManagerMetricsAddr, DefaultManagerMetricsAddr, &opts.ManagerMetricsAddr},
 	}
+	operator, notes := opts.operatorEndpoints(&webhook)
+	eps = append(eps, operator...)
 	// Every listener stays open until all are chosen, so no two endpoints get the same free port.
 	var held []net.Listener
 	defer func() {
@@ -107,6 +107,28 @@ func (opts *Options) ports() (notes []string, err error) {
 	_, port, _ := net.SplitHostPort(webhook)
 	opts.WebhookPort, _ = strconv.Atoi(port)
 	return notes, nil
+}
+
+// operatorEndpoints are the operator's host addresses (webhook is its port as host:port). With the
+// real node the operator runs in its pods and listens on none of them: there are none then, and
+// an address given for one is dropped with a note saying so.
+func (opts *Options) operatorEndpoints(webhook *string) (eps []endpoint, notes []string) {
+	eps = []endpoint{
+		{"operator health probes", "--probe-addr", EnvProbeAddr, DefaultProbeAddr, &opts.ProbeAddr},
+		{"operator metrics", "--metrics-addr", EnvMetricsAddr, DefaultMetricsAddr, &opts.MetricsAddr},
+		{"operator webhooks", "--webhook-port", EnvWebhookPort, net.JoinHostPort(allInterfaces, strconv.Itoa(DefaultWebhookPort)), webhook},
+	}
+	if !opts.RealNode {
+		return eps, nil
+	}
+	for _, ep := range eps {
+		if *ep.addr != "" {
+			notes = append(notes, fmt.Sprintf("%s: %s (%s or %s) is not used: with the real node the operator runs in pods",
+				ep.what, *ep.addr, ep.env, ep.flag))
+			*ep.addr = ""
+		}
+	}
+	return nil, notes
 }
 
 // inUse explains that a fixed address cannot be used and how to move it.

@@ -100,14 +100,15 @@ func TestDevEnv_HeldDefaultPortsAreMovedAndPrinted(t *testing.T) {
 	}
 }
 
-// TestDevEnvCommand_FixedPortInUseNamesItsVariable is `SLIPWAY_DEV_METRICS_ADDR=<a held address>
+// TestDevEnvCommand_FixedPortInUseNamesItsVariable is `SLIPWAY_DEV_REGISTRY_ADDR=<a held address>
 // make dev-up` (and the same for the manager's address): the command fails before starting
-// anything, naming the address, the variable and the flag.
+// anything, naming the address, the variable and the flag. (The operator's own addresses are
+// checked only without the real node, where it runs on the host: TestPorts_*.)
 func TestDevEnvCommand_FixedPortInUseNamesItsVariable(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildBinary(t, dir, "devenv")
 	for _, tt := range []struct{ env, flag, endpoint string }{
-		{devenv.EnvMetricsAddr, "--metrics-addr", "operator metrics"},
+		{devenv.EnvRegistryAddr, "--registry-addr", "OCI registry"},
 		{devenv.EnvManagerAddr, "--manager-addr", "manager API"},
 	} {
 		t.Run(tt.env, func(t *testing.T) {

@@ -152,3 +152,44 @@ func TestPorts_MalformedAddressesFailNamingTheirVariable(t *testing.T) {
 		})
 	}
 }
+
+// TestPorts_RealNodeLeavesTheOperatorsHostPortsAlone is make dev with the real node, where the
+// operator runs in pods: its host ports (probes, metrics, webhooks) are neither checked nor
+// taken, so a program holding them is no reason to move anything; one given anyway is dropped
+// with a note naming its variable. The others are resolved as without the node.
+func TestPorts_RealNodeLeavesTheOperatorsHostPortsAlone(t *testing.T) {
+	holdDefaultPorts(t)
+	opts := Options{RealNode: true}
+	notes, err := opts.ports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.ProbeAddr != "" || opts.MetricsAddr != "" || opts.WebhookPort != 0 {
+		t.Errorf("the operator's host addresses were resolved with the real node: probes %q, metrics %q, webhooks %d",
+			opts.ProbeAddr, opts.MetricsAddr, opts.WebhookPort)
+	}
+	all := strings.Join(notes, "\n")
+	for _, env := range []string{EnvProbeAddr, EnvMetricsAddr, EnvWebhookPort} {
+		if strings.Contains(all, env) {
+			t.Errorf("a note names %s, which the real node does not use:\n%s", env, all)
+		}
+	}
+	if opts.RegistryAddr == DefaultRegistryAddr || opts.ManagerAddr == DefaultManagerAddr || !strings.Contains(all, EnvManagerAddr) {
+		t.Errorf("the held registry and manager defaults were not moved with a note:\n%s", all)
+	}
+
+	given := Options{RealNode: true, ProbeAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", WebhookPort: 9443}
+	notes, err = given.ports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all = strings.Join(notes, "\n")
+	for _, env := range []string{EnvProbeAddr, EnvMetricsAddr, EnvWebhookPort} {
+		if !strings.Contains(all, env+" or ") || !strings.Contains(all, "is not used: with the real node") {
+			t.Errorf("no note says %s is not used with the real node:\n%s", env, all)
+		}
+	}
+	if given.ProbeAddr != "" || given.MetricsAddr != "" || given.WebhookPort != 0 {
+		t.Errorf("given operator addresses were kept with the real node: %q %q %d", given.ProbeAddr, given.MetricsAddr, given.WebhookPort)
+	}
+}
