@@ -54,7 +54,26 @@ type WebAppSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// PodSecurity is the Pod Security Standard the pods are made to meet. "baseline" (the
+	// default) suits most images, including those that start as root (nginx); "restricted" also
+	// makes the pods run as a non-root user and drop every capability, as a namespace that
+	// enforces restricted requires: the image must then run as a numeric non-root user (USER
+	// 65532, not USER nginx).
+	// +optional
+	// +kubebuilder:default=baseline
+	// +kubebuilder:validation:Enum=baseline;restricted
+	PodSecurity PodSecurityLevel `json:"podSecurity,omitempty"`
 }
+
+// PodSecurityLevel is a Pod Security Standard a WebApp's pods meet.
+type PodSecurityLevel string
+
+// The Pod Security Standards a WebApp's pods can be made to meet.
+const (
+	PodSecurityBaseline   PodSecurityLevel = "baseline"
+	PodSecurityRestricted PodSecurityLevel = "restricted"
+)
 
 // Phase is a WebApp's lifecycle summary.
 // +kubebuilder:validation:Enum=Reconciling;WaitingForPods;Ready;Scaling;Deleting;Failed

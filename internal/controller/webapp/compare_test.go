@@ -108,6 +108,10 @@ func TestDesiredDeployment_SpecHash(t *testing.T) {
 	if hash(func(a *webappv1.WebApp) { a.Spec.Replicas = ptr.To[int32](7) }) != base {
 		t.Error("replicas changed the hash")
 	}
+	// The default level writes what every WebApp had before the field: an upgrade rolls no pod.
+	if hash(func(a *webappv1.WebApp) { a.Spec.PodSecurity = webappv1.PodSecurityBaseline }) != base {
+		t.Error("podSecurity baseline changed the hash")
+	}
 	for name, change := range map[string]func(*webappv1.WebApp){
 		"env removed":      func(a *webappv1.WebApp) { a.Spec.Env = nil },
 		"probe removed":    func(a *webappv1.WebApp) { a.Spec.HealthCheckPath = "" },
@@ -115,6 +119,7 @@ func TestDesiredDeployment_SpecHash(t *testing.T) {
 		"image":            func(a *webappv1.WebApp) { a.Spec.Image = "nginx:1.27" },
 		"port":             func(a *webappv1.WebApp) { a.Spec.Port = 81 },
 		"pull secrets off": func(a *webappv1.WebApp) { a.Spec.ImagePullSecrets = nil },
+		"restricted":       func(a *webappv1.WebApp) { a.Spec.PodSecurity = webappv1.PodSecurityRestricted },
 	} {
 		if hash(change) == base {
 			t.Errorf("%s: the hash did not change", name)
@@ -177,3 +182,28 @@ func decode(t *testing.T, s string) map[string]any {
 type jsonRaw string
 
 func (r jsonRaw) MarshalJSON() ([]byte, error) { return []byte(r), nil }
+
+// TestDesiredDeployment_PodSecurityRestricted: restricted adds what the Pod Security Standard
+// "restricted" asks beyond baseline (a non-root user, every capability dropped) to what every
+// WebApp has (RuntimeDefault seccomp, no privilege escalation).
+func TestDesiredDeployment_PodSecurityRestricted(t *testing.T) {
+	app := testApp()
+	app.Spec.PodSecurity = webappv1.PodSecurityRestricted
+	desired, err := desiredDeployment(app, 600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &appsv1.Deployment{}
+	if err := convert(desired, d); err != nil {
+		t.Fatal(err)
+	}
+	pod := d.Spec.Template.Spec
+	if sc := pod.SecurityContext; sc == nil || !ptr.Deref(sc.RunAsNonRoot, false) || sc.SeccompProfile == nil ||
+		sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod security context %+v, want runAsNonRoot and RuntimeDefault seccomp", sc)
+	}
+	c := pod.Containers[0].SecurityContext
+	if c == nil || ptr.Deref(c.AllowPrivilegeEscalation, true) || c.Capabilities == nil || len(c.Capabilities.Drop) != 1 || c.Capabilities.Drop[0] != "ALL" {
+		t.Errorf("container security context %+v, want no privilege escalation and every capability dropped", c)
+	}
+}

@@ -85,21 +85,40 @@ func ownerRef(app *webappv1.WebApp) *metav1ac.OwnerReferenceApplyConfiguration {
 		WithController(true).WithBlockOwnerDeletion(true)
 }
 
+// containerSecurity is the container's security context for spec.podSecurity; baseline writes
+// exactly what every WebApp had before the field, so no pod rolls for it.
+func containerSecurity(app *webappv1.WebApp) *corev1ac.SecurityContextApplyConfiguration {
+	sc := corev1ac.SecurityContext().WithAllowPrivilegeEscalation(false)
+	if app.Spec.PodSecurity == webappv1.PodSecurityRestricted {
+		sc.WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))
+	}
+	return sc
+}
+
+// podSecurity is the pod's security context for spec.podSecurity.
+func podSecurity(app *webappv1.WebApp) *corev1ac.PodSecurityContextApplyConfiguration {
+	sc := corev1ac.PodSecurityContext().WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
+	if app.Spec.PodSecurity == webappv1.PodSecurityRestricted {
+		sc.WithRunAsNonRoot(true)
+	}
+	return sc
+}
+
 // desiredDeployment is the Deployment the WebApp asks for, with its spec-hash annotation.
 //
-// Pod security defaults: the pod uses the RuntimeDefault seccomp profile, the container may not
-// gain privileges (no setuid binaries), no ServiceAccount token is mounted and no Service
-// environment variables are injected. The container is not forced to run as non-root, keep every
-// capability dropped or use a read-only root filesystem: many images (nginx among them) start as
-// root, bind port 80 or write to their filesystem, and would break. The pod satisfies the Pod
-// Security Standard "baseline"; "restricted" needs an image built for it.
+// Pod security: the pod uses the RuntimeDefault seccomp profile, the container may not gain
+// privileges (no setuid binaries), no ServiceAccount token is mounted and no Service environment
+// variables are injected. That meets the Pod Security Standard "baseline" without forcing a
+// non-root user or dropping capabilities: many images (nginx among them) start as root or bind
+// port 80 and would break. spec.podSecurity "restricted" adds runAsNonRoot and drops every
+// capability, which meets "restricted" for an image built to run as a numeric non-root user.
 func desiredDeployment(app *webappv1.WebApp, progressDeadline int32) (*appsv1ac.DeploymentApplyConfiguration, error) {
 	c := corev1ac.Container().
 		WithName(ContainerName).
 		WithImage(app.Spec.Image).
 		WithPorts(corev1ac.ContainerPort().WithName(PortName).WithContainerPort(portOf(app)).WithProtocol(corev1.ProtocolTCP)).
 		WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError).
-		WithSecurityContext(corev1ac.SecurityContext().WithAllowPrivilegeEscalation(false))
+		WithSecurityContext(containerSecurity(app))
 	if len(app.Spec.Env) > 0 {
 		var env []*corev1ac.EnvVarApplyConfiguration
 		if err := convert(app.Spec.Env, &env); err != nil {
@@ -125,8 +144,7 @@ func desiredDeployment(app *webappv1.WebApp, progressDeadline int32) (*appsv1ac.
 		WithContainers(c).
 		WithAutomountServiceAccountToken(false).
 		WithEnableServiceLinks(false).
-		WithSecurityContext(corev1ac.PodSecurityContext().
-			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)))
+		WithSecurityContext(podSecurity(app))
 	for _, s := range app.Spec.ImagePullSecrets {
 		pod.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(s.Name))
 	}

@@ -10,12 +10,14 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
@@ -122,6 +124,49 @@ func TestWebApp_RealNode_PodsServeHTTPAndAChangeRollsThem(t *testing.T) {
 	for _, p := range second {
 		if slices.Contains(first, p) {
 			t.Errorf("pod %s served both versions", p)
+		}
+	}
+	restrictedNamespace(ctx, t, c, node)
+}
+
+// restrictedNamespace is a WebApp in a namespace that enforces the Pod Security Standard
+// "restricted": with the default spec.podSecurity (baseline) the API server refuses its pods, and
+// the WebApp says so and what to set; with podSecurity restricted its pods run as the image's
+// non-root user with every capability dropped, and serve.
+func restrictedNamespace(ctx context.Context, t *testing.T, c client.Client, node *controlplane.RealNode) {
+	ns := "wa-restricted-" + rand.String(5)
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Labels:      map[string]string{"pod-security.kubernetes.io/enforce": "restricted"},
+		Annotations: controlplane.RealNodeNamespaceAnnotations()}}); err != nil {
+		t.Fatal(err)
+	}
+	const port = 8080
+	app := &webappv1.WebApp{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: webappv1.WebAppSpec{Image: sampleapp.Ref("2"), Replicas: ptr.To[int32](2), Port: port, HealthCheckPath: sampleapp.HealthPath,
+			Env: []corev1.EnvVar{{Name: sampleapp.EnvPort, Value: strconv.Itoa(port)}, {Name: sampleapp.EnvGreeting, Value: "restricted"}}},
+	}
+	if err := c.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	got := testenv.WaitFor(ctx, t, c, client.ObjectKeyFromObject(app), "the WebApp says its pods are refused and what to set", func(a *webappv1.WebApp) bool {
+		ready := meta.FindStatusCondition(a.Status.Conditions, "Ready")
+		return a.Spec.PodSecurity == webappv1.PodSecurityBaseline && ready != nil && ready.Status == metav1.ConditionFalse &&
+			strings.Contains(ready.Message, "violates PodSecurity") && strings.Contains(ready.Message, "set spec.podSecurity to restricted")
+	}, func(a *webappv1.WebApp) string { return fmt.Sprintf("%s %v", a.Status.Phase, a.Status.Conditions) })
+	t.Logf("refused: %s", meta.FindStatusCondition(got.Status.Conditions, "Ready").Message)
+
+	patchSpec(ctx, t, c, app, func(a *webappv1.WebApp) { a.Spec.PodSecurity = webappv1.PodSecurityRestricted })
+	testenv.WaitFor(ctx, t, c, client.ObjectKeyFromObject(app), "the restricted WebApp Ready with 2 pods", func(a *webappv1.WebApp) bool {
+		return a.Status.Phase == webappv1.PhaseReady && a.Status.ObservedGeneration == a.Generation && a.Status.AvailableReplicas == 2
+	}, func(a *webappv1.WebApp) string { return string(a.Status.Phase) + "; pods: " + describePods(ctx, c, ns) })
+	for _, name := range servedBy(ctx, t, c, node, ns, port, "restricted", "2") {
+		pod := &corev1.Pod{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
+			t.Fatal(err)
+		}
+		if sc := pod.Spec.SecurityContext; sc == nil || !ptr.Deref(sc.RunAsNonRoot, false) {
+			t.Errorf("pod %s runs without runAsNonRoot: %+v", name, sc)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package webapp
 
 import (
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -91,7 +92,12 @@ func decide(s *scope, prev webappv1.Phase) verdict {
 	d := s.deployment
 	want := replicasOf(s.app)
 	scaling := serving && !s.templateChanged && (s.replicasChanged || d.Status.Replicas != want)
-	return deploymentVerdict(d, want, scaling, serving)
+	v := deploymentVerdict(d, want, scaling, serving)
+	if strings.Contains(v.message, "violates PodSecurity") && s.app.Spec.PodSecurity != webappv1.PodSecurityRestricted {
+		v.message += "; the namespace enforces a stricter Pod Security level than the pods meet (spec.podSecurity: baseline): " +
+			"set spec.podSecurity to restricted (the image must run as a numeric non-root user)"
+	}
+	return v
 }
 
 // deploymentVerdict reads the Deployment's progress toward want replicas. scaling says whether a

@@ -20,6 +20,7 @@ const (
 	DefaultReplicas    int32 = 1
 	DefaultPort        int32 = 80
 	DefaultServiceType       = corev1.ServiceTypeClusterIP
+	DefaultPodSecurity       = webappv1.PodSecurityBaseline
 )
 
 // Defaulter fills in the fields a WebApp leaves out and sets the standard labels.
@@ -48,6 +49,9 @@ func setDefaults(w *webappv1.WebApp, portGiven bool) {
 	}
 	if w.Spec.ServiceType == "" {
 		w.Spec.ServiceType = DefaultServiceType
+	}
+	if w.Spec.PodSecurity == "" {
+		w.Spec.PodSecurity = DefaultPodSecurity
 	}
 	if w.Labels == nil {
 		w.Labels = map[string]string{}
