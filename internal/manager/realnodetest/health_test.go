@@ -38,6 +38,7 @@ var versions = []version{
 	{Version: "1.0.3", Mode: "ok", WebhookSelectsNothing: true},
 	{Version: "1.0.4", Mode: "crash", FailAfter: "0s"},
 	{Version: "1.0.5", Mode: "crash", FailAfter: "10s"},
+	{Version: greenVersion, Mode: "ok"},
 }
 
 // TestHealthChecks_RealPodsJudgedAndRolledBack needs real containers: what the manager's checks
@@ -98,6 +99,8 @@ func TestHealthChecks_RealPodsJudgedAndRolledBack(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) { brokenVersionRolledBack(t, w, m, tc) })
 	}
+	t.Run("BlueGreenCrashingGreenRemoved", func(t *testing.T) { blueGreenCrashingGreen(t, w, m) })
+	t.Run("BlueGreenSwitchedToGreenPods", func(t *testing.T) { blueGreenSwitched(t, w, m) })
 }
 
 // brokenCase is a broken version and what the manager must say of it.
@@ -213,22 +216,30 @@ func brokenVersionRolledBack(t *testing.T, w *world, m *manager, tc brokenCase) 
 		ver, t0.Format("15:04:05.000"), judged, d.RollbackFinishedAt.Sub(t0).Round(100*time.Millisecond), goodVersion, pod.Name)
 }
 
-// annotatedNamespace creates the operator's namespace with the annotations that send all its
-// pods to the real node (the install finds it there).
+// annotatedNamespace creates the operator's namespace, and the one BlueGreen installs green in,
+// with the annotations that send all their pods to the real node (the install finds them there).
 func annotatedNamespace(t *testing.T, w *world) {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Annotations: controlplane.RealNodeNamespaceAnnotations()}}
-	if err := w.cp.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{namespace, greenNamespace} {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: controlplane.RealNodeNamespaceAnnotations()}}
+		if err := w.cp.Client.Create(context.Background(), ns); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
 // releasePods are the release's pods not being deleted.
 func releasePods(t *testing.T, w *world) []corev1.Pod {
 	t.Helper()
+	return podsOf(t, w, namespace, operatorName)
+}
+
+// podsOf are the pods of release in ns not being deleted.
+func podsOf(t *testing.T, w *world, ns, release string) []corev1.Pod {
+	t.Helper()
 	var list corev1.PodList
-	if err := w.cp.Client.List(context.Background(), &list, client.InNamespace(namespace),
-		client.MatchingLabels{"app.kubernetes.io/instance": operatorName}); err != nil {
+	if err := w.cp.Client.List(context.Background(), &list, client.InNamespace(ns),
+		client.MatchingLabels{"app.kubernetes.io/instance": release}); err != nil {
 		t.Fatal(err)
 	}
 	var out []corev1.Pod
@@ -243,9 +254,16 @@ func releasePods(t *testing.T, w *world) []corev1.Pod {
 // waitRunning waits until the release's only pod is ver's, Running and Ready on the real node.
 func waitRunning(t *testing.T, w *world, ver string) corev1.Pod {
 	t.Helper()
+	return waitRunningIn(t, w, namespace, operatorName, ver)
+}
+
+// waitRunningIn waits until the only pod of release in ns is ver's, Running and Ready on the
+// real node.
+func waitRunningIn(t *testing.T, w *world, ns, release, ver string) corev1.Pod {
+	t.Helper()
 	var pod corev1.Pod
-	poll(t, "the release's only pod "+ver+"'s, Running and Ready on the real node", 2*time.Minute, func() (bool, string) {
-		pods := releasePods(t, w)
+	poll(t, "the only pod of "+ns+"/"+release+" "+ver+"'s, Running and Ready on the real node", 2*time.Minute, func() (bool, string) {
+		pods := podsOf(t, w, ns, release)
 		if len(pods) != 1 {
 			return false, fmt.Sprintf("%d pods", len(pods))
 		}

@@ -133,7 +133,9 @@ func (w *world) env(t *testing.T, release, namespace string) chartEnv {
 	}
 	// A certificate that is its own CA: the webhook's caBundle is the certificate itself.
 	name := fmt.Sprintf("%s-%s-webhook.%s.svc", release, chartName, namespace)
-	cert, key, err := selfsigned.Generate(time.Now(), name, []string{name}, nil)
+	// BlueGreen installs green beside blue: release <release>-green in <namespace>-green.
+	green := fmt.Sprintf("%s-green-%s-webhook.%s-green.svc", release, chartName, namespace)
+	cert, key, err := selfsigned.Generate(time.Now(), name, []string{name, green}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,8 @@ import (
 const (
 	healthInterval = time.Second
 	installTimeout = 25 * time.Second
+	// switchMonitor is how long BlueGreen watches green after the switch (the design's 5 minutes).
+	switchMonitor = 10 * time.Second
 	// failAfter is when a broken version fails after its start: late enough for the install's
 	// readiness wait to see its pod Ready, as a real operator that breaks once running.
 	failAfter = 6 * time.Second
@@ -89,6 +91,7 @@ func newManager(t *testing.T, w *world, cluster string) *manager {
 		Lease:          5 * time.Second,
 		HealthInterval: healthInterval,
 		InstallTimeout: installTimeout,
+		SwitchMonitor:  switchMonitor,
 		HealthLoop:     true,
 		// Patch upgrades (1.0.0 → 1.0.x) need no approval: the suite tests health, not approvals.
 		Policy: approvals.Policy{UpgradeLevel: approvals.LevelMinor},

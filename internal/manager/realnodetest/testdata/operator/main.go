@@ -1,6 +1,6 @@
 // Command operator is the test operator the manager's real-node suite builds into an image: a
-// controller-runtime controller that reconciles the Widgets of its namespace (a Ready condition
-// and observedGeneration), serves controller-runtime's metrics on :8080, its health probes on
+// controller-runtime controller that reconciles the Widgets of every namespace, as most operators
+// do (a Ready condition naming the version that reconciled it, and observedGeneration), serves controller-runtime's metrics on :8080, its health probes on
 // :8081 (/healthz, /readyz) and a validating admission webhook for Widgets on :9443 (certificate
 // and key in --cert-dir), and talks to the API server in-cluster. --mode makes it a broken
 // version, the way real operators break after they came up (so that an install's readiness wait
@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -44,13 +43,13 @@ func main() {
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("version", *version, "mode", *mode)
 	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
-	if err := run(log, *mode, *failAfter, *certDir); err != nil {
+	if err := run(log, *mode, *version, *failAfter, *certDir); err != nil {
 		log.Error("operator: stopped", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(log *slog.Logger, mode string, failAfter time.Duration, certDir string) error {
+func run(log *slog.Logger, mode, version string, failAfter time.Duration, certDir string) error {
 	start := time.Now()
 	ns := os.Getenv("POD_NAMESPACE")
 	if ns == "" {
@@ -60,7 +59,6 @@ func run(log *slog.Logger, mode string, failAfter time.Duration, certDir string)
 		Metrics:                metricsserver.Options{BindAddress: ":8080"},
 		HealthProbeBindAddress: ":8081",
 		WebhookServer:          webhook.NewServer(webhook.Options{Port: 9443, CertDir: certDir}),
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
 	})
 	if err != nil {
 		return err
@@ -84,7 +82,7 @@ func run(log *slog.Logger, mode string, failAfter time.Duration, certDir string)
 		func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })})
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(widget)
-	if err := ctrl.NewControllerManagedBy(mgr).Named("widget").For(u).Complete(&reconciler{cl: mgr.GetClient()}); err != nil {
+	if err := ctrl.NewControllerManagedBy(mgr).Named("widget").For(u).Complete(&reconciler{cl: mgr.GetClient(), version: version}); err != nil {
 		return err
 	}
 	if mode == "crash" {
@@ -98,8 +96,11 @@ func run(log *slog.Logger, mode string, failAfter time.Duration, certDir string)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
-// reconciler sets each Widget's Ready condition and observedGeneration.
-type reconciler struct{ cl client.Client }
+// reconciler sets each Widget's Ready condition (naming its version) and observedGeneration.
+type reconciler struct {
+	cl      client.Client
+	version string
+}
 
 func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	u := &unstructured.Unstructured{}
@@ -113,7 +114,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	_ = unstructured.SetNestedField(u.Object, u.GetGeneration(), "status", "observedGeneration")
 	_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{
-		"type": "Ready", "status": "True", "reason": "Reconciled", "message": "reconciled by the operator's pod",
+		"type": "Ready", "status": "True", "reason": "Reconciled", "message": "reconciled by the operator's pod, version " + r.version,
 		"observedGeneration": u.GetGeneration(), "lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
 	}}, "status", "conditions")
 	return reconcile.Result{}, r.cl.Status().Update(ctx, u)
