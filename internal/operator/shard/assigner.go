@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -99,24 +100,11 @@ func (a *Assigner) Start(ctx context.Context) error {
 	if err := a.awaitMembers(ctx); err != nil {
 		return nil
 	}
-	a.Resync(ctx)
 	for range max(a.Workers, 4) {
 		go a.work(ctx)
 	}
-	every := a.Every
-	if every <= 0 {
-		every = time.Second
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			a.Resync(ctx)
-		}
-	}
+	wait.UntilWithContext(ctx, a.Resync, period(a.Every))
+	return nil
 }
 
 // awaitMembers waits until Expect members are live or the Tracker has watched the Leases for

@@ -10,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -81,20 +82,16 @@ func (t *Tracker) Start(ctx context.Context) error {
 	t.mu.Unlock()
 	t.refresh(ctx)
 	close(t.ready)
-	every := t.Every
+	wait.UntilWithContext(ctx, t.refresh, period(t.Every))
+	return nil
+}
+
+// period is every, or 1 s when it is not positive.
+func period(every time.Duration) time.Duration {
 	if every <= 0 {
-		every = time.Second
+		return time.Second
 	}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-			t.refresh(ctx)
-		}
-	}
+	return every
 }
 
 // Wait blocks until the tracker has read the Leases once; false when ctx ended first.
