@@ -61,6 +61,13 @@ func (v *oidcVerifier) Verify(ctx context.Context, raw string) (*Identity, error
 		return nil, err
 	}
 	payload, err := v.keys.VerifySignature(ctx, raw)
+	if err != nil && !strings.HasPrefix(err.Error(), "fetching keys") {
+		// A key set that misses the token's key fetches the issuer's keys again, but a fetch
+		// that has just finished is handed to new callers until its goroutine lets go of it
+		// (go-oidc's RemoteKeySet): a token signed with a key published since then would be
+		// checked against the old keys. Asking once more starts a fetch of its own.
+		payload, err = v.keys.VerifySignature(ctx, raw)
+	}
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "fetching keys") {
 			v.opts.Logger.WarnContext(ctx, "auth: Cannot fetch the OIDC issuer's signing keys", "issuer", v.opts.Issuer, "error", err)
