@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/slipway-dev/slipway/internal/selfsigned"
 )
 
 // Mode selects which components run.
@@ -99,6 +101,10 @@ type ControlPlane struct {
 	// certDir holds kube-apiserver's serving certificate, client CA and service-account key. It is
 	// ours, not envtest's, so a restart of the apiserver finds the same ones (see RestartAPIServer).
 	certDir string
+	// kubeletClientCA is the certificate kube-apiserver presents to the real nodes' kubelets
+	// (pods/log, exec, port-forward), which they trust as their only client CA; empty without a
+	// real node at the start, when the kubelets serve on 127.0.0.1 alone.
+	kubeletClientCA string
 	// binDir holds the wrappers that start etcd and kube-apiserver with a parent-death signal
 	// (dieWithParent).
 	binDir string
@@ -210,6 +216,9 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		// machine's DNS (a query leaving the machine, for nothing: the name resolves nowhere);
 		// the InternalIP is this machine's own address.
 		apiserver.Configure().Set("kubelet-preferred-address-types", "InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP")
+		if err := cp.kubeletClient(apiserver.Configure()); err != nil {
+			return cp, err
+		}
 	}
 	etcd := env.ControlPlane.Etcd
 	if etcd == nil {
@@ -437,4 +446,25 @@ func (cp *ControlPlane) logFile(name string) *os.File {
 	}
 	cp.files = append(cp.files, f)
 	return f
+}
+
+// kubeletClient gives kube-apiserver a client certificate for the kubelets (a self-signed one,
+// the kubelets' only client CA): with it pods/log, exec and port-forward reach a real node's
+// kubelet, which serves on this machine's address and refuses every other client.
+func (cp *ControlPlane) kubeletClient(flags *envtest.Arguments) error {
+	cert, key, err := selfsigned.GenerateClient(time.Now(), "kube-apiserver-kubelet-client", "system:masters")
+	if err != nil {
+		return err
+	}
+	certPath, keyPath := filepath.Join(cp.certDir, "kubelet-client.crt"), filepath.Join(cp.certDir, "kubelet-client.key")
+	if err := os.WriteFile(certPath, cert, 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(keyPath, key, 0o600); err != nil {
+		return err
+	}
+	flags.Set("kubelet-client-certificate", certPath)
+	flags.Set("kubelet-client-key", keyPath)
+	cp.kubeletClientCA = certPath
+	return nil
 }

@@ -20,6 +20,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -170,7 +171,8 @@ func (n *RealNode) start(ctx context.Context, cp *ControlPlane) error {
 	if err != nil {
 		return err
 	}
-	kubeletConfig, err := n.writeKubeletConfig()
+	serve := n.kubeletServing(cp.kubeletClientCA)
+	kubeletConfig, err := n.writeKubeletConfig(serve)
 	if err != nil {
 		return err
 	}
@@ -182,6 +184,9 @@ func (n *RealNode) start(ctx context.Context, cp *ControlPlane) error {
 		"--node-labels=" + RealNodeLabel + "=true",
 		"--v=2",
 	}}
+	if serve.nodeIP != "" {
+		n.kubelet.args = append(n.kubelet.args, "--node-ip="+serve.nodeIP)
+	}
 	if err := n.kubelet.start(n.logFile("kubelet.log")); err != nil {
 		return err
 	}
@@ -424,10 +429,40 @@ func (n *RealNode) writeRegistryHost(registry string) error {
 	return os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(hosts), 0o644)
 }
 
-func (n *RealNode) writeKubeletConfig() (string, error) {
+// kubeletServing is where a node's kubelet serves its API and whom it lets in.
+type kubeletServing struct {
+	// address is what it listens on; nodeIP its Node's InternalIP ("": the kubelet's own choice).
+	address, nodeIP string
+	// clientCA, when set, is the only CA of its clients (kube-apiserver's certificate).
+	clientCA string
+}
+
+// kubeletServing: with kube-apiserver's client certificate (clientCA), the kubelet serves on this
+// machine's address, its Node's InternalIP, which kube-apiserver dials for pods/log, exec and
+// port-forward, and lets in that certificate alone (no anonymous access, no token review). Without
+// it, or when the machine has no address to serve on, it serves on 127.0.0.1, which kube-apiserver
+// does not dial: those requests fail (a failed container's log end is still in its termination
+// message).
+func (n *RealNode) kubeletServing(clientCA string) kubeletServing {
+	if clientCA == "" {
+		return kubeletServing{address: "127.0.0.1"}
+	}
+	ip, err := utilnet.ChooseHostInterface()
+	if err != nil {
+		n.logf("no address of this machine to serve the kubelet on (%v): 127.0.0.1, and kube-apiserver cannot reach it", err)
+		return kubeletServing{address: "127.0.0.1"}
+	}
+	return kubeletServing{address: ip.String(), nodeIP: ip.String(), clientCA: clientCA}
+}
+
+func (n *RealNode) writeKubeletConfig(serve kubeletServing) (string, error) {
 	port, err := freeTCPPort()
 	if err != nil {
 		return "", err
+	}
+	x509 := ""
+	if serve.clientCA != "" {
+		x509 = "\n  x509: {clientCAFile: " + serve.clientCA + "}"
 	}
 	config := `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -438,13 +473,13 @@ cgroupDriver: cgroupfs
 # what is left in it after a crash, are told apart.
 cgroupRoot: /` + n.record.Cgroup + `
 containerRuntimeEndpoint: unix://` + n.socket + `
-address: 127.0.0.1
+address: ` + serve.address + `
 port: ` + strconv.Itoa(port) + `
 readOnlyPort: 0
 healthzPort: 0
 authentication:
   anonymous: {enabled: false}
-  webhook: {enabled: false}
+  webhook: {enabled: false}` + x509 + `
 authorization:
   mode: AlwaysAllow
 failSwapOn: false

@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -116,6 +117,19 @@ func TestRealNode_PodServesHTTPOnThePodNetwork(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || string(body) != HTTPTestBody {
 		t.Fatalf("pod answered %d %q, want 200 %q", resp.StatusCode, body, HTTPTestBody)
 	}
+	// kube-apiserver reaches the node's kubelet with its client certificate: pods/log (kubectl
+	// logs) gives what the container wrote: httpd -v's lines for the requests above and the probes.
+	kc, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll(ctx, t, "the pod's log through kube-apiserver (pods/log)", func() (bool, string) {
+		out, err := kc.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(string(out), "response:200"), fmt.Sprintf("log %.200q", out)
+	})
 	// Nothing of the machine is routed for the pods: no forwarding turned on.
 	if v, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward"); strings.TrimSpace(string(v)) != before.Sysctls["net/ipv4/ip_forward"] {
 		t.Errorf("ip_forward is %s while the node runs, was %s", strings.TrimSpace(string(v)), before.Sysctls["net/ipv4/ip_forward"])

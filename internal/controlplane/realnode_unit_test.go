@@ -147,19 +147,30 @@ func TestAddInsecureRegistry_LoopbackOrTheGateway(t *testing.T) {
 // termination message from logs").
 func TestKubeletConfig_EveryFieldIsTheKubelets(t *testing.T) {
 	n := &RealNode{Dir: t.TempDir(), socket: "/run/slipway-test/containerd.sock", record: nodeRecord{Cgroup: "slipway-node-test"}}
-	path, err := n.writeKubeletConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg kubeletv1beta1.KubeletConfiguration
-	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
-		t.Fatalf("the kubelet would ignore part of its configuration: %v", err)
-	}
-	if want := filepath.Join(n.Dir, "pod-logs"); cfg.PodLogsDir != want {
-		t.Errorf("podLogsDir = %q, want the node's own %q", cfg.PodLogsDir, want)
+	for _, serve := range []kubeletServing{
+		{address: "127.0.0.1"},
+		{address: "192.0.2.7", nodeIP: "192.0.2.7", clientCA: "/tmp/kubelet-client.crt"},
+	} {
+		path, err := n.writeKubeletConfig(serve)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg kubeletv1beta1.KubeletConfiguration
+		if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
+			t.Fatalf("the kubelet would ignore part of its configuration: %v\n%s", err, data)
+		}
+		if want := filepath.Join(n.Dir, "pod-logs"); cfg.PodLogsDir != want {
+			t.Errorf("podLogsDir = %q, want the node's own %q", cfg.PodLogsDir, want)
+		}
+		authn := cfg.Authentication
+		if cfg.Address != serve.address || authn.X509.ClientCAFile != serve.clientCA ||
+			authn.Anonymous.Enabled == nil || *authn.Anonymous.Enabled || authn.Webhook.Enabled == nil || *authn.Webhook.Enabled {
+			t.Errorf("served on %q with client CA %q, anonymous %v, webhook %v; want %q, %q, neither",
+				cfg.Address, authn.X509.ClientCAFile, authn.Anonymous.Enabled, authn.Webhook.Enabled, serve.address, serve.clientCA)
+		}
 	}
 }

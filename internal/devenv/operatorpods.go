@@ -188,8 +188,7 @@ func (e *Env) printOperatorPods(ctx context.Context, w io.Writer) {
 	ip := p.Status.PodIP
 	fmt.Fprintf(w, "  operator:   pod %s/%s (image %s): http://%s:8081/healthz  https://%s:8443/metrics (a token of a ServiceAccount bound to slipway-metrics-reader)\n",
 		SampleOperatorNamespace, p.Name, devimage.OperatorRef, ip, ip)
-	// kubectl logs cannot reach the kubelet (it serves on 127.0.0.1 only): the file it writes.
-	fmt.Fprintf(w, "  its log:    %s\n", filepath.Join(e.realNode().Dir, "pod-logs",
+	fmt.Fprintf(w, "  its log:    kubectl logs -n %s %s (the file: %s)\n", p.Namespace, p.Name, filepath.Join(e.realNode().Dir, "pod-logs",
 		fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID), "operator", "0.log"))
 }
 
