@@ -23,6 +23,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -130,6 +132,10 @@ func TestRealNode_PodServesHTTPOnThePodNetwork(t *testing.T) {
 		}
 		return strings.Contains(string(out), "response:200"), fmt.Sprintf("log %.200q", out)
 	})
+	// And pods/exec: a command run in the container through kube-apiserver and the kubelet.
+	if out := execIn(ctx, t, cp, pod, "/bin/busybox", "cat", "/www/index.html"); out != HTTPTestBody {
+		t.Errorf("exec in the pod printed %q, want %q", out, HTTPTestBody)
+	}
 	// Nothing of the machine is routed for the pods: no forwarding turned on.
 	if v, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward"); strings.TrimSpace(string(v)) != before.Sysctls["net/ipv4/ip_forward"] {
 		t.Errorf("ip_forward is %s while the node runs, was %s", strings.TrimSpace(string(v)), before.Sysctls["net/ipv4/ip_forward"])
@@ -772,4 +778,26 @@ func TestRealNode_WebhookIsCalledThroughItsService(t *testing.T) {
 		return last != nil && strings.Contains(last.Error(), deny), fmt.Sprint(last)
 	})
 	t.Logf("the API server answered: %v", last)
+}
+
+// execIn runs command in the pod's first container through kube-apiserver (pods/exec) and returns
+// what it printed.
+func execIn(ctx context.Context, t *testing.T, cp *ControlPlane, pod *corev1.Pod, command ...string) string {
+	t.Helper()
+	kc, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kc.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: pod.Spec.Containers[0].Name, Command: command, Stdout: true, Stderr: true},
+			scheme.ParameterCodec)
+	exec, err := remotecommand.NewSPDYExecutor(cp.Config, http.MethodPost, req.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	if err := exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}); err != nil {
+		t.Fatalf("exec %v in %s: %v (stderr %q)", command, pod.Name, err, stderr.String())
+	}
+	return stdout.String()
 }
