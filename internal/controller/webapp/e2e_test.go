@@ -71,7 +71,7 @@ func TestWebApp_FullControlPlane(t *testing.T) {
 		}
 		// WaitingForPods may pass between two reconciles unseen when pods are quick; the start and
 		// the end are certain.
-		if seen := phases.seen(); len(seen) < 2 || seen[0] != webappv1.PhaseReconciling || seen[len(seen)-1] != webappv1.PhaseReady {
+		if seen := phases.untilReady(ctx, 0); len(seen) < 2 || seen[0] != webappv1.PhaseReconciling || seen[len(seen)-1] != webappv1.PhaseReady {
 			t.Errorf("phases %v, want Reconciling first and Ready last", seen)
 		}
 		if n := runningPods(ctx, t, c, ns, "", false); n != 3 {
@@ -86,7 +86,7 @@ func TestWebApp_FullControlPlane(t *testing.T) {
 		mark := phases.mark()
 		patchSpec(ctx, t, c, app, func(a *webappv1.WebApp) { a.Spec.Replicas = ptr.To[int32](5) })
 		wait(t, "web is Ready with 5 available replicas", readyWith(5))
-		if seen := phases.since(mark); !scaledThenReady(seen) {
+		if seen := phases.untilReady(ctx, mark); !scaledThenReady(seen) {
 			t.Errorf("phases after scaling up %v, want Scaling then Ready", seen)
 		}
 
@@ -101,7 +101,7 @@ func TestWebApp_FullControlPlane(t *testing.T) {
 			t.Fatal(err)
 		}
 		wait(t, "web is Ready with 2 available replicas", readyWith(2))
-		if seen := phases.since(mark); !scaledThenReady(seen) {
+		if seen := phases.untilReady(ctx, mark); !scaledThenReady(seen) {
 			t.Errorf("phases after scaling down %v, want Scaling then Ready", seen)
 		}
 		testenv.Eventually(ctx, t, "2 pods run", func() (bool, error) { return runningPods(ctx, t, c, ns, "", false) == 2, nil })
@@ -113,7 +113,7 @@ func TestWebApp_FullControlPlane(t *testing.T) {
 		got := wait(t, "web is Ready on the new image", func(a *webappv1.WebApp) bool {
 			return readyWith(2)(a) && a.Status.UpdatedReplicas == 2
 		})
-		if seen := phases.since(mark); len(seen) == 0 || slices.Contains(seen, webappv1.PhaseScaling) || seen[len(seen)-1] != webappv1.PhaseReady {
+		if seen := phases.untilReady(ctx, mark); len(seen) == 0 || slices.Contains(seen, webappv1.PhaseScaling) || seen[len(seen)-1] != webappv1.PhaseReady {
 			t.Errorf("phases during the rollout %v, want no Scaling and Ready last", seen)
 		}
 		testenv.Eventually(ctx, t, "only pods of nginx:1.27 run", func() (bool, error) {
@@ -208,7 +208,18 @@ func (l *phaseLog) since(mark int) []webappv1.Phase {
 	return slices.Clone(l.phases[mark:])
 }
 
-func (l *phaseLog) seen() []webappv1.Phase { return l.since(0) }
+// untilReady returns the phases seen since mark once the last is Ready, or what was seen after
+// 30 s: the watch that records them may come a moment after the poll that saw Ready.
+func (l *phaseLog) untilReady(ctx context.Context, mark int) []webappv1.Phase {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		seen := l.since(mark)
+		if (len(seen) > 0 && seen[len(seen)-1] == webappv1.PhaseReady) || time.Now().After(deadline) || ctx.Err() != nil {
+			return seen
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
 
 func scaledThenReady(seen []webappv1.Phase) bool {
 	i := slices.Index(seen, webappv1.PhaseScaling)
