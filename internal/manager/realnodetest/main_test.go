@@ -35,23 +35,32 @@ type world struct {
 	started time.Duration
 }
 
+// The package's clusters: each a control plane with a real node of its own, started by the first
+// test that needs it and stopped by TestMain.
 var (
 	worldOnce sync.Once
 	shared    *world
 	worldErr  error
+	// second is another cluster, for the strategies that go from cluster to cluster.
+	secondOnce sync.Once
+	second     *world
+	secondErr  error
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared != nil {
-		if err := shared.cp.Stop(); err != nil {
+	for _, w := range []*world{shared, second} {
+		if w == nil {
+			continue
+		}
+		if err := w.cp.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "stopping the control plane: %v\n", err)
 			code = max(code, 1)
 		}
 		if code != 0 {
-			fmt.Fprintf(os.Stderr, "component logs: %s\n", shared.logDir)
+			fmt.Fprintf(os.Stderr, "component logs: %s\n", w.logDir)
 		} else {
-			_ = os.RemoveAll(shared.logDir)
+			_ = os.RemoveAll(w.logDir)
 		}
 	}
 	os.Exit(code)
@@ -60,14 +69,25 @@ func TestMain(m *testing.M) {
 // realNode returns the package's control plane with its real node, starting it on first use.
 func realNode(t *testing.T) *world {
 	t.Helper()
-	worldOnce.Do(func() { shared, worldErr = startWorld() })
+	worldOnce.Do(func() { shared, worldErr = startWorld("real-node") })
 	if worldErr != nil {
 		t.Fatalf("the control plane with a real node: %v", worldErr)
 	}
 	return shared
 }
 
-func startWorld() (*world, error) {
+// secondCluster returns another control plane with a real node of its own (real-node-b), starting
+// it on first use.
+func secondCluster(t *testing.T) *world {
+	t.Helper()
+	secondOnce.Do(func() { second, secondErr = startWorld("real-node-b") })
+	if secondErr != nil {
+		t.Fatalf("the second control plane with a real node: %v", secondErr)
+	}
+	return second
+}
+
+func startWorld(node string) (*world, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -79,7 +99,7 @@ func startWorld() (*world, error) {
 	if err != nil {
 		return nil, err
 	}
-	cp, err := controlplane.Start(ctx, controlplane.Options{Mode: controlplane.Full, LogDir: logDir, RealNode: &controlplane.RealNodeOptions{}})
+	cp, err := controlplane.Start(ctx, controlplane.Options{Mode: controlplane.Full, LogDir: logDir, RealNode: &controlplane.RealNodeOptions{Name: node}})
 	if err != nil {
 		return nil, fmt.Errorf("%w (logs in %s)", err, logDir)
 	}

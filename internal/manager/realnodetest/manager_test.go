@@ -42,11 +42,12 @@ const (
 // the clusters registered through clusters.Manager (kubeconfig encrypted), a chart repository
 // over HTTP, the rollout engine with its health loop and the health checker.
 type manager struct {
-	t     *testing.T
-	store *sqlitestore.Store
-	eng   *engine.Engine
-	repo  *charttest.Repository
-	logs  *testenv.SyncBuffer
+	t        *testing.T
+	store    *sqlitestore.Store
+	clusters *clusters.Manager
+	eng      *engine.Engine
+	repo     *charttest.Repository
+	logs     *testenv.SyncBuffer
 }
 
 // newManager starts a manager with cluster registered from w's control plane; it stops with t.
@@ -75,9 +76,8 @@ func newManager(t *testing.T, w *world, cluster string) *manager {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cl.Register(ctx, clusters.RegisterParams{Name: cluster, Environment: store.EnvironmentDev, Kubeconfig: w.kubeconfig}); err != nil {
-		t.Fatalf("registering %s: %v", cluster, err)
-	}
+	m.clusters = cl
+	m.register(cluster, store.EnvironmentDev, w)
 	charts, err := operators.New(operators.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -109,6 +109,14 @@ func newManager(t *testing.T, w *world, cluster string) *manager {
 		}
 	})
 	return m
+}
+
+// register registers w's control plane as the cluster name in env.
+func (m *manager) register(name string, env store.Environment, w *world) {
+	m.t.Helper()
+	if _, err := m.clusters.Register(context.Background(), clusters.RegisterParams{Name: name, Environment: env, Kubeconfig: w.kubeconfig}); err != nil {
+		m.t.Fatalf("registering %s: %v", name, err)
+	}
 }
 
 // operator registers operator (namespace namespace) with the chart versions, published in the
