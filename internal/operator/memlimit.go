@@ -43,7 +43,7 @@ func memoryLimit(path string) int64 {
 // DefaultGCPercent is the collector's target the operator runs with when GOGC is not set. The
 // informer caches are most of its live heap and change little, while every reconcile's decoding
 // and patching makes short-lived garbage: at Go's default of 100 the heap grew to twice the caches
-// between collections. At 50 the operator's RSS at 10,000 WerfBundles is 171 MiB instead of 214,
+// between collections. At 50 the operator's RSS at 10,000 WerfBundles is 170 MiB instead of 214,
 // with the time to every first Job unchanged (make bench; docs/werfbundle.md).
 const DefaultGCPercent = 50
 
