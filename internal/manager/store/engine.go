@@ -47,6 +47,9 @@ type EngineExecutor interface {
 	LeaseAcquire(ctx context.Context, p *LeaseAcquireParams) (bool, error)
 	// LeaseRelease gives the named lease up if owner holds it.
 	LeaseRelease(ctx context.Context, name, owner string) error
+	// LeaseGet reads who holds the named lease and until when (lapsed or not); ErrNotFound
+	// when nobody does: what a refusal to wait longer for it tells.
+	LeaseGet(ctx context.Context, name string) (*Lease, error)
 
 	// ApprovalMarkNotified records that the approval's mail was sent.
 	ApprovalMarkNotified(ctx context.Context, id string, at time.Time) error
@@ -122,6 +125,13 @@ type OperatorHealthRecordParams struct {
 type OperatorHealthListParams struct {
 	OperatorName string
 	ClusterName  string
+}
+
+// Lease is a named lease's holder and its end.
+type Lease struct {
+	Name      string
+	Owner     string
+	ExpiresAt time.Time
 }
 
 type LeaseAcquireParams struct {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/slipway-dev/slipway/internal/manager/store"
@@ -60,7 +61,7 @@ func (r *Refresher) acquire(ctx context.Context, op *store.Operator, name, owner
 		case wait <= 0:
 			return errBusy
 		case !time.Now().Before(deadline):
-			return fmt.Errorf("operator %q is being refreshed by another request or replica; try again: %w", op.Name, store.ErrConflict)
+			return fmt.Errorf("operator %q is being refreshed by another request or replica%s; try again: %w", op.Name, r.holder(ctx, name), store.ErrConflict)
 		}
 		select {
 		case <-ctx.Done():
@@ -68,6 +69,17 @@ func (r *Refresher) acquire(ctx context.Context, op *store.Operator, name, owner
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// holder tells who holds the lease name, for a refusal: " (replica R, its lease until T)", or ""
+// when that cannot be read (or it was just released).
+func (r *Refresher) holder(ctx context.Context, name string) string {
+	l, err := r.cfg.Store.LeaseGet(ctx, name)
+	if err != nil {
+		return ""
+	}
+	replica, _, _ := strings.Cut(l.Owner, "/")
+	return fmt.Sprintf(" (replica %s, its lease until %s)", replica, l.ExpiresAt.UTC().Format(time.RFC3339))
 }
 
 // renew keeps the lease every third of it until stop; a failed renewal cancels ctx with

@@ -170,7 +170,8 @@ func testLoop(t *testing.T, engine string) {
 }
 
 // TestRefreshWaitsForTheLease: an on-demand refresh waits for another one of the same operator
-// and, when it does not end in time, is refused with store.ErrConflict; nothing is read.
+// and, when it does not end in time, is refused with store.ErrConflict naming the replica that
+// holds the lease; nothing is read.
 func TestRefreshWaitsForTheLease(t *testing.T) {
 	st := replicas(t, "sqlite", 1)[0]
 	repo := charttest.ServeRepository(t, charttest.OperatorChart("widget-operator", "1.0.0", charttest.Base))
@@ -183,6 +184,9 @@ func TestRefreshWaitsForTheLease(t *testing.T) {
 	_, err := r.Refresh(t.Context(), op, refresh.Options{Wait: 300 * time.Millisecond})
 	if !errors.Is(err, store.ErrConflict) || repo.Requests() != 0 {
 		t.Fatalf("refresh while another holds the lease: %v (%d requests)", err, repo.Requests())
+	}
+	if !strings.Contains(err.Error(), "(replica other, its lease until ") {
+		t.Errorf("the refusal %q does not name the replica holding the lease", err)
 	}
 	if err := st.LeaseRelease(context.Background(), refresh.LeaseName(op.ID), "other/1"); err != nil {
 		t.Fatal(err)

@@ -61,8 +61,7 @@ func (e *Engine) operatorOf(ctx context.Context, d *store.Deployment) (*store.Op
 
 // transition moves the deployment to status with reason (and records the event).
 func (e *Engine) transition(ctx context.Context, d *store.Deployment, status store.DeploymentStatus, reason string, fn func(d *store.Deployment)) (*store.Deployment, error) {
-	from := d.Status
-	out, err := e.update(ctx, d.ID, func(d *store.Deployment) error {
+	out, err := e.updateRecording(ctx, d.ID, e.statusEvent(d.ID, d.Status, status, reason), func(d *store.Deployment) error {
 		d.Status, d.Reason = status, reason
 		if fn != nil {
 			fn(d)
@@ -72,7 +71,6 @@ func (e *Engine) transition(ctx context.Context, d *store.Deployment, status sto
 	if err != nil {
 		return nil, err
 	}
-	e.event(ctx, d.ID, "status", "", fmt.Sprintf("%s → %s: %s", from, status, reason), map[string]any{"from": from, "to": status})
 	e.log.InfoContext(logContext(ctx, d), "engine: Deployment "+string(status), "reason", reason)
 	return out, nil
 }

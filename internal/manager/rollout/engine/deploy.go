@@ -199,17 +199,16 @@ func (e *Engine) hold(ctx context.Context, d *store.Deployment, op *store.Operat
 		if last {
 			status = store.DeploymentValidating
 		}
-		_, err := e.update(ctx, d.ID, func(d *store.Deployment) error {
+		// The event tells the move to Validating (the last stage's): it commits with it.
+		ev := e.newEvent(d.ID, "stage.validating", "", fmt.Sprintf("stage %d (%s): holding %s, then %d%% of %s must be healthy",
+			st.Index+1, strings.Join(st.Clusters, ", "), st.Hold, int(st.SuccessThreshold*100+0.5), words.Count(len(st.Clusters), "cluster")), nil)
+		_, err := e.updateRecording(ctx, d.ID, ev, func(d *store.Deployment) error {
 			d.StageStartedAt, d.Status = &now, status
 			if status != store.DeploymentDeploying {
 				d.Reason = fmt.Sprintf("validating stage %d for %s", st.Index+1, st.Hold)
 			}
 			return nil
 		})
-		if err == nil {
-			e.event(ctx, d.ID, "stage.validating", "", fmt.Sprintf("stage %d (%s): holding %s, then %d%% of %s must be healthy",
-				st.Index+1, strings.Join(st.Clusters, ", "), st.Hold, int(st.SuccessThreshold*100+0.5), words.Count(len(st.Clusters), "cluster")), nil)
-		}
 		return 0, err
 	}
 	// Check the clusters of this stage and of the stages it follows (still this deployment's to

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -110,6 +111,19 @@ func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }
 // details; a failure is logged, not returned: the history must never stop a deployment. Under a
 // dry run (DryRun puts an eventSink in the context) the event is collected: it stores nothing.
 func (e *Engine) event(ctx context.Context, id, typ, cluster, msg string, details map[string]any) {
+	ev := e.newEvent(id, typ, cluster, msg, details)
+	if sink, ok := ctx.Value(eventSinkKey{}).(*eventSink); ok {
+		sink.add(ev)
+		return
+	}
+	if _, err := e.cfg.Store.DeploymentEventInsert(context.WithoutCancel(ctx), ev); err != nil {
+		e.log.WarnContext(e.idLogContext(ctx, id), "engine: Recording an event failed", "type", typ, "error", err)
+	}
+}
+
+// newEvent is a step of the deployment's history as event records it, for a caller that stores
+// it in a transaction of its own (updateRecording).
+func (e *Engine) newEvent(id, typ, cluster, msg string, details map[string]any) *store.DeploymentEvent {
 	ev := &store.DeploymentEvent{DeploymentID: id, At: e.now(), Type: typ, Cluster: cluster, Message: msg}
 	all := map[string]any{"replica": e.cfg.ReplicaID} // which replica did the step: a takeover shows
 	for k, v := range details {
@@ -118,13 +132,12 @@ func (e *Engine) event(ctx context.Context, id, typ, cluster, msg string, detail
 	if b, err := json.Marshal(all); err == nil {
 		ev.Details = b
 	}
-	if sink, ok := ctx.Value(eventSinkKey{}).(*eventSink); ok {
-		sink.add(ev)
-		return
-	}
-	if _, err := e.cfg.Store.DeploymentEventInsert(context.WithoutCancel(ctx), ev); err != nil {
-		e.log.WarnContext(e.idLogContext(ctx, id), "engine: Recording an event failed", "type", typ, "error", err)
-	}
+	return ev
+}
+
+// statusEvent is the "status" event of the deployment's move from from to to.
+func (e *Engine) statusEvent(id string, from, to store.DeploymentStatus, reason string) *store.DeploymentEvent {
+	return e.newEvent(id, "status", "", fmt.Sprintf("%s → %s: %s", from, to, reason), map[string]any{"from": from, "to": to})
 }
 
 // knownTargets is every registered cluster as a request target.

@@ -206,7 +206,13 @@ func (e *Engine) release(ctx context.Context, seen *store.Deployment, wait time.
 // update applies fn to the deployment under this replica's claim (fencing: a replica whose
 // claim lapsed writes nothing).
 func (e *Engine) update(ctx context.Context, id string, fn func(d *store.Deployment) error) (*store.Deployment, error) {
-	return e.updateNotifying(context.WithoutCancel(ctx), id, func(d *store.Deployment) error {
+	return e.updateRecording(ctx, id, nil, fn)
+}
+
+// updateRecording is update that appends ev (when not nil) to the deployment's history in the
+// same transaction (updateNotifying).
+func (e *Engine) updateRecording(ctx context.Context, id string, ev *store.DeploymentEvent, fn func(d *store.Deployment) error) (*store.Deployment, error) {
+	return e.updateNotifying(context.WithoutCancel(ctx), id, ev, func(d *store.Deployment) error {
 		if d.ClaimedBy != e.cfg.ReplicaID {
 			return errLostClaim
 		}

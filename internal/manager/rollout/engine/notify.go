@@ -18,9 +18,12 @@ type Notifications interface {
 }
 
 // updateNotifying is the store's DeploymentUpdate, telling Notifications in the same
-// transaction when fn changed the status.
-func (e *Engine) updateNotifying(ctx context.Context, id string, fn func(d *store.Deployment) error) (*store.Deployment, error) {
-	if e.cfg.Notifications == nil {
+// transaction when fn changed the status, and appending ev (when not nil) to the deployment's
+// history in it too: a status and the event that tells it commit together, so a reader that
+// sees the status finds its event (a page that lists the events once the deployment has ended,
+// a stream that ends on a terminal status) and a crash between the two leaves neither.
+func (e *Engine) updateNotifying(ctx context.Context, id string, ev *store.DeploymentEvent, fn func(d *store.Deployment) error) (*store.Deployment, error) {
+	if e.cfg.Notifications == nil && ev == nil {
 		return e.cfg.Store.DeploymentUpdate(ctx, id, fn)
 	}
 	return store.WithTxV(ctx, e.cfg.Store, func(ctx context.Context, tx store.Tx) (*store.Deployment, error) {
@@ -31,6 +34,11 @@ func (e *Engine) updateNotifying(ctx context.Context, id string, fn func(d *stor
 		})
 		if err != nil {
 			return nil, err
+		}
+		if ev != nil {
+			if _, err := tx.DeploymentEventInsert(ctx, ev); err != nil {
+				return nil, err
+			}
 		}
 		return d, e.notifyStatus(ctx, tx, from, d)
 	})

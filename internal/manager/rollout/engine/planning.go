@@ -333,6 +333,10 @@ func (e *Engine) askApprovals(ctx context.Context, d *store.Deployment, reqs []a
 		if err != nil {
 			return err
 		}
+		// The status's event commits with it (updateNotifying says why), each approval's after it.
+		if _, err := tx.DeploymentEventInsert(ctx, e.statusEvent(d.ID, d.Status, store.DeploymentWaitingApproval, reason)); err != nil {
+			return err
+		}
 		for _, r := range reqs {
 			a, err := tx.ApprovalCreate(ctx, r.Approval(d.ID, d.RequestedBy, expires))
 			if err != nil {
@@ -348,17 +352,17 @@ func (e *Engine) askApprovals(ctx context.Context, d *store.Deployment, reqs []a
 			}); err != nil {
 				return err
 			}
+			if _, err := tx.DeploymentEventInsert(ctx, e.newEvent(d.ID, "approval.requested", "",
+				fmt.Sprintf("approval %s (%s, %d × %s): %s", a.ID, a.Kind, a.Required, a.RequiredRole, a.Reason), nil)); err != nil {
+				return err
+			}
 		}
 		return e.notifyStatus(ctx, tx, d.Status, waiting)
 	})
 	if err != nil {
 		return 0, err
 	}
-	e.event(ctx, d.ID, "status", "", string(d.Status)+" → WaitingApproval: "+reason, map[string]any{"from": d.Status, "to": store.DeploymentWaitingApproval})
 	e.log.InfoContext(logContext(ctx, d), "engine: Deployment "+string(store.DeploymentWaitingApproval), "reason", reason, "approvals", len(created))
-	for _, a := range created {
-		e.event(ctx, d.ID, "approval.requested", "", fmt.Sprintf("approval %s (%s, %d × %s): %s", a.ID, a.Kind, a.Required, a.RequiredRole, a.Reason), nil)
-	}
 	return approvalPoll, nil
 }
 

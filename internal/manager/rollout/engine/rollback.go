@@ -25,8 +25,7 @@ import (
 // of them refuses it (the request is dropped with an event).
 func (e *Engine) startRollback(ctx context.Context, d *store.Deployment, reason string) (time.Duration, error) {
 	now := e.now()
-	from := d.Status
-	_, err := e.update(ctx, d.ID, func(d *store.Deployment) error {
+	_, err := e.updateRecording(ctx, d.ID, e.statusEvent(d.ID, d.Status, store.DeploymentRollingBack, reason), func(d *store.Deployment) error {
 		d.Status, d.Reason = store.DeploymentRollingBack, "rolling back: "+reason
 		d.RollbackRequested, d.RollbackReason, d.RollbackStartedAt, d.RollbackFinishedAt = false, reason, &now, nil
 		d.PausedAt, d.PausedBy, d.PauseReason = nil, "", "" // a rollback is never paused
@@ -48,7 +47,6 @@ func (e *Engine) startRollback(ctx context.Context, d *store.Deployment, reason 
 	if err != nil {
 		return 0, err
 	}
-	e.event(ctx, d.ID, "status", "", fmt.Sprintf("%s → RollingBack: %s", from, reason), map[string]any{"from": from, "to": store.DeploymentRollingBack})
 	if d.PausedAt != nil {
 		e.event(ctx, d.ID, "resumed", "", "the pause of "+d.PausedBy+" ends: a rollback is never paused", map[string]any{"by": "slipway-manager", "pausedBy": d.PausedBy})
 	}

@@ -36,3 +36,13 @@ func (e *executor) LeaseRelease(ctx context.Context, name, owner string) error {
 	}
 	return nil
 }
+
+// LeaseGet reads who holds the named lease and until when; ErrNotFound when nobody does.
+func (e *executor) LeaseGet(ctx context.Context, name string) (*store.Lease, error) {
+	var l store.Lease
+	err := e.w.QueryRowContext(ctx, e.q("LeaseGet"), name).Scan(&l.Name, &l.Owner, timeDest{&l.ExpiresAt})
+	if err != nil {
+		return nil, fmt.Errorf("read lease %s: %w", name, e.mapErr(err))
+	}
+	return &l, nil
+}

@@ -25,7 +25,7 @@ var QueryNames = []string{
 	"DeploymentClaim", "DeploymentRenew", "DeploymentAdmitLock", "DeploymentCountRunning",
 	"DeploymentCountQueued", "DeploymentAdmit", "LiveReleaseList",
 	"OperatorHealthRecord", "OperatorHealthList", "OperatorHealthDelete",
-	"LeaseAcquire", "LeaseRelease",
+	"LeaseAcquire", "LeaseRelease", "LeaseGet",
 	// SchemaTableExists($1 table name) → one boolean: whether the migrations table exists.
 	"SchemaTableExists",
 }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -28,11 +29,20 @@ var leaseCases = []testCase{
 		requireEqual(t, acquire(t, b, "admission", "r2", at(16)), true, "lapsed: r2 takes it over (until 26s)")
 		requireEqual(t, acquire(t, b, "admission", "r1", at(17)), false, "r1 lost it")
 
+		l, err := b.store.LeaseGet(b.ctx, "admission")
+		requireOK(t, err, "read the lease")
+		requireEqual(t, l.Owner, "r2", "the holder read")
+		requireEqual(t, l.ExpiresAt.Equal(at(26)), true, fmt.Sprintf("its end %s, want %s", l.ExpiresAt, at(26)))
+
 		requireOK(t, b.store.LeaseRelease(b.ctx, "admission", "r1"), "release by a non-owner")
 		requireEqual(t, acquire(t, b, "admission", "r1", at(18)), false, "a non-owner's release is a no-op")
 		requireOK(t, b.store.LeaseRelease(b.ctx, "admission", "r2"), "release by the owner")
 		requireEqual(t, acquire(t, b, "admission", "r1", at(18)), true, "released: free at once")
 		requireOK(t, b.store.LeaseRelease(b.ctx, "unknown", "r1"), "release of a lease nobody holds")
+		requireOK(t, b.store.LeaseRelease(b.ctx, "admission", "r1"), "release by the owner")
+		if _, err := b.store.LeaseGet(b.ctx, "admission"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("reading a released lease: %v, want ErrNotFound", err)
+		}
 
 		for name, p := range map[string]store.LeaseAcquireParams{
 			"no name":  {Owner: "r1", Now: at(0), Until: at(1)},

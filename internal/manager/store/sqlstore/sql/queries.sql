@@ -393,5 +393,8 @@ RETURNING owner;
 -- name: LeaseRelease
 DELETE FROM leases WHERE name = $1 AND owner = $2;
 
+-- name: LeaseGet
+SELECT name, owner, expires_at FROM leases WHERE name = $1;
+
 -- name: ApprovalMarkNotified
 UPDATE approvals SET notified_at = $2 WHERE id = $1;
