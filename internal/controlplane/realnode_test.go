@@ -24,7 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/client-go/transport/spdy"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -135,6 +137,10 @@ func TestRealNode_PodServesHTTPOnThePodNetwork(t *testing.T) {
 	// And pods/exec: a command run in the container through kube-apiserver and the kubelet.
 	if out := execIn(ctx, t, cp, pod, "/bin/busybox", "cat", "/www/index.html"); out != HTTPTestBody {
 		t.Errorf("exec in the pod printed %q, want %q", out, HTTPTestBody)
+	}
+	// And pods/portforward (kubectl port-forward): a local port that reaches the pod's 8080.
+	if got := forwardedGet(ctx, t, cp, pod, 8080); got != HTTPTestBody {
+		t.Errorf("GET through a port-forward answered %q, want %q", got, HTTPTestBody)
 	}
 	// Nothing of the machine is routed for the pods: no forwarding turned on.
 	if v, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward"); strings.TrimSpace(string(v)) != before.Sysctls["net/ipv4/ip_forward"] {
@@ -800,4 +806,51 @@ func execIn(ctx context.Context, t *testing.T, cp *ControlPlane, pod *corev1.Pod
 		t.Fatalf("exec %v in %s: %v (stderr %q)", command, pod.Name, err, stderr.String())
 	}
 	return stdout.String()
+}
+
+// forwardedGet forwards a free local port to the pod's port through kube-apiserver and the
+// kubelet (pods/portforward, as kubectl port-forward does) and returns the body of a GET of / on it.
+func forwardedGet(ctx context.Context, t *testing.T, cp *ControlPlane, pod *corev1.Pod, port int) string {
+	t.Helper()
+	kc, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kc.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("portforward")
+	transport, upgrader, err := spdy.RoundTripperFor(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, req.URL())
+	stop, ready := make(chan struct{}), make(chan struct{})
+	defer close(stop)
+	var out strings.Builder
+	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, stop, ready, &out, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- fw.ForwardPorts() }()
+	select {
+	case <-ready:
+	case err := <-errc:
+		t.Fatalf("port-forward to %s: %v (%s)", pod.Name, err, out.String())
+	case <-ctx.Done():
+		t.Fatalf("port-forward to %s never got ready: %s", pod.Name, out.String())
+	}
+	ports, err := fw.GetPorts()
+	if err != nil || len(ports) != 1 {
+		t.Fatalf("the forwarded ports: %v, %v", ports, err)
+	}
+	hc := &http.Client{Timeout: 10 * time.Second}
+	resp, err := hc.Get(fmt.Sprintf("http://127.0.0.1:%d/", ports[0].Local))
+	if err != nil {
+		t.Fatalf("GET through the port-forward: %v (%s)", err, out.String())
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET through the port-forward: %d %q", resp.StatusCode, body)
+	}
+	return string(body)
 }
