@@ -40,15 +40,22 @@ func (e *Engine) Submit(ctx context.Context, req *api.DeploymentRequest, request
 	if err != nil {
 		return nil, err
 	}
-	created, err := e.cfg.Store.DeploymentCreate(ctx, p.deployment)
+	// The deployment and its first event commit together: its history never starts without it.
+	created, err := store.WithTxV(ctx, e.cfg.Store, func(ctx context.Context, tx store.Tx) (*store.Deployment, error) {
+		created, err := tx.DeploymentCreate(ctx, p.deployment)
+		if err != nil {
+			return nil, err
+		}
+		_, err = tx.DeploymentEventInsert(ctx, e.newEvent(created.ID, "created", "", fmt.Sprintf("%s %s to %s by %s, requested by %s",
+			p.op.Name, p.spec.Version, words.Count(len(p.plan.Targets), "cluster"), p.spec.Strategy, requestedBy), map[string]any{"plan": p.plan.String()}))
+		return created, err
+	})
 	if errors.Is(err, store.ErrConflict) {
 		return nil, e.activeConflict(ctx, p.op, p.plan.Targets)
 	}
 	if err != nil {
 		return nil, err
 	}
-	e.event(ctx, created.ID, "created", "", fmt.Sprintf("%s %s to %s by %s, requested by %s",
-		p.op.Name, p.spec.Version, words.Count(len(p.plan.Targets), "cluster"), p.spec.Strategy, requestedBy), map[string]any{"plan": p.plan.String()})
 	e.Wake()
 	return created, nil
 }
