@@ -41,12 +41,8 @@ func (e *Engine) runLoop(ctx context.Context) {
 // tick admits queued deployments, expires approvals and claims what is due.
 func (e *Engine) tick(ctx context.Context) {
 	now := e.now()
-	if res, err := e.cfg.Store.DeploymentAdmit(ctx, &store.DeploymentAdmitParams{Limit: e.cfg.MaxConcurrent, Now: now}); err != nil {
+	if err := e.admit(ctx, now); err != nil {
 		e.logErr(ctx, "admitting queued deployments", err)
-	} else {
-		for _, id := range res.Admitted {
-			e.event(ctx, id, "admitted", "", fmt.Sprintf("admitted: %d of at most %d deployments running", res.Running, e.cfg.MaxConcurrent), nil)
-		}
 	}
 	if expired, err := e.cfg.Store.ApprovalExpire(ctx, now); err != nil {
 		e.logErr(ctx, "expiring approvals", err)
@@ -201,6 +197,24 @@ func (e *Engine) release(ctx context.Context, seen *store.Deployment, wait time.
 	if err != nil && !errors.Is(err, errLostClaim) {
 		e.logErr(ctx, "releasing deployment "+id, err) // ctx is work's: the deployment's lines
 	}
+}
+
+// admit moves queued deployments on within the concurrency limit, each with its "admitted"
+// event in the same transaction (the move from Queued is told by it).
+func (e *Engine) admit(ctx context.Context, now time.Time) error {
+	return store.WithTx(ctx, e.cfg.Store, func(ctx context.Context, tx store.Tx) error {
+		res, err := tx.DeploymentAdmit(ctx, &store.DeploymentAdmitParams{Limit: e.cfg.MaxConcurrent, Now: now})
+		if err != nil {
+			return err
+		}
+		for _, id := range res.Admitted {
+			msg := fmt.Sprintf("admitted: %d of at most %d deployments running", res.Running, e.cfg.MaxConcurrent)
+			if _, err := tx.DeploymentEventInsert(ctx, e.newEvent(id, "admitted", "", msg, nil)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // update applies fn to the deployment under this replica's claim (fencing: a replica whose
