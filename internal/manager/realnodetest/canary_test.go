@@ -3,18 +3,12 @@
 package realnodetest
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/slipway-dev/slipway/internal/controlplane"
 	"github.com/slipway-dev/slipway/internal/manager/health"
-	"github.com/slipway-dev/slipway/internal/manager/install"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
@@ -39,11 +33,7 @@ const (
 func TestCanary_RealPodsOnTwoClusters(t *testing.T) {
 	dev, staging := realNode(t), secondCluster(t)
 	for _, w := range []*world{dev, staging} {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: canaryNamespace, Annotations: controlplane.RealNodeNamespaceAnnotations()}}
-		if err := w.cp.Client.Create(context.Background(), ns); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { uninstallCanary(t, w) })
+		freshNamespace(t, w, canaryNamespace, canaryOperator)
 	}
 	env := dev.env(t, canaryOperator, canaryNamespace)
 	// The same chart on both; the Staging cluster's pods reach their own API server.
@@ -104,20 +94,5 @@ func TestCanary_RealPodsOnTwoClusters(t *testing.T) {
 			t.Errorf("passed stages %q, want two (one cluster each)\nevents:\n%s", stages, m.eventLog(d.ID))
 		}
 		t.Logf("figures: completed on both clusters %s after the request; stages: %s", d.FinishedAt.Sub(begin).Round(100*time.Millisecond), strings.Join(stages, "; "))
-	})
-}
-
-// uninstallCanary removes the Canary operator from w once the test is over: its controller and
-// webhook would otherwise act on the Widgets of the package's other tests.
-func uninstallCanary(t *testing.T, w *world) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := install.Uninstall(ctx, w.cp.Config, canaryOperator, canaryNamespace); err != nil {
-		t.Errorf("uninstalling %s from %s: %v", canaryOperator, w.node.Name, err)
-		return
-	}
-	poll(t, "the Canary operator's pods gone from "+w.node.Name, time.Minute, func() (bool, string) {
-		n := len(podsOf(t, w, canaryNamespace, canaryOperator))
-		return n == 0, fmt.Sprintf("%d pods", n)
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,6 +20,7 @@ import (
 	"github.com/slipway-dev/slipway/internal/controlplane"
 	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/health"
+	"github.com/slipway-dev/slipway/internal/manager/install"
 	"github.com/slipway-dev/slipway/internal/manager/operators/charttest"
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
@@ -217,15 +219,51 @@ func brokenVersionRolledBack(t *testing.T, w *world, m *manager, tc brokenCase) 
 }
 
 // annotatedNamespace creates the operator's namespace, and the one BlueGreen installs green in,
-// with the annotations that send all their pods to the real node (the install finds them there).
+// with the annotations that send all their pods to the real node (the install finds them there);
+// both go when the test ends, with the releases installed in them.
 func annotatedNamespace(t *testing.T, w *world) {
 	t.Helper()
-	for _, name := range []string{namespace, greenNamespace} {
+	freshNamespace(t, w, namespace, operatorName)
+	freshNamespace(t, w, greenNamespace, greenRelease)
+}
+
+// freshNamespace creates namespace name on w with the annotations that send its pods to the
+// real node, waiting while one of that name from an earlier run (go test -count=2) is being
+// deleted. When the test ends, releases are uninstalled from it and it is deleted (not waited
+// for): the package's clusters outlive each test, and an operator left behind would act on the
+// Widgets of the next.
+func freshNamespace(t *testing.T, w *world, name string, releases ...string) {
+	t.Helper()
+	poll(t, "namespace "+name+" created on "+w.node.Name, 3*time.Minute, func() (bool, string) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: controlplane.RealNodeNamespaceAnnotations()}}
-		if err := w.cp.Client.Create(context.Background(), ns); err != nil {
-			t.Fatal(err)
+		err := w.cp.Client.Create(context.Background(), ns)
+		if apierrors.IsAlreadyExists(err) {
+			return false, "an earlier one is still being deleted"
 		}
-	}
+		if err != nil {
+			t.Fatalf("creating namespace %s: %v", name, err)
+		}
+		return true, ""
+	})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		for _, rel := range releases {
+			if err := install.Uninstall(ctx, w.cp.Config, rel, name); err != nil {
+				t.Errorf("uninstalling %s from %s on %s: %v", rel, name, w.node.Name, err)
+			}
+		}
+		for _, rel := range releases {
+			poll(t, "the pods of "+rel+" gone from "+w.node.Name, time.Minute, func() (bool, string) {
+				n := len(podsOf(t, w, name, rel))
+				return n == 0, fmt.Sprintf("%d pods", n)
+			})
+		}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := w.cp.Client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting namespace %s: %v", name, err)
+		}
+	})
 }
 
 // releasePods are the release's pods not being deleted.
