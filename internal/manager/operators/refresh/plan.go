@@ -226,15 +226,23 @@ func (r *Refresher) recordParams(op *store.Operator, t target, v operators.Valid
 // SystemActor is the audit log's actor for what the refresh loop changes on its own.
 const SystemActor = "system:operator-refresh"
 
-// audit records what a refresh of the loop changed (operator.refresh, as the API's refresh).
-func (r *Refresher) audit(ctx context.Context, op *store.Operator, res *api.OperatorRefreshResult) {
-	details, err := json.Marshal(map[string]any{"added": res.Added, "removed": res.Removed, "restored": res.Restored,
-		"changed": res.Changed, "failed": len(res.Failed)})
-	if err == nil {
-		_, err = r.cfg.Store.AuditInsert(ctx, &store.AuditInsertParams{At: res.CheckedAt, Actor: SystemActor,
+// auditIn is extra followed by the audit record of what a refresh of the loop changed
+// (operator.refresh, as the API's refresh), in the transaction that stores it: the audit log
+// has every change the loop made, never one that was not stored.
+func (r *Refresher) auditIn(op *store.Operator, res *api.OperatorRefreshResult, extra func(context.Context, store.Tx) error) func(context.Context, store.Tx) error {
+	return func(ctx context.Context, tx store.Tx) error {
+		if extra != nil {
+			if err := extra(ctx, tx); err != nil {
+				return err
+			}
+		}
+		details, err := json.Marshal(map[string]any{"added": res.Added, "removed": res.Removed, "restored": res.Restored,
+			"changed": res.Changed, "failed": len(res.Failed)})
+		if err != nil {
+			return err
+		}
+		_, err = tx.AuditInsert(ctx, &store.AuditInsertParams{At: res.CheckedAt, Actor: SystemActor,
 			Action: "operator.refresh", TargetKind: "operator", TargetName: op.Name, Result: "success", Details: string(details)})
-	}
-	if err != nil && ctx.Err() == nil {
-		r.log.ErrorContext(ctx, "refresh: Writing the audit record failed", "operatorName", op.Name, "err", err)
+		return err
 	}
 }

@@ -80,7 +80,7 @@ func (r *Refresher) Refresh(ctx context.Context, op *store.Operator, opts Option
 			return err
 		}
 		t.full = opts.Extra != nil
-		res, _, err = r.run(ctx, op, t, opts.Extra)
+		res, _, err = r.run(ctx, op, t, opts.Extra, false)
 		return err
 	})
 	return res, err
@@ -105,7 +105,7 @@ func (r *Refresher) Change(ctx context.Context, op *store.Operator, ch Change, o
 	var updated *store.Operator
 	err := r.withLease(ctx, op, waitOf(opts), func(ctx context.Context) error {
 		var err error
-		res, updated, err = r.run(ctx, op, target{ref: ch.Ref, filter: ch.Filter, change: true}, opts.Extra)
+		res, updated, err = r.run(ctx, op, target{ref: ch.Ref, filter: ch.Filter, change: true}, opts.Extra, false)
 		return err
 	})
 	return res, updated, err
@@ -138,10 +138,7 @@ func (r *Refresher) refreshDue(ctx context.Context, op *store.Operator) bool {
 		if err != nil {
 			return err
 		}
-		res, _, err := r.run(ctx, cur, t, nil)
-		if err == nil && storedAny(res) {
-			r.audit(ctx, cur, res)
-		}
+		_, _, err = r.run(ctx, cur, t, nil, true)
 		return err
 	})
 	switch {
@@ -152,8 +149,9 @@ func (r *Refresher) refreshDue(ctx context.Context, op *store.Operator) bool {
 	return did
 }
 
-// run is one refresh of op from t, under op's lease.
-func (r *Refresher) run(ctx context.Context, op *store.Operator, t target, extra func(context.Context, store.Tx) error) (*api.OperatorRefreshResult, *store.Operator, error) {
+// run is one refresh of op from t, under op's lease. With audit (the loop's refreshes; the API
+// audits its own requests) what it stores is audited in the same transaction.
+func (r *Refresher) run(ctx context.Context, op *store.Operator, t target, extra func(context.Context, store.Tx) error, audit bool) (*api.OperatorRefreshResult, *store.Operator, error) {
 	now := r.now()
 	prev, err := r.cfg.Store.OperatorRefreshGet(ctx, op.ID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -194,11 +192,14 @@ func (r *Refresher) run(ctx context.Context, op *store.Operator, t target, extra
 		// Read the whole index again next time, so the versions that failed are tried again.
 		validators = validatorsOf(prev)
 	}
+	p.fill(res)
+	if audit && storedAny(res) {
+		extra = r.auditIn(op, res, extra)
+	}
 	updated, err := r.apply(ctx, op, t, p, found, validators, now, extra)
 	if err != nil {
 		return nil, nil, err
 	}
-	p.fill(res)
 	if res.Versions, err = r.availableNow(ctx, op.ID); err != nil {
 		return nil, nil, err
 	}
