@@ -78,7 +78,8 @@ deps-test deps-dev: deps-%:
 .PHONY: test
 test: deps-test controlplane ui ## Run every test (unit, envtest and full control plane) against real binaries
 	cd web && $(NPM) test
-	SLIPWAY_CHAOS_SCALE=short KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) $(GO) test -tags e2e $(TEST_FLAGS) $(TEST_PKGS)
+	@# hack/gotest.sh keeps the output in .slipway/test.log and, when a test fails, ends with the failures.
+	SLIPWAY_CHAOS_SCALE=short KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) GO=$(GO) hack/gotest.sh -tags e2e $(TEST_FLAGS) $(TEST_PKGS)
 
 .PHONY: bench
 bench: controlplane ui ## Run the benchmarks (BENCH=regexp) on the real control plane

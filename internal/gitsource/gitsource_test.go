@@ -3,12 +3,17 @@ package gitsource_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -269,6 +274,54 @@ func TestSnapshot_PathChecks(t *testing.T) {
 	}
 	if _, err := snap.ReadFile("charts/app"); !errors.Is(err, gitsource.ErrPathNotFound) {
 		t.Errorf("ReadFile on a directory: %v, want ErrPathNotFound", err)
+	}
+}
+
+// TestSnapshot_SharedBetweenGoroutines: the controllers share one Snapshot per commit between
+// reconciles, so its lookups run at the same time from many goroutines (go-git's tree fills lazy
+// caches on the first lookup; unguarded, the runtime stops the process on a concurrent map write).
+func TestSnapshot_SharedBetweenGoroutines(t *testing.T) {
+	srv := gittest.NewServer(t)
+	repo := srv.NewRepository(t, "app")
+	files := gittest.Files{}
+	for d := range 12 {
+		for f := range 12 {
+			files[fmt.Sprintf("deploy/d%d/sub/f%d.yaml", d, f)] = []byte(fmt.Sprintf("d%d-f%d\n", d, f))
+		}
+	}
+	sha := must(t)(repo.Commit("many files", files))
+	snap, err := fetch(t, gitsource.Options{URL: repo.URL, Commit: sha})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16*len(files))
+	for g := range 16 {
+		wg.Go(func() {
+			names := slices.Collect(maps.Keys(files))
+			rand.New(rand.NewPCG(uint64(g), 1)).Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
+			for _, name := range names {
+				if kind, err := snap.Stat(name); err != nil || kind != gitsource.KindFile {
+					errs <- fmt.Errorf("Stat(%q) = %v, %v", name, kind, err)
+				}
+				if err := snap.RequireDir(path.Dir(name)); err != nil {
+					errs <- err
+				}
+				if got, err := snap.ReadFile(name); err != nil || string(got) != string(files[name]) {
+					errs <- fmt.Errorf("ReadFile(%q) = %q, %v", name, got, err)
+				}
+			}
+			if g%4 == 0 {
+				if _, err := snap.CheckoutMemory(); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-billy/v5"
@@ -21,9 +22,13 @@ import (
 // Snapshot is the tree of one fetched commit, held in memory. Read paths with Stat and ReadFile,
 // or write the whole tree out with Checkout (any billy filesystem), CheckoutDir or
 // CheckoutMemory. Paths are slash-separated and relative to the repository root; "./" and "."
-// are accepted, ".." that leaves the root is not.
+// are accepted, ".." that leaves the root is not. A Snapshot is safe for concurrent use: the
+// controllers share one per commit between reconciles.
 type Snapshot struct {
-	commit           *object.Commit
+	commit *object.Commit
+	// mu guards tree's lookups: go-git's Tree fills a map of its entries and of its subtrees on
+	// the first FindEntry or File and is not safe for concurrent use. Walks (Files) only read.
+	mu               sync.Mutex
 	tree             *object.Tree
 	shallow          bool
 	maxCheckoutBytes int64
@@ -58,7 +63,7 @@ func (s *Snapshot) Stat(p string) (Kind, error) {
 	if clean == "" {
 		return KindDir, nil
 	}
-	entry, err := s.tree.FindEntry(clean)
+	entry, err := s.findEntry(clean)
 	// A path through a file makes go-git look for a tree object that does not exist.
 	if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, plumbing.ErrObjectNotFound) {
 		return 0, fmt.Errorf("%w: %q at commit %s", ErrPathNotFound, p, s.Commit())
@@ -75,6 +80,18 @@ func (s *Snapshot) Stat(p string) (Kind, error) {
 		return 0, fmt.Errorf("%w: %q is a submodule, which is not fetched", ErrPathNotFound, p)
 	}
 	return KindFile, nil
+}
+
+func (s *Snapshot) findEntry(p string) (*object.TreeEntry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tree.FindEntry(p)
+}
+
+func (s *Snapshot) file(p string) (*object.File, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tree.File(p)
 }
 
 // RequireDir returns nil when p is a directory, ErrPathNotFound otherwise (for a Helm chart,
@@ -96,7 +113,7 @@ func (s *Snapshot) ReadFile(p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := s.tree.File(clean)
+	f, err := s.file(clean)
 	if errors.Is(err, object.ErrFileNotFound) || errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, plumbing.ErrObjectNotFound) {
 		return nil, fmt.Errorf("%w: %q at commit %s", ErrPathNotFound, p, s.Commit())
 	}
