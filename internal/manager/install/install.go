@@ -48,7 +48,9 @@ type Release struct {
 	Name string
 	// Namespace holds the release and its namespaced objects; created when missing.
 	Namespace string
-	// Chart is the loaded chart (operators.Charts.Fetch's Chart.Chart).
+	// Chart is the loaded chart (operators.Charts.Fetch's Chart.Chart). Install changes it, as
+	// Helm does the chart it installs (its metadata is sanitised, dependencies enabled or dropped):
+	// installs that run at once each need a chart of their own.
 	Chart *chart.Chart
 	// Values are the release's values, in full: values of a previous revision are not reused.
 	Values map[string]any

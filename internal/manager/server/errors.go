@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strings"
 
@@ -110,10 +111,14 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.DebugContext(ctx, "server: Request refused", "err", e.Err, "status", e.Status)
 	}
 	if id := telemetry.RequestID(ctx); id != "" {
-		if e.Details == nil {
-			e.Details = map[string]any{}
+		// e may be shared between requests (errSignedOut): the id goes into a copy.
+		c := *e
+		c.Details = maps.Clone(e.Details)
+		if c.Details == nil {
+			c.Details = map[string]any{}
 		}
-		e.Details["requestId"] = id
+		c.Details["requestId"] = id
+		e = &c
 	}
 	if e.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="slipway-manager"`)

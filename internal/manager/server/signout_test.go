@@ -2,10 +2,13 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -270,4 +273,56 @@ func TestSessionSignOutEndsStreams(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSessionSignOut_RefusedAtOnce: a signed-out session presented by many requests at once is
+// refused in each with that request's own id. The refusal is one value the server shares; each
+// answer is a copy of it with its id (writing the id into the shared value mixed up requests' ids
+// and, at the same moment, stopped the manager on a concurrent map write).
+func TestSessionSignOut_RefusedAtOnce(t *testing.T) {
+	b := setup(t, "sqlite", withSessions)
+	dana := b.session("dana", auth.Operator)
+	expect(t, "sign out", b.do("DELETE", "/api/v1/session", dana, nil), http.StatusNoContent)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16*25)
+	for w := range 16 {
+		wg.Go(func() {
+			for i := range 25 {
+				id := fmt.Sprintf("refusal-%02d-%02d", w, i)
+				if got, err := refusalID(b, dana, id); err != nil || got != id {
+					errs <- fmt.Errorf("request %s: answered with request id %q (%v)", id, got, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// refusalID sends GET /whoami with tok and request id id, and returns the requestId of the 401's
+// details.
+func refusalID(b *bundle, tok, id string) (string, error) {
+	req, err := http.NewRequest("GET", b.url+"/api/v1/whoami", nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("X-Request-Id", id)
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var e api.Error
+	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(e.Message, "this session was signed out") {
+		return "", fmt.Errorf("status %d, %q", resp.StatusCode, e.Message)
+	}
+	got, _ := e.Details["requestId"].(string)
+	return got, nil
 }

@@ -160,7 +160,11 @@ func (e *Engine) restoreOntoGreen(ctx context.Context, cfg *rest.Config, d *stor
 		return "", back, err
 	}
 	e.warnIncompatible(ctx, cfg, d, op, c, prev.Version)
-	res, err := install.Install(ctx, cfg, install.Release{Name: c.Release, Namespace: c.Namespace, Chart: ch.chart, Values: values, Timeout: e.cfg.InstallTimeout})
+	own, err := ch.installable()
+	if err != nil {
+		return "", back, err
+	}
+	res, err := install.Install(ctx, cfg, install.Release{Name: c.Release, Namespace: c.Namespace, Chart: own, Values: values, Timeout: e.cfg.InstallTimeout})
 	if err != nil {
 		return "", back, err
 	}

@@ -12,11 +12,20 @@ import (
 	"github.com/slipway-dev/slipway/internal/manager/store"
 )
 
-// fetched is a chart version and the names of its CRDs.
+// fetched is a chart version and the names of its CRDs. chart is shared by every step that
+// reads it; an install takes a chart of its own (installable).
 type fetched struct {
-	chart *chart.Chart
-	crds  []string
-	defs  []*apiextensionsv1.CustomResourceDefinition
+	chart   *chart.Chart
+	archive []byte
+	crds    []string
+	defs    []*apiextensionsv1.CustomResourceDefinition
+}
+
+// installable loads the chart again from its archive for one install: Helm changes the chart it
+// installs (Validate rewrites its metadata, dependencies are enabled or dropped, imported values
+// written), so installs running at once on several clusters must not share one.
+func (f *fetched) installable() (*chart.Chart, error) {
+	return operators.LoadArchive(f.archive)
 }
 
 // chartCache keeps the charts fetched recently: a deployment's steps, on one replica, fetch its
@@ -72,7 +81,7 @@ func (e *Engine) chartOf(ctx context.Context, op *store.Operator, version string
 	if err != nil {
 		return nil, fmt.Errorf("reading the CRDs of %s %s: %w", op.Name, version, err)
 	}
-	f := &fetched{chart: ch.Chart}
+	f := &fetched{chart: ch.Chart, archive: ch.Archive}
 	for _, d := range defs {
 		f.crds = append(f.crds, d.Name)
 		f.defs = append(f.defs, d)

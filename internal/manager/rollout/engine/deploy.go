@@ -136,7 +136,11 @@ func (e *Engine) installOne(ctx context.Context, d *store.Deployment, spec *requ
 	defer free()
 	ictx, cancel := context.WithTimeout(ctx, e.cfg.InstallTimeout)
 	defer cancel()
-	res, err := install.Install(ictx, cfg, install.Release{Name: c.Release, Namespace: c.Namespace, Chart: ch.chart, Values: values, Timeout: e.cfg.InstallTimeout})
+	own, err := ch.installable()
+	if err != nil {
+		return e.clusterFailed(ctx, d, c, nil, err)
+	}
+	res, err := install.Install(ictx, cfg, install.Release{Name: c.Release, Namespace: c.Namespace, Chart: own, Values: values, Timeout: e.cfg.InstallTimeout})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err() // stopping or the claim was lost: the next attempt redoes it

@@ -115,9 +115,10 @@ func (e *Engine) work(ctx context.Context, d *store.Deployment) {
 	ctx, cancel := context.WithCancel(logContext(ctx, d)) // its log lines are the deployment's
 	defer cancel()
 	renewed := make(chan struct{})
+	id := d.ID // the steps below replace d as they read it again
 	go func() {
 		defer close(renewed)
-		e.renew(ctx, d.ID, cancel)
+		e.renew(ctx, id, cancel)
 	}()
 	defer func() { cancel(); <-renewed }()
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -132,6 +133,38 @@ func TestPlanning_ValuesByEnvironment(t *testing.T) {
 		}
 		if got := containerImage(dep); got != image {
 			t.Errorf("%s: the Deployment runs %s, want %s", cluster, got, image)
+		}
+	}
+}
+
+// TestPlanning_ValuesByEnvironmentEnableASubchart: a subchart that one environment's values
+// enable and another's leave off is installed on that environment's clusters only, whichever
+// cluster installs first. Each install loads the chart anew: Helm drops a disabled subchart from
+// the chart it installs, and a chart shared with the next install had lost it there too.
+func TestPlanning_ValuesByEnvironmentEnableASubchart(t *testing.T) {
+	s := servers(t, 2)
+	h := newHarness(t, []target{
+		{Name: "sub-dev", Environment: store.EnvironmentDev, Server: s[0]},
+		{Name: "sub-stage", Environment: store.EnvironmentStaging, Server: s[1]},
+	}, nil)
+	files := charttest.OperatorChart(chartName, "1.0.0", charttest.Compatible)
+	files["Chart.yaml"] += "dependencies:\n- name: extra\n  version: 0.1.0\n  condition: extra.enabled\n"
+	files["values.yaml"] += "extra:\n  enabled: false\n"
+	files["charts/extra/Chart.yaml"] = "apiVersion: v2\nname: extra\nversion: 0.1.0\n"
+	files["charts/extra/templates/configmap.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-extra\ndata: {}\n"
+	h.operator("subbed", files)
+	h.start()
+	d := h.submit(`{"operator": "subbed", "version": "1.0.0", "clusters": ["sub-dev", "sub-stage"], "strategy": "Direct",
+		"directConfig": {"parallelClusters": 1}, "valuesByEnvironment": {"Staging": {"extra": {"enabled": true}}}}`)
+	h.waitStatus(d.ID, store.DeploymentCompleted)
+	for cluster, want := range map[string]bool{"sub-dev": false, "sub-stage": true} {
+		kc, err := kubernetes.NewForConfig(h.admin[cluster])
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = kc.CoreV1().ConfigMaps("op-subbed").Get(context.Background(), "subbed-extra", metav1.GetOptions{})
+		if got := err == nil; got != want || (err != nil && !apierrors.IsNotFound(err)) {
+			t.Errorf("%s: the subchart's ConfigMap present %v (%v), want %v", cluster, got, err, want)
 		}
 	}
 }
