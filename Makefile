@@ -20,6 +20,11 @@ TEST_FIRST    := ./internal/controller/catalyst ./internal/devenv ./internal/man
                  ./internal/manager/ui/browsertest ./test/chaos ./internal/controller/werfbundle ./internal/cli \
                  ./internal/controlplane ./cmd/manager ./internal/manager/realnodetest ./charts
 TEST_PKGS     ?= $(TEST_FIRST) ./...
+# make test also runs these under the race detector (quick, and concurrent inside the test's own
+# process); make race runs the whole suite under it but the packages that drive built binaries,
+# containers and a browser (what runs in their process the others cover).
+RACE_SHORT    := ./internal/gitsource/... ./internal/operator/... ./internal/registry/... ./internal/manager/ratelimit
+RACE_SKIP     := /browsertest$$|/realnodetest$$|/internal/devenv$$|/internal/controlplane$$|/test/chaos$$
 DEVENV        := .slipway/bin/devenv
 BENCH         ?= .
 BENCH_FLAGS   ?= -benchtime=1x -timeout=60m
@@ -80,6 +85,13 @@ test: deps-test controlplane ui ## Run every test (unit, envtest and full contro
 	cd web && $(NPM) test
 	@# hack/gotest.sh keeps the output in .slipway/test.log and, when a test fails, ends with the failures.
 	SLIPWAY_CHAOS_SCALE=short KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) GO=$(GO) hack/gotest.sh -tags e2e $(TEST_FLAGS) $(TEST_PKGS)
+	@# The short form of make race.
+	KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) GO=$(GO) SLIPWAY_TEST_LOG=.slipway/test-race.log hack/gotest.sh -race -tags e2e -count=1 -timeout=20m $(RACE_SHORT)
+
+.PHONY: race
+race: deps-test controlplane ui ## Run the tests under the race detector (about 30 minutes; make test runs a short form)
+	SLIPWAY_CHAOS_SCALE=short KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) GO=$(GO) SLIPWAY_TEST_LOG=.slipway/race.log hack/gotest.sh \
+		-race -tags e2e -count=1 -timeout=90m -p 2 $$($(GO) list ./... | grep -v -E '$(RACE_SKIP)')
 
 .PHONY: bench
 bench: controlplane ui ## Run the benchmarks (BENCH=regexp) on the real control plane
