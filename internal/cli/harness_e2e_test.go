@@ -28,8 +28,16 @@ import (
 // testdata/script run it as a process (testscript re-executes this test binary as `slipway`).
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.StopFleet(managertest.StopShared(testscript.RunMain(m, map[string]func() int{"slipway": Main}))))
+	testscript.Main(stopping{m}, map[string]func(){"slipway": func() { os.Exit(Main()) }})
 }
+
+// stopping runs the tests, then stops the shared manager and fleet. testscript.Main ends the
+// process itself (os.Exit, as RunMain does now too), so the stopping has to happen inside its
+// Run: a TestMain that stops them after RunMain returns never gets there, and left the fleet's
+// etcd data and the manager's files behind on every run.
+type stopping struct{ m *testing.M }
+
+func (s stopping) Run() int { return testenv.StopFleet(managertest.StopShared(s.m.Run())) }
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 

@@ -45,7 +45,7 @@ func proc(tb testing.TB, cfgPath, user string, want int, args ...string) cliRun 
 	tb.Helper()
 	bin, err := exec.LookPath("slipway")
 	if err != nil {
-		tb.Fatalf("no slipway in PATH (TestMain's testscript.RunMain puts this test binary there): %v", err)
+		tb.Fatalf("no slipway in PATH (TestMain's testscript.Main puts this test binary there): %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

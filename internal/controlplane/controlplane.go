@@ -108,6 +108,8 @@ type ControlPlane struct {
 	// binDir holds the wrappers that start etcd and kube-apiserver with a parent-death signal
 	// (dieWithParent).
 	binDir string
+	// dataDir is etcd's data directory when the control plane made it (etcdDataDir).
+	dataDir string
 	// etcdPIDs and apiserverPIDs are etcd's and kube-apiserver's processes, for reading only.
 	etcdPIDs, apiserverPIDs []int
 	// realNodes are stopped first by Stop.
@@ -227,6 +229,12 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	}
 	etcd.Path = etcdPath
 	etcd.Out, etcd.Err = cp.logFile("etcd.log"), cp.logFile("etcd.log")
+	if etcd.DataDir == "" {
+		if etcd.DataDir, err = etcdDataDir(); err != nil {
+			return cp, err
+		}
+		cp.dataDir = etcd.DataDir
+	}
 	// Objects the test suites and benchmarks create add up; give etcd room.
 	etcd.Configure().Set("quota-backend-bytes", "8589934592")
 	// The data dir is thrown away with the process, so durability buys nothing; skipping fsync
@@ -428,7 +436,7 @@ func (cp *ControlPlane) Stop() error {
 		errs = append(errs, cp.realNodes[i].cleanup())
 	}
 	cp.realNodes = nil
-	for _, dir := range []*string{&cp.certDir, &cp.binDir} {
+	for _, dir := range []*string{&cp.certDir, &cp.binDir, &cp.dataDir} {
 		if *dir != "" {
 			errs = append(errs, os.RemoveAll(*dir))
 			*dir = ""

@@ -48,6 +48,8 @@ type Fleet struct {
 	// binDir holds the wrappers that start etcd and the kube-apiservers with a parent-death signal
 	// (dieWithParent).
 	binDir string
+	// dataDir is etcd's data directory (etcdDataDir).
+	dataDir string
 }
 
 // FleetServer is one kube-apiserver of a Fleet.
@@ -111,7 +113,10 @@ func StartFleet(ctx context.Context, opts FleetOptions) (f *Fleet, err error) {
 		return f, err
 	}
 	etcdLog := f.logFile(opts.LogDir, "etcd.log")
-	f.Etcd = &envtest.Etcd{Path: etcdPath, Out: etcdLog, Err: etcdLog, StartTimeout: 2 * time.Minute}
+	if f.dataDir, err = etcdDataDir(); err != nil {
+		return f, err
+	}
+	f.Etcd = &envtest.Etcd{Path: etcdPath, Out: etcdLog, Err: etcdLog, DataDir: f.dataDir, StartTimeout: 2 * time.Minute}
 	f.Etcd.Configure().Set("quota-backend-bytes", "8589934592")
 	f.Etcd.Configure().Set("unsafe-no-fsync", "true")
 	spawnThread(func() {
@@ -214,9 +219,11 @@ func (f *Fleet) Stop() error {
 		_ = file.Close()
 	}
 	f.files = nil
-	if f.binDir != "" {
-		errs = append(errs, os.RemoveAll(f.binDir))
-		f.binDir = ""
+	for _, dir := range []*string{&f.binDir, &f.dataDir} {
+		if *dir != "" {
+			errs = append(errs, os.RemoveAll(*dir))
+			*dir = ""
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -276,7 +277,8 @@ func TestWorkloadFleet_CrashedParentLeavesNoProcess(t *testing.T) {
 		os.Exit(3)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestWorkloadFleet_CrashedParentLeavesNoProcess$")
-	cmd.Env = append(os.Environ(), "SLIPWAY_FLEET_CRASH_HELPER=1", "SLIPWAY_FLEET_CRASH_LOGS="+t.TempDir())
+	tmp := t.TempDir()
+	cmd.Env = append(os.Environ(), "SLIPWAY_FLEET_CRASH_HELPER=1", "SLIPWAY_FLEET_CRASH_LOGS="+t.TempDir(), "TMPDIR="+tmp)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 3 {
@@ -296,6 +298,16 @@ func TestWorkloadFleet_CrashedParentLeavesNoProcess(t *testing.T) {
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
+	}
+
+	// Its etcd's data stayed behind; the next start of an etcd on the machine removes it.
+	left, _ := filepath.Glob(filepath.Join(tmp, fmt.Sprintf("%s%d-*", etcdDirPrefix, cmd.Process.Pid)))
+	if len(left) != 1 {
+		t.Fatalf("the crashed helper's etcd data directories: %v, want one", left)
+	}
+	sweepEtcdDataDirs(tmp)
+	if _, err := os.Stat(left[0]); !os.IsNotExist(err) {
+		t.Errorf("%s after the sweep: %v, want it removed", left[0], err)
 	}
 }
 

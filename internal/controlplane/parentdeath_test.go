@@ -51,7 +51,8 @@ func TestCrash_EndsTheControlPlaneAndSignalsNoStranger(t *testing.T) {
 		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with make test")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrash_EndsTheControlPlaneAndSignalsNoStranger$", "-test.v")
-	cmd.Env = append(os.Environ(), roleEnv+"="+roleReaper, logsEnv+"="+t.TempDir())
+	// The crasher's control plane leaves its directories behind by design: in a TMPDIR of the test's.
+	cmd.Env = append(os.Environ(), roleEnv+"="+roleReaper, logsEnv+"="+t.TempDir(), "TMPDIR="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the reaper failed (%v):\n%s", err, out)
