@@ -89,7 +89,7 @@ test: deps-test controlplane ui ## Run every test (unit, envtest and full contro
 	KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) GO=$(GO) SLIPWAY_TEST_LOG=.slipway/test-race.log hack/gotest.sh -race -tags e2e -count=1 -timeout=20m $(RACE_SHORT)
 
 .PHONY: race
-race: deps-test controlplane ui ## Run the tests under the race detector (about 30 minutes; make test runs a short form)
+race: deps-test controlplane ui ## Run the tests under the race detector (about 23 minutes; make test runs a short form)
 	SLIPWAY_CHAOS_SCALE=short KUBEBUILDER_ASSETS=$$($(ASSETS_CMD)) GO=$(GO) SLIPWAY_TEST_LOG=.slipway/race.log hack/gotest.sh \
 		-race -tags e2e -count=1 -timeout=90m -p 2 $$($(GO) list ./... | grep -v -E '$(RACE_SKIP)')
 
