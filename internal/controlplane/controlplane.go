@@ -436,12 +436,7 @@ func (cp *ControlPlane) Stop() error {
 		errs = append(errs, cp.realNodes[i].cleanup())
 	}
 	cp.realNodes = nil
-	for _, dir := range []*string{&cp.certDir, &cp.binDir, &cp.dataDir} {
-		if *dir != "" {
-			errs = append(errs, os.RemoveAll(*dir))
-			*dir = ""
-		}
-	}
+	errs = append(errs, removeDirs(&cp.certDir, &cp.binDir, &cp.dataDir))
 	return errors.Join(errs...)
 }
 

@@ -56,3 +56,16 @@ func processRuns(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
+
+// removeDirs removes each directory named and forgets its name, so that a second Stop removes
+// nothing.
+func removeDirs(dirs ...*string) error {
+	var errs []error
+	for _, dir := range dirs {
+		if *dir != "" {
+			errs = append(errs, os.RemoveAll(*dir))
+			*dir = ""
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -219,12 +219,7 @@ func (f *Fleet) Stop() error {
 		_ = file.Close()
 	}
 	f.files = nil
-	for _, dir := range []*string{&f.binDir, &f.dataDir} {
-		if *dir != "" {
-			errs = append(errs, os.RemoveAll(*dir))
-			*dir = ""
-		}
-	}
+	errs = append(errs, removeDirs(&f.binDir, &f.dataDir))
 	return errors.Join(errs...)
 }
 
