@@ -9,7 +9,9 @@ import (
 // deployer with the built image) on port 8080, and a Service named app on port 80. Its pods meet
 // the restricted Pod Security standard, which environment namespaces enforce: a numeric non-root
 // user, the runtime's default seccomp profile, no privilege escalation, no capability, and a
-// read-only root filesystem (the sample serves files and writes none).
+// read-only root filesystem (the sample serves files and writes none). A pod is ready once it
+// accepts connections on its port (a readiness probe), so a Deployment the deployer reads as
+// available, and a Service's endpoints, answer at once on a real node.
 
 // HelmChart returns a Helm chart at dir named name: Chart.yaml, values.yaml (image.repository,
 // image.tag, env, service.port) and templates for the Deployment and the Service.
@@ -48,6 +50,7 @@ spec:
         image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"
         securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
         ports: [{name: http, containerPort: 8080}]
+        readinessProbe: {tcpSocket: {port: http}, periodSeconds: 2}
         env:
         {{- range $k, $v := .Values.env }}
         - {name: {{ $k | quote }}, value: {{ $v | toString | quote }}}
@@ -86,6 +89,7 @@ spec:
         image: app
         securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
         ports: [{name: http, containerPort: 8080}]
+        readinessProbe: {tcpSocket: {port: http}, periodSeconds: 2}
         resources:
           requests: {cpu: 10m, memory: 16Mi}
           limits: {cpu: 100m, memory: 64Mi}
