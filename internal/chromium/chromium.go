@@ -65,6 +65,9 @@ func Start(o Options) (context.Context, func(), error) {
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.UserDataDir(profile),
+		// Chromium makes its singleton socket's directory (org.chromium.Chromium.*) in TMPDIR and
+		// leaves it when it is killed, as stop does: inside the profile, it goes with it.
+		chromedp.Env("TMPDIR="+profile),
 	)
 	if o.Width > 0 && o.Height > 0 {
 		opts = append(opts, chromedp.WindowSize(o.Width, o.Height))

@@ -69,8 +69,10 @@ func TestPath(t *testing.T) {
 }
 
 // TestStart starts Debian's chromium and reads a page a TLS server serves with a certificate
-// trusted by its public key alone.
+// trusted by its public key alone; once stopped, it has left nothing in the temporary directory.
 func TestStart(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte(`<!doctype html><title>ok</title><p id="p">served over TLS</p>`))
 	}))
@@ -94,5 +96,9 @@ func TestStart(t *testing.T) {
 	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#p")))
 	if err != nil || text != "served over TLS" {
 		t.Errorf("the page's text: %q, %v", text, err)
+	}
+	stop()
+	if left, err := os.ReadDir(tmp); err != nil || len(left) != 0 {
+		t.Errorf("the temporary directory after stop: %v (%v), want empty", left, err)
 	}
 }
