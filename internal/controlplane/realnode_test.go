@@ -251,8 +251,15 @@ func TestRealNode_KilledWithoutStopIsSweptUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What the crashed process's control plane leaves (its certificates, wrappers, etcd's data) stays
+	// in a temporary directory of the test's: short, as the node's sockets are made beneath it.
+	tmp, err := os.MkdirTemp("", "slipway-crash-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRealNode_KilledWithoutStopIsSweptUp$", "-test.v")
-	cmd.Env = append(os.Environ(), realNodeCrashEnv+"="+t.TempDir())
+	cmd.Env = append(os.Environ(), realNodeCrashEnv+"="+t.TempDir(), "TMPDIR="+tmp)
 	out, _ := cmd.CombinedOutput()
 	var dir, socket, bridge string
 	for _, line := range strings.Split(string(out), "\n") {
