@@ -37,11 +37,7 @@ func (r *Refresher) withLease(ctx context.Context, op *store.Operator, wait time
 	<-done
 	lost := errors.Is(context.Cause(lctx), errLostLease)
 	cancel(nil)
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer rcancel()
-	if rerr := r.cfg.Store.LeaseRelease(rctx, name, owner); rerr != nil {
-		r.log.WarnContext(ctx, "refresh: Releasing the refresh lease failed", "operatorName", op.Name, "err", rerr)
-	}
+	r.release(ctx, op, name, owner)
 	if err != nil && lost {
 		return fmt.Errorf("refreshing operator %q: %w: %w", op.Name, errLostLease, err)
 	}
@@ -55,6 +51,11 @@ func (r *Refresher) acquire(ctx context.Context, op *store.Operator, name, owner
 		held, err := r.cfg.Store.LeaseAcquire(ctx, &store.LeaseAcquireParams{Name: name, Owner: owner, Now: now, Until: now.Add(r.cfg.Lease)})
 		switch {
 		case err != nil:
+			// The store may have taken the lease and failed only to answer: a request whose context
+			// ends (a replica stopping) still commits on PostgreSQL. The owner is this attempt's
+			// alone, so giving it up can only release what the attempt took; kept, it would refuse
+			// every refresh of the operator until it lapsed.
+			r.release(ctx, op, name, owner)
 			return err
 		case held:
 			return nil
@@ -68,6 +69,15 @@ func (r *Refresher) acquire(ctx context.Context, op *store.Operator, name, owner
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+// release gives the lease up (under a context of its own: the caller's may have ended).
+func (r *Refresher) release(ctx context.Context, op *store.Operator, name, owner string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := r.cfg.Store.LeaseRelease(rctx, name, owner); err != nil {
+		r.log.WarnContext(ctx, "refresh: Releasing the refresh lease failed", "operatorName", op.Name, "err", err)
 	}
 }
 

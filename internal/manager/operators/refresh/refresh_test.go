@@ -196,3 +196,35 @@ func TestRefreshWaitsForTheLease(t *testing.T) {
 		t.Fatalf("refresh once the lease is free: %+v, %v", res, err)
 	}
 }
+
+// answerlessStore takes a lease and then answers as a request whose context ended does (the
+// store committed it; the client never heard): a replica stopping in the middle of a refresh.
+type answerlessStore struct {
+	store.Store
+}
+
+func (s answerlessStore) LeaseAcquire(ctx context.Context, p *store.LeaseAcquireParams) (bool, error) {
+	if _, err := s.Store.LeaseAcquire(context.WithoutCancel(ctx), p); err != nil {
+		return false, err
+	}
+	return false, context.Canceled
+}
+
+// TestRefreshLeaseTakenWithoutAnAnswerIsGivenUp: a refresh whose lease request failed leaves no
+// lease behind, so the next refresh (another replica's, a user's) is not refused for minutes.
+func TestRefreshLeaseTakenWithoutAnAnswerIsGivenUp(t *testing.T) {
+	st := replicas(t, "sqlite", 1)[0]
+	repo := charttest.ServeRepository(t, charttest.OperatorChart("widget-operator", "1.0.0", charttest.Base))
+	op := addOperator(t, st, "widgets", repo.URL)
+	stopping := newRefresher(t, answerlessStore{st}, "replica-a", time.Hour)
+	if _, err := stopping.Refresh(t.Context(), op, refresh.Options{Wait: 300 * time.Millisecond}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("refresh whose lease request was not answered: %v, want context.Canceled", err)
+	}
+	if l, err := st.LeaseGet(t.Context(), refresh.LeaseName(op.ID)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the refresh lease after the failed request: %+v, %v; want none", l, err)
+	}
+	res, err := newRefresher(t, st, "replica-b", time.Hour).Refresh(t.Context(), op, refresh.Options{Wait: 300 * time.Millisecond})
+	if err != nil || !slices.Equal(res.Added, []string{"1.0.0"}) {
+		t.Fatalf("the next refresh: %+v, %v", res, err)
+	}
+}
