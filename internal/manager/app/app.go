@@ -22,7 +22,7 @@ var commands = map[string]command{
 	"serve":      {"serve the API (migrating the database first unless --migrate=false)", runServe},
 	"migrate":    {"apply the database migrations and exit", runMigrate},
 	"token":      {"mint an HS256 token for a subject and roles", runToken},
-	"rotate-key": {"re-seal every cluster's credentials under the primary encryption key", runRotateKey},
+	"rotate-key": {"re-seal every stored secret (clusters' credentials, notification channels', chart sources', Prometheus') under the primary encryption key", runRotateKey},
 	"gen-key":    {"print a new encryption key line (id:base64) for the key file", runGenKey},
 	"openapi":    {"print the API's OpenAPI 3 document (what /api/v1/openapi.json serves)", runOpenAPI},
 	"login-link": {"print a one-time sign-in link for the web UI (BASE/login#ticket=…)", runLoginLink},
