@@ -75,17 +75,18 @@ func (c *hangingClusters) RESTConfig(ctx context.Context, name string) (*rest.Co
 }
 
 // TestLeader_SlowRoundKeepsLeaseAndMail runs two replicas whose health checks of a live release
-// hang until their timeout (4 s, a round far longer than the 1.2 s lease): the leader keeps the
+// hang until their timeout (6 s, a round far longer than the 2.4 s lease): the leader keeps the
 // lease through every round (the other replica never checks anything), and a pending approval
 // created while a round is in flight is mailed (real SMTP server) before any of that round's
 // checks has ended.
 func TestLeader_SlowRoundKeepsLeaseAndMail(t *testing.T) {
 	smtp := smtptest.Start(t, smtptest.Options{})
 	h := newHarness(t, []target{{Name: "slow-1", Environment: store.EnvironmentDev, Server: single(t)}}, func(c *Config) {
-		c.Lease = 1200 * time.Millisecond
+		// A renewal has a third of the lease (800 ms) on the one SQLite writer both replicas share.
+		c.Lease = 2400 * time.Millisecond
 		c.HealthInterval = 200 * time.Millisecond
 		c.FailureThreshold = 1000
-		c.Checker = health.NewChecker(health.Config{CheckTimeout: 4 * time.Second, Logger: c.Logger})
+		c.Checker = health.NewChecker(health.Config{CheckTimeout: 6 * time.Second, Logger: c.Logger})
 	})
 	ctx := context.Background()
 	op := h.operator("slowop", charttest.OperatorChart(chartName, "1.0.0", charttest.Compatible))
@@ -148,7 +149,7 @@ func TestLeader_SlowRoundKeepsLeaseAndMail(t *testing.T) {
 	if n := b.checks.Load(); n != 0 {
 		t.Errorf("replica-b ran %d health checks while replica-a led: two health loops ran", n)
 	}
-	t.Logf("replica-a ran %d checks of 4 s under a 1.2 s lease, replica-b %d", a.checks.Load(), b.checks.Load())
+	t.Logf("replica-a ran %d checks of 6 s under a 2.4 s lease, replica-b %d", a.checks.Load(), b.checks.Load())
 	mailed := 0
 	for _, ev := range h.events(pending.DeploymentID) {
 		var d struct{ Replica string }
