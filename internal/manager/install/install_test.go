@@ -128,7 +128,8 @@ func TestFailedInstallSaysWhatIsNotReady(t *testing.T) {
 	ctx := testContext(t)
 	const name, ns = "broken", "op-broken"
 
-	res, err := Install(ctx, env.Config, Release{Name: name, Namespace: ns, Timeout: 5 * time.Second,
+	// The timeout covers the apply, the pod's creation and the scheduler's verdict on a loaded machine.
+	res, err := Install(ctx, env.Config, Release{Name: name, Namespace: ns, Timeout: 10 * time.Second,
 		Chart: loadChart(t, "1.1.0", charttest.Compatible, unschedulable)})
 	var nr *NotReadyError
 	if !errors.As(err, &nr) {
@@ -141,7 +142,7 @@ func TestFailedInstallSaysWhatIsNotReady(t *testing.T) {
 	if r.Kind != "Deployment" || r.Name != name+"-"+chartName || r.Namespace != ns || r.Reason != "Unschedulable" {
 		t.Fatalf("not ready: %+v", r)
 	}
-	for _, want := range []string{"release broken (namespace op-broken, revision 1) not ready (timeout 5s): ",
+	for _, want := range []string{"release broken (namespace op-broken, revision 1) not ready (timeout 10s): ",
 		"Deployment op-broken/broken-widget-operator: 0/1 replicas available", "pod broken-widget-operator-", "Unschedulable: 0/"} {
 		if !contains(err.Error(), want) {
 			t.Fatalf("message %q lacks %q", err, want)

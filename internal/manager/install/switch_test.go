@@ -454,7 +454,8 @@ func TestSwitchBackWaitsForBlue(t *testing.T) {
 	}
 	nodeSelector(`{"slipway.dev/no-such-node":"true"}`)
 
-	short, cancel := context.WithTimeout(ctx, 3*time.Second)
+	// Long enough for the scale back, the new pod and the scheduler's verdict on a loaded machine.
+	short, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, err := SwitchBack(short, env.Config, blue, green)
 	var nr *NotReadyError
