@@ -143,7 +143,9 @@ func TestManager_StopLetsTheRunningReconcileFinish(t *testing.T) {
 // cause), so it returns and the manager stops without an error instead of giving up on it.
 func TestManager_StopCancelsAReconcileAtTheEndOfTheGrace(t *testing.T) {
 	h := newHeld()
-	_, stop, result := startHeld(t, 3*time.Second, h)
+	// 10 s: the reconcile's context ends at 9 s, leaving 1 s (a tenth) for it to return and the
+	// manager to stop the rest, as in production; a shorter grace leaves a loaded machine too little.
+	_, stop, result := startHeld(t, 10*time.Second, h)
 	stop()
 	<-h.done // never released: it goes on when its context is canceled
 	if !errors.Is(h.ctxErr, context.Canceled) || h.ctxCause == nil || h.ctxCause.Error() != "the graceful shutdown timeout is nearly over" {
