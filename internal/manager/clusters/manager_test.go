@@ -408,7 +408,8 @@ func TestRemoveDeletesTheManagersObjectsBestEffort(t *testing.T) {
 func TestHealthLoopMarksAStoppedServerUnhealthyAndOthersHealthy(t *testing.T) {
 	rounds := make(chan Round, 16)
 	b := setup(t, func(c *Config) {
-		c.HealthInterval, c.HealthConcurrency, c.CheckTimeout = 200*time.Millisecond, 2, 3*time.Second
+		// A stopped server refuses at once; the live ones get a timeout a loaded machine meets.
+		c.HealthInterval, c.HealthConcurrency, c.CheckTimeout = 200*time.Millisecond, 2, 10*time.Second
 		c.OnRound = func(r Round) { rounds <- r }
 	})
 	ctx := context.Background()
