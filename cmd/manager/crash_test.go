@@ -132,7 +132,14 @@ func TestCrashDuringOperatorRegistration(t *testing.T) {
 				case <-hit:
 					time.Sleep(k.delay)
 				case err := <-done:
-					t.Fatalf("%s: the registration ended before the chart download was reached: %v", mode, err)
+					// Both may be ready when this goroutine runs late ("after" answers at once).
+					select {
+					case <-hit:
+						time.Sleep(k.delay)
+					default:
+						t.Fatalf("%s: the registration ended before the chart download was reached: %v", mode, err)
+					}
+					done <- err
 				case <-time.After(time.Minute):
 					t.Fatalf("%s: the chart download was not reached within a minute", mode)
 				}
