@@ -390,10 +390,13 @@ func TestHA_ReplicaKilledMidRollout(t *testing.T) {
 			}
 			t.Logf("killed %s (claim seen %s before the kill) with %s %s; the row then: claim %q until %v",
 				victim, killedAt.Sub(held.at).Round(time.Millisecond), first, tc.killWhen, row.ClaimedBy, row.LeaseUntil)
-			if tc.killWhen == store.ClusterInstalling && row.ClaimedBy != victim {
+			eventsAtKill := deploymentEvents(t, survivor, dep.ID)
+			installedAtKill := slices.ContainsFunc(eventsAtKill, func(e api.DeploymentEvent) bool { return e.Type == "cluster.installed" && e.Cluster == first })
+			// The claim is the victim's, unless the install ended before the SIGKILL landed (the
+			// claim may then have been given back, and taken by another replica).
+			if tc.killWhen == store.ClusterInstalling && row.ClaimedBy != victim && !installedAtKill {
 				t.Fatalf("the install of %s was in flight under %s's claim, but the row says %q after the kill", first, victim, row.ClaimedBy)
 			}
-			eventsAtKill := deploymentEvents(t, survivor, dep.ID)
 			listAtKill := survivor.must("GET", "/api/v1/deployments", admin, nil, http.StatusOK).body
 
 			done := waitDeployment(t, survivor, dep.ID, "Completed", 3*time.Minute)
@@ -435,8 +438,7 @@ func TestHA_ReplicaKilledMidRollout(t *testing.T) {
 			// A SIGKILL lands a little after the decision to send it: the dead replica may have
 			// finished the install and recorded it in between. What it recorded decides what the
 			// attempts must look like.
-			killedMidInstall := tc.killWhen == store.ClusterInstalling &&
-				!slices.ContainsFunc(eventsAtKill, func(e api.DeploymentEvent) bool { return e.Type == "cluster.installed" && e.Cluster == first })
+			killedMidInstall := tc.killWhen == store.ClusterInstalling && !installedAtKill
 			if tc.killWhen == store.ClusterInstalling && !killedMidInstall {
 				t.Logf("%s had recorded %s's install before the kill landed", victim, first)
 			}
