@@ -50,7 +50,8 @@ type RemovedVersion struct {
 	Reason    string    `json:"reason" enum:"source,filter" description:"source: the chart source no longer lists it; filter: the version filter leaves it out"`
 }
 
-// OperatorRefreshStatus is an operator's last refresh (the loop's or one asked for).
+// OperatorRefreshStatus is an operator's last refresh (its registration, the loop's or one asked
+// for).
 type OperatorRefreshStatus struct {
 	CheckedAt   time.Time  `json:"checkedAt"`
 	SucceededAt *time.Time `json:"succeededAt,omitempty"`

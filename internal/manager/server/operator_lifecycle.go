@@ -164,9 +164,6 @@ func (s *Server) updateOperator(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if o.Refresh, err = s.refreshStatus(ctx, op.ID); err != nil {
-		return err
-	}
 	s.log.InfoContext(ctx, "server: Changed operator", "operatorName", name, "repository", op.ChartRepository,
 		"chart", op.ChartName, "versionFilter", op.VersionFilter, "added", res.Added, "removed", res.Removed)
 	writeJSON(ctx, s.log, w, http.StatusOK, o)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slipway-dev/slipway/internal/manager/api"
 	"github.com/slipway-dev/slipway/internal/manager/auth"
@@ -27,8 +28,22 @@ func testOperatorLifecycle(t *testing.T, engine string) {
 	b := setup(t, engine)
 	repo := charttest.ServeRepository(t, widgetCharts()[:2]...) // 1.0.0 and 1.1.0
 	olga := b.token("olga", auth.Operator)
-	expect(t, "register", b.do("POST", "/api/v1/operators", olga, api.OperatorRequest{Name: "widgets", Namespace: "widget-system",
-		Chart: api.ChartRef{Repository: repo.URL, Name: "widget-operator"}}), http.StatusCreated)
+	reg := b.do("POST", "/api/v1/operators", olga, api.OperatorRequest{Name: "widgets", Namespace: "widget-system",
+		Chart: api.ChartRef{Repository: repo.URL, Name: "widget-operator"}})
+	expect(t, "register", reg, http.StatusCreated)
+	var registered api.Operator
+	reg.json(t, &registered)
+	// Registration read the source whole: it is the first refresh, and the loop's next is an
+	// interval (10m, ±10%) later, not at its next tick.
+	if r := registered.Refresh; r == nil || r.CheckedAt.IsZero() || r.SucceededAt == nil || !r.SucceededAt.Equal(r.CheckedAt) || r.Error != "" ||
+		r.NextAt.Sub(r.CheckedAt) < 9*time.Minute || r.NextAt.Sub(r.CheckedAt) > 11*time.Minute {
+		t.Fatalf("refresh after registration: %+v, want one checked at the registration, the next an interval later", r)
+	}
+	requests := repo.Requests()
+	if n := b.srv.refresh.Round(t.Context()); n != 0 || repo.Requests() != requests {
+		t.Fatalf("a round right after the registration refreshed %d operators (%d requests to the source), want none due",
+			n, repo.Requests()-requests)
+	}
 
 	// Refresh: nothing new yet, then a version published after registration.
 	res := refreshOK(t, b, olga, "widgets", nil)

@@ -106,6 +106,9 @@ func (s *Server) registerOperator(ctx context.Context, req api.OperatorRequest) 
 		if err := storeVersions(ctx, tx, op.ID, found.CRDs, notes, now); err != nil {
 			return nil, err
 		}
+		if err := s.refresh.RecordRegistration(ctx, tx, op, ref, now); err != nil {
+			return nil, err
+		}
 		if !edit.empty() {
 			if err := s.storeConfig(ctx, tx, op.ID, edit, now); err != nil {
 				return nil, err
@@ -172,13 +175,12 @@ func (s *Server) getOperator(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if o.Refresh, err = s.refreshStatus(ctx, op.ID); err != nil {
-		return err
-	}
 	writeJSON(ctx, s.log, w, http.StatusOK, o)
 	return nil
 }
 
+// operatorWithVersions is op as the API shows it: its versions, its configuration and its last
+// refresh.
 func (s *Server) operatorWithVersions(ctx context.Context, op *store.Operator) (*api.Operator, error) {
 	versions, err := s.store.OperatorVersionList(ctx, op.ID)
 	if err != nil {
@@ -186,6 +188,9 @@ func (s *Server) operatorWithVersions(ctx context.Context, op *store.Operator) (
 	}
 	out := operatorOut(op, versions)
 	if err := s.configOut(ctx, &out); err != nil {
+		return nil, err
+	}
+	if out.Refresh, err = s.refreshStatus(ctx, op.ID); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -211,6 +211,14 @@ func (r *Refresher) record(ctx context.Context, op *store.Operator, t target, pr
 	}
 }
 
+// RecordRegistration records op's registration, which read its source whole, as its first
+// refresh in tx (the registration's transaction): the operator shows when its versions were read,
+// and the loop reads them again an interval later, not at its next tick.
+func (r *Refresher) RecordRegistration(ctx context.Context, tx store.Tx, op *store.Operator, ref operators.ChartRef, now time.Time) error {
+	_, err := tx.OperatorRefreshRecord(ctx, r.recordParams(op, target{ref: ref}, operators.Validators{}, now, nil))
+	return err
+}
+
 func (r *Refresher) recordParams(op *store.Operator, t target, v operators.Validators, now time.Time, cause error) *store.OperatorRefreshRecordParams {
 	p := &store.OperatorRefreshRecordParams{OperatorID: op.ID, Source: sourceKey(t.ref), ETag: v.ETag, LastModified: v.LastModified,
 		CheckedAt: now, Succeeded: cause == nil, NextAt: r.next(now)}
