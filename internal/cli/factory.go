@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/slipway-dev/slipway/internal/cli/client"
 	"github.com/slipway-dev/slipway/internal/cli/config"
@@ -36,7 +35,7 @@ type Factory struct {
 	// KubeConfig holds the kubeconfig flags of the commands that talk to Kubernetes directly
 	// (registered on a command by AddKubeFlags); its client config is read only when a command
 	// asks for one (ToRESTConfig, ToRawKubeConfigLoader), KUBECONFIG honoured as kubectl does.
-	KubeConfig *genericclioptions.ConfigFlags
+	KubeConfig *KubeFlags
 	// NewWatcher gives the deployment watch view that deploy --watch runs after submitting;
 	// nil leaves deploy without --watch.
 	NewWatcher func() Watcher
@@ -84,7 +83,7 @@ func NewFactory(ios *iostreams.IOStreams, getenv func(string) string) *Factory {
 		}
 		return conn.Client()
 	}
-	f.KubeConfig = newKubeConfigFlags()
+	f.KubeConfig = &KubeFlags{}
 	f.NewWatcher = func() Watcher { return NewWatchOptions(f) }
 	return f
 }
@@ -163,21 +162,13 @@ func (f *Factory) Connection() (Connection, error) {
 	return conn, nil
 }
 
-// newKubeConfigFlags are kubectl's config flags less the ones the manager's global flags take
-// (--context, --server, --token, ...): AddKubeFlags registers --kubeconfig, --kube-context and
-// -n/--namespace.
-func newKubeConfigFlags() *genericclioptions.ConfigFlags {
-	cf := genericclioptions.NewConfigFlags(true)
-	return cf
-}
-
 // AddKubeFlags registers the kubeconfig flags on a command that talks to Kubernetes directly:
 // --kubeconfig (default $KUBECONFIG, then ~/.kube/config), --kube-context and -n/--namespace
 // (default: the kubeconfig context's namespace). Read them through f.KubeConfig
 // (ToRESTConfig, ToRawKubeConfigLoader().Namespace()).
 func (f *Factory) AddKubeFlags(fs *pflag.FlagSet) {
-	cf := f.KubeConfig
-	fs.StringVar(cf.KubeConfig, "kubeconfig", *cf.KubeConfig, "path to the kubeconfig file (default $KUBECONFIG, then ~/.kube/config)")
-	fs.StringVar(cf.Context, "kube-context", *cf.Context, "the kubeconfig context to use (default: its current context)")
-	fs.StringVarP(cf.Namespace, "namespace", "n", *cf.Namespace, "the namespace (default: the kubeconfig context's)")
+	kf := f.KubeConfig
+	fs.StringVar(&kf.KubeConfig, "kubeconfig", kf.KubeConfig, "path to the kubeconfig file (default $KUBECONFIG, then ~/.kube/config)")
+	fs.StringVar(&kf.Context, "kube-context", kf.Context, "the kubeconfig context to use (default: its current context)")
+	fs.StringVarP(&kf.Namespace, "namespace", "n", kf.Namespace, "the namespace (default: the kubeconfig context's)")
 }

@@ -2,13 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -55,7 +55,7 @@ func unknownKubeKind(kinds string) func(*cobra.Command, []string) error {
 func (f *Factory) addKubeFlags(cmd *cobra.Command) {
 	pf := cmd.PersistentFlags()
 	f.AddKubeFlags(pf)
-	pf.StringVar(f.KubeConfig.Context, "context", *f.KubeConfig.Context, "the kubeconfig context to use (default: its current context)")
+	pf.StringVar(&f.KubeConfig.Context, "context", f.KubeConfig.Context, "the kubeconfig context to use (default: its current context)")
 	_ = pf.MarkHidden("kube-context") // --context says it here
 	_ = cmd.MarkPersistentFlagFilename("kubeconfig")
 	_ = cmd.RegisterFlagCompletionFunc("context", f.completeKubeContexts)
@@ -87,7 +87,7 @@ func (k *kubeKind) kubeErr(err error, namespace, name string) error {
 	switch {
 	case err == nil:
 		return nil
-	case meta.IsNoMatchError(err):
+	case errors.Is(err, errNotServed):
 		return fmt.Errorf("the cluster does not serve %s (%s): are slipway's CRDs installed? (kubectl get crd %s.%s)",
 			k.title+"s", k.gvk.GroupVersion(), k.resource, k.gvk.Group)
 	case apierrors.IsNotFound(err) && name != "":

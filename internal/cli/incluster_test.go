@@ -464,7 +464,7 @@ func (w *world) testCompleteAndNotServed(t *testing.T) {
 	if err := w.c.Delete(w.ctx, crd); err != nil {
 		t.Fatal(err)
 	}
-	// Discovery drops the kind once the CRD is gone, a moment after the delete.
+	// The API server stops serving the kind once the CRD is gone, a moment after the delete.
 	const want = "error: the cluster does not serve WebApps (webapp.slipway.dev/v1): are slipway's CRDs installed? (kubectl get crd webapps.webapp.slipway.dev)\n"
 	deadline := time.Now().Add(30 * time.Second)
 	for r = w.run(runOpts{}, "get", "webapps", "-A"); r.err != want && time.Now().Before(deadline); r = w.run(runOpts{}, "get", "webapps", "-A") {
@@ -473,5 +473,11 @@ func (w *world) testCompleteAndNotServed(t *testing.T) {
 	expect(t, r, 1)
 	if r.err != want {
 		t.Errorf("get webapps without the WebApp CRD: stderr %q, want %q", r.err, want)
+	}
+	// One WebApp by name: not "not found", the same answer (a list of the kind is NotFound too).
+	r = w.run(runOpts{}, "get", "webapp", "web", "-n", nsA)
+	expect(t, r, 1)
+	if r.err != want {
+		t.Errorf("get webapp web without the WebApp CRD: stderr %q, want %q", r.err, want)
 	}
 }

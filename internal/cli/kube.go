@@ -9,7 +9,7 @@ import (
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -17,20 +17,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	kdiscovery "k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/slipway-dev/slipway/internal/joblog"
 )
 
-// The in-cluster verbs talk to the cluster through client-go's dynamic client and decode into
-// slipway's typed api/ types (runtime.DefaultUnstructuredConverter); pod logs come from
-// joblog.PodLogs over a core/v1 REST client. Neither controller-runtime's client nor client-go's
-// typed clientset is linked: with their informers, listers and metrics they kept the binary above
-// 30 MB (docs/cli.md; cmd/slipway's TestDeps_OnlyAClient guards it).
+// The in-cluster verbs talk to the cluster through client-go's dynamic client, at the resources
+// they know (no discovery), and decode into slipway's typed api/ types
+// (runtime.DefaultUnstructuredConverter); pod logs come from joblog.PodLogs over a core/v1 REST
+// client. Neither controller-runtime's client, client-go's typed clientset, its scheme of every
+// API group, discovery nor cli-runtime is linked: they kept the binary at 30 MB and more
+// (docs/cli.md; cmd/slipway's TestDeps_NoHeavyKubeClient guards it).
 
 // kubeObject is what the in-cluster verbs read: a typed object with metadata.
 type kubeObject interface {
@@ -40,11 +38,8 @@ type kubeObject interface {
 
 // kubeConn is what an in-cluster verb talks to the cluster with.
 type kubeConn struct {
-	dyn dynamic.Interface
-	// mapper finds a kind's resource through discovery (in memory, as controller-runtime's
-	// client did): a kind the cluster does not serve is a NoMatch error.
-	mapper meta.RESTMapper
-	logs   joblog.PodLogs
+	dyn  dynamic.Interface
+	logs joblog.PodLogs
 	// namespace is -n, else the kubeconfig context's, else "default".
 	namespace string
 }
@@ -81,25 +76,33 @@ func (f *Factory) kubeConn() (*kubeConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the cluster: %w", err)
 	}
-	dc, err := kdiscovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the cluster: %w", err)
-	}
 	logs, err := joblog.NewPodLogs(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the cluster: %w", err)
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	return &kubeConn{dyn: dyn, mapper: mapper, logs: logs, namespace: ns}, nil
+	return &kubeConn{dyn: dyn, logs: logs, namespace: ns}, nil
 }
 
-// resource is the dynamic client of a kind, found through discovery.
-func (kc *kubeConn) resource(gvk schema.GroupVersionKind) (dynamic.NamespaceableResourceInterface, error) {
-	m, err := kc.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return nil, err
+// resource is the dynamic client of a kind's resource. Its name is known (slipway's CRDs), so no
+// discovery: a kind the cluster does not serve shows as errNotServed (served).
+func (kc *kubeConn) resource(k *kubeKind) dynamic.NamespaceableResourceInterface {
+	return kc.dyn.Resource(k.gvk.GroupVersion().WithResource(k.resource))
+}
+
+// errNotServed: the cluster serves no such resource (its CRD is not installed).
+var errNotServed = errors.New("the cluster does not serve the resource")
+
+// served tells a resource the cluster does not serve from an object that is not there: both
+// answer NotFound, but only the first also answers NotFound to a list. It returns err, wrapped
+// with errNotServed in the first case.
+func (kc *kubeConn) served(ctx context.Context, k *kubeKind, namespace string, err error) error {
+	if !apierrors.IsNotFound(err) {
+		return err
 	}
-	return kc.dyn.Resource(m.Resource), nil
+	if _, lerr := kc.resource(k).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: 1}); apierrors.IsNotFound(lerr) {
+		return fmt.Errorf("%w: %w", errNotServed, err)
+	}
+	return err
 }
 
 // fromUnstructured decodes what the dynamic client read into a typed object.
@@ -121,23 +124,15 @@ func getInto(ctx context.Context, r dynamic.NamespaceableResourceInterface, name
 
 // getObject reads the kind's object at namespace/name; API errors come back as they are.
 func (kc *kubeConn) getObject(ctx context.Context, k *kubeKind, namespace, name string) (kubeObject, error) {
-	r, err := kc.resource(k.gvk)
-	if err != nil {
-		return nil, err
-	}
 	o := k.newObj()
-	return o, getInto(ctx, r, namespace, name, o)
+	return o, kc.served(ctx, k, namespace, getInto(ctx, kc.resource(k), namespace, name, o))
 }
 
 // listObjects reads the kind's objects in namespace ("" all).
 func (kc *kubeConn) listObjects(ctx context.Context, k *kubeKind, namespace string) ([]kubeObject, error) {
-	r, err := kc.resource(k.gvk)
+	l, err := kc.resource(k).Namespace(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, err
-	}
-	l, err := r.Namespace(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
+		return nil, kc.served(ctx, k, namespace, err)
 	}
 	out := make([]kubeObject, 0, len(l.Items))
 	for i := range l.Items {
@@ -153,13 +148,9 @@ func (kc *kubeConn) listObjects(ctx context.Context, k *kubeKind, namespace stri
 // watchObjects watches the kind's objects in namespace; events carry typed objects (kubeObject),
 // or the API's Status for errors.
 func (kc *kubeConn) watchObjects(ctx context.Context, k *kubeKind, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
-	r, err := kc.resource(k.gvk)
+	w, err := kc.resource(k).Namespace(namespace).Watch(ctx, opts)
 	if err != nil {
-		return nil, err
-	}
-	w, err := r.Namespace(namespace).Watch(ctx, opts)
-	if err != nil {
-		return nil, err
+		return nil, kc.served(ctx, k, namespace, err)
 	}
 	return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
 		if u, ok := ev.Object.(*unstructured.Unstructured); ok && ev.Type != watch.Error {
@@ -189,25 +180,18 @@ func (kc *kubeConn) patchObject(ctx context.Context, k *kubeKind, before, o kube
 	if err != nil {
 		return fmt.Errorf("computing the patch: %w", err)
 	}
-	r, err := kc.resource(k.gvk)
+	u, err := kc.resource(k).Namespace(o.GetNamespace()).Patch(ctx, o.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
-		return err
-	}
-	u, err := r.Namespace(o.GetNamespace()).Patch(ctx, o.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
-	if err != nil {
-		return err
+		return kc.served(ctx, k, o.GetNamespace(), err)
 	}
 	return fromUnstructured(u, o)
 }
 
 // deleteObject deletes the kind's object if it still has that uid.
 func (kc *kubeConn) deleteObject(ctx context.Context, k *kubeKind, o kubeObject) error {
-	r, err := kc.resource(k.gvk)
-	if err != nil {
-		return err
-	}
 	uid := o.GetUID()
-	return r.Namespace(o.GetNamespace()).Delete(ctx, o.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	err := kc.resource(k).Namespace(o.GetNamespace()).Delete(ctx, o.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	return kc.served(ctx, k, o.GetNamespace(), err)
 }
 
 // ListPods implements joblog.PodLister.

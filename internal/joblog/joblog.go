@@ -13,7 +13,8 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 )
@@ -28,12 +29,22 @@ type Reader interface {
 // CoreV1().RESTClient() in the controllers, NewPodLogs's in the CLI, which links no clientset.
 type PodLogs struct{ REST rest.Interface }
 
+// coreScheme knows core/v1 alone: the log request's options and the API's errors. client-go's
+// scheme of every built-in group would put them all into the CLI, which reads logs through here.
+var coreScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := corev1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
 // NewPodLogs reads logs with a core/v1 REST client of cfg.
 func NewPodLogs(cfg *rest.Config) (PodLogs, error) {
 	c := rest.CopyConfig(cfg)
 	c.GroupVersion = &corev1.SchemeGroupVersion
 	c.APIPath = "/api"
-	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	c.NegotiatedSerializer = serializer.NewCodecFactory(coreScheme).WithoutConversion()
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
@@ -47,7 +58,7 @@ func NewPodLogs(cfg *rest.Config) (PodLogs, error) {
 // Stream opens the log of a pod's container (pods/log), as kubectl logs reads it.
 func (p PodLogs) Stream(ctx context.Context, namespace, pod string, opts *corev1.PodLogOptions) (io.ReadCloser, error) {
 	return p.REST.Get().Namespace(namespace).Resource("pods").Name(pod).SubResource("log").
-		VersionedParams(opts, scheme.ParameterCodec).Stream(ctx)
+		VersionedParams(opts, runtime.NewParameterCodec(coreScheme)).Stream(ctx)
 }
 
 // CutNote starts what Tail returns when the log was longer than maxBytes: the start was cut.
