@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // etcdDirPrefix names the data directories of the etcds this package starts:
@@ -30,7 +29,7 @@ func sweepEtcdDataDirs(dir string) {
 		return
 	}
 	for _, e := range entries {
-		if pid, ok := etcdDirOwner(e.Name()); ok && e.IsDir() && !processRuns(pid) {
+		if pid, ok := etcdDirOwner(e.Name()); ok && e.IsDir() && processStart(pid) == "" {
 			_ = os.RemoveAll(filepath.Join(dir, e.Name()))
 		}
 	}
@@ -48,13 +47,6 @@ func etcdDirOwner(name string) (int, bool) {
 	}
 	pid, err := strconv.Atoi(digits)
 	return pid, err == nil && pid > 0
-}
-
-// processRuns reports whether a process with pid exists (signal 0 probes; EPERM means it runs
-// under another user).
-func processRuns(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // removeDirs removes each directory named and forgets its name, so that a second Stop removes

@@ -39,6 +39,9 @@ var coreScheme = func() *runtime.Scheme {
 	return s
 }()
 
+// coreParams encodes the log request's options into its query.
+var coreParams = runtime.NewParameterCodec(coreScheme)
+
 // NewPodLogs reads logs with a core/v1 REST client of cfg.
 func NewPodLogs(cfg *rest.Config) (PodLogs, error) {
 	c := rest.CopyConfig(cfg)
@@ -58,7 +61,7 @@ func NewPodLogs(cfg *rest.Config) (PodLogs, error) {
 // Stream opens the log of a pod's container (pods/log), as kubectl logs reads it.
 func (p PodLogs) Stream(ctx context.Context, namespace, pod string, opts *corev1.PodLogOptions) (io.ReadCloser, error) {
 	return p.REST.Get().Namespace(namespace).Resource("pods").Name(pod).SubResource("log").
-		VersionedParams(opts, runtime.NewParameterCodec(coreScheme)).Stream(ctx)
+		VersionedParams(opts, coreParams).Stream(ctx)
 }
 
 // CutNote starts what Tail returns when the log was longer than maxBytes: the start was cut.
